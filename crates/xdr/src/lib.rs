@@ -1,0 +1,475 @@
+//! XDR, the External Data Representation (RFC 4506).
+//!
+//! Decoding works on a [`Bytes`] receive buffer: variable-length opaque data
+//! comes back as a zero-copy slice of it. Encoding builds a gather list: small
+//! items are copied into a growing buffer, large payloads (READ data) are
+//! appended as their own [`Bytes`] chunk so they are never copied.
+//!
+//! Every variable-length item is bounded on decode: its declared length must
+//! fit in what remains of the message and under an optional explicit maximum,
+//! so a hostile peer cannot make us allocate more than it sent.
+
+extern crate self as xdr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+pub use xdr_derive::{Pack, Unpack};
+
+/// Payloads at least this long are appended to the gather list by reference.
+pub const ZERO_COPY_THRESHOLD: usize = 1024;
+
+/// Why a decode failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("message ends early: needed {needed} bytes, {left} left")]
+    Short { needed: usize, left: usize },
+    #[error("length {len} exceeds the bound {max}")]
+    TooLong { len: usize, max: usize },
+    #[error("invalid discriminant {0} for {1}")]
+    BadDiscriminant(u32, &'static str),
+    #[error("invalid boolean {0}")]
+    BadBool(u32),
+    #[error("string is not valid UTF-8")]
+    BadUtf8,
+    #[error("nonzero padding")]
+    BadPadding,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Padding needed after `len` bytes of opaque data (RFC 4506 §3.9).
+pub fn pad_len(len: usize) -> usize {
+    (4 - (len & 3)) & 3
+}
+
+/// A cursor over a received message.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    buf: Bytes,
+}
+
+impl Decoder {
+    pub fn new(buf: Bytes) -> Self {
+        Decoder { buf }
+    }
+
+    /// Bytes not yet consumed.
+    pub fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The unconsumed rest of the message, without consuming it.
+    pub fn rest(&self) -> &Bytes {
+        &self.buf
+    }
+
+    /// Consumes and returns everything that is left.
+    pub fn take_rest(&mut self) -> Bytes {
+        std::mem::take(&mut self.buf)
+    }
+
+    fn need(&self, n: usize) -> Result<()> {
+        if self.buf.len() < n {
+            Err(Error::Short {
+                needed: n,
+                left: self.buf.len(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn u32(&mut self) -> Result<u32> {
+        self.need(4)?;
+        let b = self.buf.split_to(4);
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub fn u64(&mut self) -> Result<u64> {
+        let hi = self.u32()? as u64;
+        let lo = self.u32()? as u64;
+        Ok(hi << 32 | lo)
+    }
+
+    pub fn bool(&mut self) -> Result<bool> {
+        match self.u32()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(Error::BadBool(v)),
+        }
+    }
+
+    /// Fixed-length opaque data (RFC 4506 §4.9), zero-copy.
+    pub fn fixed(&mut self, len: usize) -> Result<Bytes> {
+        let padded = len
+            .checked_add(pad_len(len))
+            .ok_or(Error::TooLong { len, max: usize::MAX })?;
+        self.need(padded)?;
+        let data = self.buf.split_to(len);
+        let pad = self.buf.split_to(padded - len);
+        if pad.iter().any(|&b| b != 0) {
+            return Err(Error::BadPadding);
+        }
+        Ok(data)
+    }
+
+    /// Variable-length opaque data (RFC 4506 §4.10), zero-copy, at most `max` bytes.
+    pub fn opaque(&mut self, max: usize) -> Result<Bytes> {
+        let len = self.u32()? as usize;
+        if len > max {
+            return Err(Error::TooLong { len, max });
+        }
+        self.fixed(len)
+    }
+
+    /// The element count of a variable-length array, checked against `max`
+    /// and against what the rest of the message could hold (every XDR item
+    /// is at least `min_wire` bytes), so callers may pre-allocate it.
+    pub fn count(&mut self, max: usize, min_wire: usize) -> Result<usize> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return Err(Error::TooLong { len: n, max });
+        }
+        if n.saturating_mul(min_wire.max(1)) > self.buf.len() {
+            return Err(Error::Short {
+                needed: n.saturating_mul(min_wire.max(1)),
+                left: self.buf.len(),
+            });
+        }
+        Ok(n)
+    }
+}
+
+/// Builds an encoded message as a gather list of [`Bytes`].
+#[derive(Debug, Default)]
+pub struct Encoder {
+    buf: BytesMut,
+    chunks: Vec<Bytes>,
+    len: usize,
+}
+
+impl Encoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_capacity(n: usize) -> Self {
+        Encoder {
+            buf: BytesMut::with_capacity(n),
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Total encoded length so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn u32(&mut self, v: u32) {
+        self.buf.put_u32(v);
+        self.len += 4;
+    }
+
+    pub fn u64(&mut self, v: u64) {
+        self.buf.put_u64(v);
+        self.len += 8;
+    }
+
+    pub fn bool(&mut self, v: bool) {
+        self.u32(v as u32);
+    }
+
+    fn padding(&mut self, len: usize) {
+        let p = pad_len(len);
+        self.buf.put_bytes(0, p);
+        self.len += p;
+    }
+
+    /// Fixed-length opaque data, copied.
+    pub fn fixed(&mut self, data: &[u8]) {
+        self.buf.put_slice(data);
+        self.len += data.len();
+        self.padding(data.len());
+    }
+
+    /// Variable-length opaque data, copied.
+    pub fn opaque(&mut self, data: &[u8]) {
+        self.u32(data.len() as u32);
+        self.fixed(data);
+    }
+
+    /// Variable-length opaque data; large payloads join the gather list
+    /// without being copied.
+    pub fn opaque_bytes(&mut self, data: &Bytes) {
+        self.u32(data.len() as u32);
+        if data.len() < ZERO_COPY_THRESHOLD {
+            self.fixed(data);
+            return;
+        }
+        if !self.buf.is_empty() {
+            self.chunks.push(self.buf.split().freeze());
+        }
+        self.chunks.push(data.clone());
+        self.len += data.len();
+        self.padding(data.len());
+    }
+
+    /// Appends an already encoded message (for example a cached reply).
+    pub fn raw(&mut self, data: &[u8]) {
+        self.buf.put_slice(data);
+        self.len += data.len();
+    }
+
+    /// The gather list, in order.
+    pub fn finish(mut self) -> Vec<Bytes> {
+        if !self.buf.is_empty() {
+            self.chunks.push(self.buf.freeze());
+        }
+        self.chunks
+    }
+
+    /// The message as one contiguous buffer (copies large payloads).
+    pub fn to_bytes(self) -> Bytes {
+        let chunks = self.finish();
+        match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.into_iter().next().unwrap_or_default(),
+            _ => {
+                let mut all = BytesMut::with_capacity(chunks.iter().map(|c| c.len()).sum());
+                for c in chunks {
+                    all.put_slice(&c);
+                }
+                all.freeze()
+            }
+        }
+    }
+}
+
+/// A type with an XDR encoding.
+pub trait Pack {
+    fn pack(&self, e: &mut Encoder);
+}
+
+/// A type that can be decoded from XDR.
+pub trait Unpack: Sized {
+    fn unpack(d: &mut Decoder) -> Result<Self>;
+    /// The least number of bytes any encoding of this type occupies, used to
+    /// bound array counts before allocating.
+    const MIN_WIRE: usize = 4;
+}
+
+/// Variable-length items that take an explicit bound (`<N>` in XDR).
+pub trait UnpackBounded: Sized {
+    fn unpack_bounded(d: &mut Decoder, max: usize) -> Result<Self>;
+}
+
+/// Encodes a value into a fresh contiguous buffer.
+pub fn to_bytes<T: Pack + ?Sized>(v: &T) -> Bytes {
+    let mut e = Encoder::new();
+    v.pack(&mut e);
+    e.to_bytes()
+}
+
+/// Decodes a value from a buffer; trailing bytes are an error.
+pub fn from_bytes<T: Unpack>(b: Bytes) -> Result<T> {
+    let mut d = Decoder::new(b);
+    let v = T::unpack(&mut d)?;
+    if d.remaining() != 0 {
+        return Err(Error::TooLong {
+            len: d.remaining(),
+            max: 0,
+        });
+    }
+    Ok(v)
+}
+
+macro_rules! int_impl {
+    ($t:ty, $enc:ident, $dec:ident, $as:ty, $min:expr) => {
+        impl Pack for $t {
+            fn pack(&self, e: &mut Encoder) {
+                e.$enc(*self as $as);
+            }
+        }
+        impl Unpack for $t {
+            fn unpack(d: &mut Decoder) -> Result<Self> {
+                Ok(d.$dec()? as $t)
+            }
+            const MIN_WIRE: usize = $min;
+        }
+    };
+}
+int_impl!(u32, u32, u32, u32, 4);
+int_impl!(i32, u32, u32, u32, 4);
+int_impl!(u64, u64, u64, u64, 8);
+int_impl!(i64, u64, u64, u64, 8);
+
+impl Pack for bool {
+    fn pack(&self, e: &mut Encoder) {
+        e.bool(*self)
+    }
+}
+impl Unpack for bool {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        d.bool()
+    }
+}
+
+/// `void`.
+impl Pack for () {
+    fn pack(&self, _: &mut Encoder) {}
+}
+impl Unpack for () {
+    fn unpack(_: &mut Decoder) -> Result<Self> {
+        Ok(())
+    }
+    const MIN_WIRE: usize = 0;
+}
+
+/// Fixed-length opaque `opaque x[N]`.
+impl<const N: usize> Pack for [u8; N] {
+    fn pack(&self, e: &mut Encoder) {
+        e.fixed(self)
+    }
+}
+impl<const N: usize> Unpack for [u8; N] {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        let b = d.fixed(N)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(&b);
+        Ok(out)
+    }
+    const MIN_WIRE: usize = N + ((4 - (N & 3)) & 3);
+}
+
+/// Variable-length opaque `opaque x<>`, zero-copy.
+impl Pack for Bytes {
+    fn pack(&self, e: &mut Encoder) {
+        e.opaque_bytes(self)
+    }
+}
+impl Unpack for Bytes {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        d.opaque(u32::MAX as usize)
+    }
+}
+impl UnpackBounded for Bytes {
+    fn unpack_bounded(d: &mut Decoder, max: usize) -> Result<Self> {
+        d.opaque(max)
+    }
+}
+
+/// `string x<>`, which must be UTF-8.
+impl Pack for String {
+    fn pack(&self, e: &mut Encoder) {
+        e.opaque(self.as_bytes())
+    }
+}
+impl Pack for str {
+    fn pack(&self, e: &mut Encoder) {
+        e.opaque(self.as_bytes())
+    }
+}
+impl Unpack for String {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        Self::unpack_bounded(d, u32::MAX as usize)
+    }
+}
+impl UnpackBounded for String {
+    fn unpack_bounded(d: &mut Decoder, max: usize) -> Result<Self> {
+        let b = d.opaque(max)?;
+        String::from_utf8(b.to_vec()).map_err(|_| Error::BadUtf8)
+    }
+}
+
+/// Variable-length array `T x<>`.
+impl<T: Pack> Pack for Vec<T> {
+    fn pack(&self, e: &mut Encoder) {
+        self.as_slice().pack(e)
+    }
+}
+impl<T: Pack> Pack for [T] {
+    fn pack(&self, e: &mut Encoder) {
+        e.u32(self.len() as u32);
+        for v in self {
+            v.pack(e);
+        }
+    }
+}
+impl<T: Unpack> Unpack for Vec<T> {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        Self::unpack_bounded(d, u32::MAX as usize)
+    }
+}
+impl<T: Unpack> UnpackBounded for Vec<T> {
+    fn unpack_bounded(d: &mut Decoder, max: usize) -> Result<Self> {
+        let n = d.count(max, T::MIN_WIRE)?;
+        let mut v = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            v.push(T::unpack(d)?);
+        }
+        Ok(v)
+    }
+}
+
+/// Optional data `T *x` (RFC 4506 §4.19).
+impl<T: Pack> Pack for Option<T> {
+    fn pack(&self, e: &mut Encoder) {
+        match self {
+            None => e.bool(false),
+            Some(v) => {
+                e.bool(true);
+                v.pack(e)
+            }
+        }
+    }
+}
+impl<T: Unpack> Unpack for Option<T> {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        if d.bool()? {
+            Ok(Some(T::unpack(d)?))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+impl<T: Pack + ?Sized> Pack for Box<T> {
+    fn pack(&self, e: &mut Encoder) {
+        (**self).pack(e)
+    }
+}
+impl<T: Unpack> Unpack for Box<T> {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        Ok(Box::new(T::unpack(d)?))
+    }
+    const MIN_WIRE: usize = T::MIN_WIRE;
+}
+
+impl<T: Pack + ?Sized> Pack for &T {
+    fn pack(&self, e: &mut Encoder) {
+        (**self).pack(e)
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// A value carried as an XDR discriminant (C-like enums, and `u32`).
+pub trait Discriminant: Sized {
+    fn from_u32(v: u32) -> Result<Self>;
+    fn to_u32(&self) -> u32;
+}
+
+impl Discriminant for u32 {
+    fn from_u32(v: u32) -> Result<Self> {
+        Ok(v)
+    }
+    fn to_u32(&self) -> u32 {
+        *self
+    }
+}
