@@ -143,7 +143,11 @@ fn unpack(input: &DeriveInput) -> syn::Result<TokenStream2> {
         Data::Struct(s) => {
             let tys = s.fields.iter().map(|f| &f.ty);
             min_wire = quote! { 0 #( + <#tys as ::xdr::Unpack>::MIN_WIRE )* };
-            let vals = s.fields.iter().map(unpack_field).collect::<syn::Result<Vec<_>>>()?;
+            let vals = s
+                .fields
+                .iter()
+                .map(unpack_field)
+                .collect::<syn::Result<Vec<_>>>()?;
             match &s.fields {
                 Fields::Named(n) => {
                     let idents = n.named.iter().map(|f| f.ident.clone());

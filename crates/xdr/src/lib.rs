@@ -101,9 +101,10 @@ impl Decoder {
 
     /// Fixed-length opaque data (RFC 4506 §4.9), zero-copy.
     pub fn fixed(&mut self, len: usize) -> Result<Bytes> {
-        let padded = len
-            .checked_add(pad_len(len))
-            .ok_or(Error::TooLong { len, max: usize::MAX })?;
+        let padded = len.checked_add(pad_len(len)).ok_or(Error::TooLong {
+            len,
+            max: usize::MAX,
+        })?;
         self.need(padded)?;
         let data = self.buf.split_to(len);
         let pad = self.buf.split_to(padded - len);

@@ -100,7 +100,10 @@ fn short_input_and_padding() {
     assert_eq!(from_bytes::<Bytes>(bad), Err(Error::BadPadding));
     // opaque claims 2^32-1 bytes: bounded by what is left, no allocation
     let huge = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
-    assert!(matches!(from_bytes::<Bytes>(huge), Err(Error::Short { .. })));
+    assert!(matches!(
+        from_bytes::<Bytes>(huge),
+        Err(Error::Short { .. })
+    ));
 }
 
 #[test]
