@@ -40,7 +40,6 @@ command -v cpio >/dev/null || need+=(cpio)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v zstd >/dev/null || need+=(zstd)
-[ -x /bin/busybox ] && /bin/busybox --help 2>&1 | head -1 | grep -q . && file_static=1 || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
     say "installing host packages: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

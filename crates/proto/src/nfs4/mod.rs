@@ -1,0 +1,20 @@
+//! NFSv4.1 (RFC 8881) and NFSv4.2 (RFC 7862) wire types.
+
+mod attr;
+mod callback;
+mod compound;
+mod ops;
+mod res;
+mod types;
+
+pub use attr::*;
+pub use callback::*;
+pub use compound::*;
+pub use ops::*;
+pub use res::*;
+pub use types::*;
+
+/// ONC RPC program number of NFS (RFC 8881 §16.1).
+pub const NFS_PROGRAM: u32 = 100003;
+/// NFSv4 program version.
+pub const NFS_V4: u32 = 4;

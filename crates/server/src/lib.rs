@@ -1,0 +1,6 @@
+//! Ferrite's protocol logic: the NFSv4.1/4.2 server over the vfs backends.
+
+pub mod export;
+pub mod ids;
+pub mod locks;
+pub mod nfs4;

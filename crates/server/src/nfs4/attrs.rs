@@ -1,0 +1,293 @@
+//! File attributes (RFC 8881 §5): what GETATTR and READDIR report, what
+//! SETATTR, CREATE and OPEN may set, and VERIFY/NVERIFY comparisons.
+
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use super::compound::{Compound, Fh};
+use super::Nfs4Server;
+use crate::export::Export;
+
+/// FH4_PERSISTENT (RFC 8881 §4.2.3).
+const FH4_PERSISTENT: u32 = 0;
+
+/// Every attribute this server reports.
+pub const SUPPORTED: &[u32] = &[
+    FATTR4_SUPPORTED_ATTRS,
+    FATTR4_TYPE,
+    FATTR4_FH_EXPIRE_TYPE,
+    FATTR4_CHANGE,
+    FATTR4_SIZE,
+    FATTR4_LINK_SUPPORT,
+    FATTR4_SYMLINK_SUPPORT,
+    FATTR4_NAMED_ATTR,
+    FATTR4_FSID,
+    FATTR4_UNIQUE_HANDLES,
+    FATTR4_LEASE_TIME,
+    FATTR4_RDATTR_ERROR,
+    FATTR4_ACLSUPPORT,
+    FATTR4_CANSETTIME,
+    FATTR4_CASE_INSENSITIVE,
+    FATTR4_CASE_PRESERVING,
+    FATTR4_CHOWN_RESTRICTED,
+    FATTR4_FILEHANDLE,
+    FATTR4_FILEID,
+    FATTR4_FILES_AVAIL,
+    FATTR4_FILES_FREE,
+    FATTR4_FILES_TOTAL,
+    FATTR4_HOMOGENEOUS,
+    FATTR4_MAXFILESIZE,
+    FATTR4_MAXLINK,
+    FATTR4_MAXNAME,
+    FATTR4_MAXREAD,
+    FATTR4_MAXWRITE,
+    FATTR4_MODE,
+    FATTR4_NO_TRUNC,
+    FATTR4_NUMLINKS,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_RAWDEV,
+    FATTR4_SPACE_AVAIL,
+    FATTR4_SPACE_FREE,
+    FATTR4_SPACE_TOTAL,
+    FATTR4_SPACE_USED,
+    FATTR4_TIME_ACCESS,
+    FATTR4_TIME_ACCESS_SET,
+    FATTR4_TIME_DELTA,
+    FATTR4_TIME_METADATA,
+    FATTR4_TIME_MODIFY,
+    FATTR4_TIME_MODIFY_SET,
+    FATTR4_MOUNTED_ON_FILEID,
+    FATTR4_SUPPATTR_EXCLCREAT,
+];
+
+/// NFSv4.2 adds these when the compound's minor version is 2.
+pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT];
+
+/// Attributes a client may set.
+pub const WRITABLE: &[u32] = &[
+    FATTR4_SIZE,
+    FATTR4_MODE,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_TIME_ACCESS_SET,
+    FATTR4_TIME_MODIFY_SET,
+];
+
+/// Attributes that may be set by an EXCLUSIVE4_1 create (RFC 8881 §5.8.1.14):
+/// not the times, which hold the verifier.
+pub const EXCLCREAT: &[u32] = &[FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
+
+pub fn supported(minorversion: u32) -> Bitmap4 {
+    let mut b = Bitmap4::from_attrs(SUPPORTED);
+    if minorversion >= 2 {
+        for a in SUPPORTED_42 {
+            b.insert(*a);
+        }
+    }
+    b
+}
+
+/// Whether `want` asks for anything that needs file-system statistics.
+pub fn needs_fsstat(want: &Bitmap4) -> bool {
+    [
+        FATTR4_FILES_AVAIL,
+        FATTR4_FILES_FREE,
+        FATTR4_FILES_TOTAL,
+        FATTR4_SPACE_AVAIL,
+        FATTR4_SPACE_FREE,
+        FATTR4_SPACE_TOTAL,
+        FATTR4_MAXNAME,
+    ]
+    .iter()
+    .any(|a| want.contains(*a))
+}
+
+fn ftype(t: vfs::FileType) -> NfsFtype4 {
+    match t {
+        vfs::FileType::Regular => NfsFtype4::Nf4Reg,
+        vfs::FileType::Directory => NfsFtype4::Nf4Dir,
+        vfs::FileType::Symlink => NfsFtype4::Nf4Lnk,
+        vfs::FileType::Block => NfsFtype4::Nf4Blk,
+        vfs::FileType::Char => NfsFtype4::Nf4Chr,
+        vfs::FileType::Socket => NfsFtype4::Nf4Sock,
+        vfs::FileType::Fifo => NfsFtype4::Nf4Fifo,
+    }
+}
+
+fn time(t: vfs::Timespec) -> NfsTime4 {
+    NfsTime4 {
+        seconds: t.sec,
+        nseconds: t.nsec,
+    }
+}
+
+/// Builds the attributes of one object, restricted to `want`.
+pub fn build(
+    srv: &Nfs4Server,
+    minorversion: u32,
+    export: &Export,
+    fh: &Bytes,
+    a: &vfs::Attr,
+    fs: Option<&vfs::FsStat>,
+    want: &Bitmap4,
+) -> Fattr4 {
+    let w = |n| want.contains(n);
+    let mut r = Attrs::default();
+    if w(FATTR4_SUPPORTED_ATTRS) {
+        r.supported_attrs = Some(supported(minorversion));
+    }
+    r.type_ = Some(ftype(a.ftype));
+    r.fh_expire_type = Some(FH4_PERSISTENT);
+    r.change = Some(a.change);
+    r.size = Some(a.size);
+    r.link_support = Some(true);
+    r.symlink_support = Some(true);
+    r.named_attr = Some(false);
+    r.fsid = Some(FsId4 {
+        major: export.fsid.0,
+        minor: export.fsid.1,
+    });
+    r.unique_handles = Some(true);
+    r.lease_time = Some(srv.cfg.lease.as_secs() as u32);
+    r.rdattr_error = Some(NfsStat4::Nfs4Ok);
+    r.aclsupport = Some(0);
+    r.cansettime = Some(true);
+    r.case_insensitive = Some(false);
+    r.case_preserving = Some(true);
+    r.chown_restricted = Some(true);
+    if w(FATTR4_FILEHANDLE) {
+        r.filehandle = Some(NfsFh4(fh.clone()));
+    }
+    r.fileid = Some(a.fileid);
+    if let Some(fs) = fs {
+        r.files_avail = Some(fs.avail_files);
+        r.files_free = Some(fs.free_files);
+        r.files_total = Some(fs.total_files);
+        r.space_avail = Some(fs.avail_bytes);
+        r.space_free = Some(fs.free_bytes);
+        r.space_total = Some(fs.total_bytes);
+        r.maxname = Some(fs.max_name);
+    } else {
+        r.maxname = Some(255);
+    }
+    r.homogeneous = Some(true);
+    r.maxfilesize = Some(i64::MAX as u64);
+    r.maxlink = Some(65000);
+    r.maxread = Some(srv.cfg.max_io as u64);
+    r.maxwrite = Some(srv.cfg.max_io as u64);
+    r.mode = Some(a.mode & 0o7777);
+    r.no_trunc = Some(true);
+    r.numlinks = Some(a.nlink);
+    if w(FATTR4_OWNER) {
+        r.owner = Some(Bytes::from(srv.ids.user_name(a.uid)));
+    }
+    if w(FATTR4_OWNER_GROUP) {
+        r.owner_group = Some(Bytes::from(srv.ids.group_name(a.gid)));
+    }
+    r.rawdev = Some(SpecData4 {
+        specdata1: a.rdev.0,
+        specdata2: a.rdev.1,
+    });
+    r.space_used = Some(a.used);
+    r.time_access = Some(time(a.atime));
+    r.time_delta = Some(NfsTime4 {
+        seconds: 0,
+        nseconds: 1,
+    });
+    r.time_metadata = Some(time(a.ctime));
+    r.time_modify = Some(time(a.mtime));
+    r.mounted_on_fileid = Some(a.fileid);
+    r.suppattr_exclcreat = Some(Bitmap4::from_attrs(EXCLCREAT));
+    if minorversion >= 2 {
+        r.xattr_support = Some(false);
+    }
+    r.encode_only(want)
+}
+
+/// GETATTR's work for the object `fh` (RFC 8881 §18.7).
+pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
+    let handle = fh.handle.clone();
+    let with_fs = needs_fsstat(want);
+    let (a, fs) = cx
+        .vfs(fh.export, move |v, _| {
+            let a = v.getattr(&handle)?;
+            let fs = if with_fs { Some(v.fsstat(&handle)?) } else { None };
+            Ok((a, fs))
+        })
+        .await?;
+    let export = cx.export(fh.export)?;
+    Ok(build(
+        &cx.srv,
+        cx.minorversion,
+        export,
+        &fh.wire,
+        &a,
+        fs.as_ref(),
+        want,
+    ))
+}
+
+/// Decodes a client's attributes to set (SETATTR, CREATE, OPEN), checking
+/// each is writable. Returns what to set and the mask of what will be set.
+pub fn to_setattr(srv: &Nfs4Server, f: &Fattr4) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
+    for n in f.attrmask.iter() {
+        if !SUPPORTED.contains(&n) {
+            return Err(NfsStat4::Nfs4errAttrnotsupp);
+        }
+        if !WRITABLE.contains(&n) {
+            return Err(NfsStat4::Nfs4errInval);
+        }
+    }
+    let a = Attrs::decode(f).map_err(|e| match e {
+        AttrDecodeError::Unsupported(_) => NfsStat4::Nfs4errAttrnotsupp,
+        AttrDecodeError::Xdr(_) => NfsStat4::Nfs4errBadxdr,
+    })?;
+    let mut s = vfs::SetAttr::default();
+    if let Some(m) = a.mode {
+        if m & !0o7777 != 0 {
+            return Err(NfsStat4::Nfs4errInval);
+        }
+        s.mode = Some(m);
+    }
+    if let Some(o) = &a.owner {
+        s.uid = Some(srv.ids.uid(o).ok_or(NfsStat4::Nfs4errBadowner)?);
+    }
+    if let Some(g) = &a.owner_group {
+        s.gid = Some(srv.ids.gid(g).ok_or(NfsStat4::Nfs4errBadowner)?);
+    }
+    s.size = a.size;
+    let set_time = |t: SetTime4| -> Result<vfs::SetTime, NfsStat4> {
+        match t {
+            SetTime4::SetToServerTime4 => Ok(vfs::SetTime::ServerNow),
+            SetTime4::SetToClientTime4(t) if t.nseconds >= 1_000_000_000 => {
+                Err(NfsStat4::Nfs4errInval)
+            }
+            SetTime4::SetToClientTime4(t) => Ok(vfs::SetTime::Client(vfs::Timespec {
+                sec: t.seconds,
+                nsec: t.nseconds,
+            })),
+        }
+    };
+    s.atime = a.time_access_set.map(set_time).transpose()?;
+    s.mtime = a.time_modify_set.map(set_time).transpose()?;
+    Ok((s, a.mask()))
+}
+
+/// VERIFY/NVERIFY (RFC 8881 §18.31, §18.15): whether the object's
+/// attributes equal the given ones, compared as encoded.
+pub async fn same(cx: &Compound, fh: &Fh, given: &Fattr4) -> Result<bool, NfsStat4> {
+    let sup = supported(cx.minorversion);
+    for n in given.attrmask.iter() {
+        if !sup.contains(n) {
+            return Err(NfsStat4::Nfs4errAttrnotsupp);
+        }
+        if [FATTR4_RDATTR_ERROR, FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET].contains(&n) {
+            return Err(NfsStat4::Nfs4errInval);
+        }
+    }
+    // The client's values must at least decode.
+    Attrs::decode(given).map_err(|_| NfsStat4::Nfs4errBadxdr)?;
+    let mine = get(cx, fh, &given.attrmask).await?;
+    Ok(mine.attrmask == given.attrmask && mine.attr_vals == given.attr_vals)
+}

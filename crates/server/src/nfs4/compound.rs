@@ -1,0 +1,370 @@
+//! COMPOUND processing (RFC 8881 §16.2, §2.10.6 for sessions).
+//!
+//! Operations are decoded one at a time, so a malformed or unknown
+//! operation gets its own error result (NFS4ERR_BADXDR, NFS4ERR_OP_ILLEGAL)
+//! after the ones before it have run. The first operation decides the
+//! compound's kind: SEQUENCE (the normal case), or one of the operations
+//! allowed alone outside a session.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use proto::nfs4::*;
+use rpc::{Call, Connection, Reply};
+use tracing::{debug, warn};
+use xdr::{Encoder, Pack, Unpack};
+
+use super::filehandle::FhTarget;
+use super::ops;
+use super::state::session::Session;
+use super::Nfs4Server;
+use crate::export::Export;
+
+/// The current (or saved) filehandle.
+#[derive(Debug, Clone)]
+pub struct Fh {
+    pub export: u16,
+    pub handle: vfs::Handle,
+    /// The filehandle as the client sees it.
+    pub wire: Bytes,
+}
+
+impl Fh {
+    pub fn key(&self) -> super::state::FileKey {
+        (self.export, self.handle.clone())
+    }
+}
+
+/// The SEQUENCE this compound runs under.
+pub struct SlotUse {
+    pub slotid: u32,
+    pub digest: u64,
+    pub cachethis: bool,
+}
+
+/// Everything an operation sees of its compound.
+pub struct Compound {
+    pub srv: Arc<Nfs4Server>,
+    pub conn: Arc<Connection>,
+    pub auth: rpc::Auth,
+    pub creds: vfs::Creds,
+    pub minorversion: u32,
+    pub cfh: Option<Fh>,
+    pub sfh: Option<Fh>,
+    pub cur_stateid: Option<StateId4>,
+    pub saved_stateid: Option<StateId4>,
+    pub session: Option<Arc<Session>>,
+    pub slot: Option<SlotUse>,
+    /// Number of operations in the request, and the index of the one running.
+    pub nops: usize,
+    pub index: usize,
+    /// Size of the request's COMPOUND arguments.
+    pub request_size: usize,
+    /// Digest of the request, for false-retry detection.
+    pub digest: u64,
+    /// Set by SEQUENCE when the request is a retransmission: the reply to
+    /// send again as it was.
+    pub replay: Option<Vec<Bytes>>,
+}
+
+/// The result of one operation: typed, or just an opcode and error status
+/// (for an operation that could not be decoded).
+pub enum OpResult {
+    Typed(NfsResOp4),
+    Error(u32, NfsStat4),
+}
+
+impl OpResult {
+    pub fn status(&self) -> NfsStat4 {
+        match self {
+            OpResult::Typed(r) => r.status(),
+            OpResult::Error(_, s) => *s,
+        }
+    }
+}
+
+impl Pack for OpResult {
+    fn pack(&self, e: &mut Encoder) {
+        match self {
+            OpResult::Typed(r) => r.pack(e),
+            OpResult::Error(op, s) => {
+                e.u32(*op);
+                s.pack(e);
+            }
+        }
+    }
+}
+
+/// Operations allowed as the only operation of a compound without SEQUENCE
+/// (RFC 8881 §2.6.3.1.1.8 / §18.35.3 etc.).
+fn sessionless(op: &NfsArgOp4) -> bool {
+    matches!(
+        op,
+        NfsArgOp4::ExchangeId(_)
+            | NfsArgOp4::CreateSession(_)
+            | NfsArgOp4::DestroySession(_)
+            | NfsArgOp4::DestroyClientId(_)
+            | NfsArgOp4::BindConnToSession(_)
+    )
+}
+
+fn digest(b: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    b.hash(&mut h);
+    h.finish()
+}
+
+fn creds_of(auth: &rpc::Auth) -> vfs::Creds {
+    match auth {
+        rpc::Auth::Sys(p) => vfs::Creds {
+            uid: p.uid,
+            gid: p.gid,
+            groups: p.gids.clone(),
+        },
+        // AUTH_NONE callers are treated as nobody.
+        rpc::Auth::None => vfs::Creds {
+            uid: 65534,
+            gid: 65534,
+            groups: Vec::new(),
+        },
+    }
+}
+
+fn encode_reply(status: NfsStat4, tag: &Bytes, results: &[OpResult]) -> Vec<Bytes> {
+    let mut e = Encoder::with_capacity(512);
+    status.pack(&mut e);
+    tag.pack(&mut e);
+    e.u32(results.len() as u32);
+    for r in results {
+        r.pack(&mut e);
+    }
+    e.finish()
+}
+
+fn encoded_len(r: &OpResult) -> usize {
+    let mut e = Encoder::new();
+    r.pack(&mut e);
+    e.len()
+}
+
+/// Runs one COMPOUND call.
+pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
+    let Call {
+        mut args,
+        auth,
+        conn,
+        xid,
+        ..
+    } = call;
+    let request_size = args.remaining();
+    let req_digest = digest(args.rest());
+    let tag = match Bytes::unpack(&mut args) {
+        Ok(t) => t,
+        Err(e) => {
+            warn!(xid, "COMPOUND header undecodable: {e}");
+            return Reply::Error(rpc::ReplyError::GarbageArgs);
+        }
+    };
+    let (minorversion, nops) = match (args.u32(), args.count(u32::MAX as usize, 4)) {
+        (Ok(m), Ok(n)) => (m, n),
+        _ => return Reply::Error(rpc::ReplyError::GarbageArgs),
+    };
+    if !(1..=2).contains(&minorversion) {
+        return Reply::Success(encode_reply(
+            NfsStat4::Nfs4errMinorVersMismatch,
+            &tag,
+            &[],
+        ));
+    }
+    let mut cx = Compound {
+        creds: creds_of(&auth),
+        srv,
+        conn,
+        auth,
+        minorversion,
+        cfh: None,
+        sfh: None,
+        cur_stateid: None,
+        saved_stateid: None,
+        session: None,
+        slot: None,
+        nops,
+        index: 0,
+        request_size,
+        digest: req_digest,
+        replay: None,
+    };
+    let mut results: Vec<OpResult> = Vec::with_capacity(nops.min(64));
+    let mut status = NfsStat4::Nfs4Ok;
+    let mut resp_size = 12 + tag.len() + 4;
+    for i in 0..nops {
+        cx.index = i;
+        let op = match NfsArgOp4::unpack(&mut args) {
+            Ok(op) => op,
+            Err(e) => {
+                debug!(xid, op = i, "undecodable operation: {e}");
+                // Peek at the opcode for the error result.
+                results.push(OpResult::Error(OpNum4::Illegal as u32, NfsStat4::Nfs4errBadxdr));
+                status = NfsStat4::Nfs4errBadxdr;
+                break;
+            }
+        };
+        let opnum = match op {
+            NfsArgOp4::Illegal | NfsArgOp4::Unknown(_) => OpNum4::Illegal as u32,
+            _ => op.opnum(),
+        };
+        let r = if let NfsArgOp4::Illegal | NfsArgOp4::Unknown(_) = op {
+            OpResult::Error(OpNum4::Illegal as u32, NfsStat4::Nfs4errOpIllegal)
+        } else if i == 0 {
+            match &op {
+                NfsArgOp4::Sequence(_) => ops::dispatch(&mut cx, op).await,
+                _ if sessionless(&op) && nops == 1 => ops::dispatch(&mut cx, op).await,
+                _ if sessionless(&op) => OpResult::Error(op.opnum(), NfsStat4::Nfs4errNotOnlyOp),
+                _ => OpResult::Error(op.opnum(), NfsStat4::Nfs4errOpNotInSession),
+            }
+        } else if let NfsArgOp4::Sequence(_) = op {
+            OpResult::Error(op.opnum(), NfsStat4::Nfs4errSequencePos)
+        } else if cx.session.is_none() {
+            OpResult::Error(op.opnum(), NfsStat4::Nfs4errOpNotInSession)
+        } else {
+            ops::dispatch(&mut cx, op).await
+        };
+        // A replayed SEQUENCE answers with the cached reply as it was.
+        if let Some(cached) = cx.replay.take() {
+            return Reply::Success(cached);
+        }
+        let mut r = r;
+        if let Some(sess) = &cx.session {
+            resp_size += encoded_len(&r);
+            let limit = sess.fore.maxresponsesize as usize;
+            let cache_limit = sess.fore.maxresponsesize_cached as usize;
+            let cachethis = cx.slot.as_ref().is_some_and(|s| s.cachethis);
+            if resp_size > limit {
+                r = OpResult::Error(opnum, NfsStat4::Nfs4errRepTooBig);
+            } else if cachethis && resp_size > cache_limit {
+                r = OpResult::Error(opnum, NfsStat4::Nfs4errRepTooBigToCache);
+            }
+        }
+        status = r.status();
+        results.push(r);
+        if status != NfsStat4::Nfs4Ok {
+            break;
+        }
+    }
+    let reply = encode_reply(status, &tag, &results);
+    if let (Some(sess), Some(slot)) = (&cx.session, &cx.slot) {
+        let size: usize = reply.iter().map(Bytes::len).sum();
+        let keep = size <= sess.fore.maxresponsesize_cached as usize && (slot.cachethis || size <= 2048);
+        let mut t = sess.slots.lock().unwrap_or_else(|p| p.into_inner());
+        t.complete(slot.slotid, slot.digest, keep.then(|| reply.clone()));
+    }
+    Reply::Success(reply)
+}
+
+
+impl Compound {
+    /// The current filehandle (NFS4ERR_NOFILEHANDLE without one).
+    pub fn cfh(&self) -> Result<&Fh, NfsStat4> {
+        self.cfh.as_ref().ok_or(NfsStat4::Nfs4errNofilehandle)
+    }
+
+    /// Replaces the current filehandle; the current stateid goes with the
+    /// old one (RFC 8881 §16.2.3.1.2).
+    pub fn set_cfh(&mut self, fh: Fh) {
+        self.cfh = Some(fh);
+        self.cur_stateid = None;
+    }
+
+    pub fn export(&self, id: u16) -> Result<&Export, NfsStat4> {
+        self.srv.export(id).ok_or(NfsStat4::Nfs4errStale)
+    }
+
+    /// A filehandle for an object of an export.
+    pub fn make_fh(&self, export: u16, handle: vfs::Handle) -> Fh {
+        let wire = self.srv.fh.encode(&FhTarget::Object {
+            export,
+            handle: handle.clone(),
+        });
+        Fh {
+            export,
+            handle,
+            wire,
+        }
+    }
+
+    /// The root of the server's namespace.
+    pub fn root_fh(&self) -> Result<Fh, NfsStat4> {
+        let e = self.srv.exports.first().ok_or(NfsStat4::Nfs4errNoent)?;
+        Ok(self.make_fh(e.id, e.vfs.root()))
+    }
+
+    /// Decodes a filehandle a client presented.
+    pub fn parse_fh(&self, wire: &Bytes) -> Result<Fh, NfsStat4> {
+        match self.srv.fh.decode(wire) {
+            Ok(FhTarget::Object { export, handle }) => {
+                self.export(export)?;
+                Ok(Fh {
+                    export,
+                    handle,
+                    wire: wire.clone(),
+                })
+            }
+            Ok(FhTarget::Pseudo(_)) | Err(_) => Err(NfsStat4::Nfs4errBadhandle),
+        }
+    }
+
+    /// Runs a backend call for `fh`'s export on the blocking pool, with this
+    /// compound's credentials.
+    pub async fn vfs<T, F>(&self, export: u16, f: F) -> Result<T, NfsStat4>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> vfs::Result<T> + Send + 'static,
+    {
+        let fs = self.export(export)?.vfs.clone();
+        let creds = self.creds.clone();
+        match tokio::task::spawn_blocking(move || f(fs.as_ref(), &creds)).await {
+            Ok(r) => r.map_err(super::errors::from_errno),
+            Err(e) => {
+                warn!("backend call failed: {e}");
+                Err(NfsStat4::Nfs4errServerfault)
+            }
+        }
+    }
+
+    /// Resolves the special "current stateid" (RFC 8881 §16.2.3.1.2).
+    pub fn resolve_stateid(&self, sid: &StateId4) -> Result<StateId4, NfsStat4> {
+        if *sid == StateId4::CURRENT {
+            self.cur_stateid.ok_or(NfsStat4::Nfs4errBadStateid)
+        } else {
+            Ok(*sid)
+        }
+    }
+
+    /// The client this compound's session belongs to.
+    pub fn clientid(&self) -> Result<ClientId4, NfsStat4> {
+        self.session
+            .as_ref()
+            .map(|s| s.client)
+            .ok_or(NfsStat4::Nfs4errOpNotInSession)
+    }
+}
+
+/// Checks a component name (RFC 8881 §14.2): empty or not UTF-8 is
+/// NFS4ERR_INVAL, "." and ".." are NFS4ERR_BADNAME, '/' or NUL is
+/// NFS4ERR_BADCHAR, longer than 255 bytes is NFS4ERR_NAMETOOLONG.
+pub fn check_name(name: &Bytes) -> Result<Bytes, NfsStat4> {
+    if name.is_empty() || std::str::from_utf8(name).is_err() {
+        return Err(NfsStat4::Nfs4errInval);
+    }
+    if &name[..] == b"." || &name[..] == b".." {
+        return Err(NfsStat4::Nfs4errBadname);
+    }
+    if name.iter().any(|&c| c == b'/' || c == 0) {
+        return Err(NfsStat4::Nfs4errBadchar);
+    }
+    if name.len() > 255 {
+        return Err(NfsStat4::Nfs4errNametoolong);
+    }
+    Ok(name.clone())
+}

@@ -1,0 +1,35 @@
+//! Backend errno to NFSv4 status (RFC 8881 §15).
+
+use proto::nfs4::NfsStat4;
+
+pub fn from_errno(e: vfs::Errno) -> NfsStat4 {
+    use NfsStat4::*;
+    match e.0 {
+        libc::EPERM => Nfs4errPerm,
+        libc::ENOENT => Nfs4errNoent,
+        libc::EIO => Nfs4errIo,
+        libc::ENXIO => Nfs4errNxio,
+        libc::EACCES => Nfs4errAccess,
+        libc::EEXIST => Nfs4errExist,
+        libc::EXDEV => Nfs4errXdev,
+        libc::ENOTDIR => Nfs4errNotdir,
+        libc::EISDIR => Nfs4errIsdir,
+        libc::EINVAL => Nfs4errInval,
+        libc::EFBIG => Nfs4errFbig,
+        libc::ENOSPC => Nfs4errNospc,
+        libc::EROFS => Nfs4errRofs,
+        libc::EMLINK => Nfs4errMlink,
+        libc::ENAMETOOLONG => Nfs4errNametoolong,
+        libc::ENOTEMPTY => Nfs4errNotempty,
+        libc::EDQUOT => Nfs4errDquot,
+        libc::ESTALE => Nfs4errStale,
+        libc::ELOOP => Nfs4errSymlink,
+        libc::EOPNOTSUPP => Nfs4errNotsupp,
+        libc::EAGAIN => Nfs4errDelay,
+        libc::EBADF => Nfs4errStale,
+        libc::EOVERFLOW => Nfs4errFbig,
+        libc::ETXTBSY => Nfs4errFileOpen,
+        libc::EBUSY => Nfs4errFileOpen,
+        _ => Nfs4errServerfault,
+    }
+}

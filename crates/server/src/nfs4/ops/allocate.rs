@@ -1,0 +1,9 @@
+//! Allocate: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: Allocate4Args) -> Allocate4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

@@ -1,0 +1,9 @@
+//! BindConnToSession: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: BindConnToSession4Args) -> BindConnToSession4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

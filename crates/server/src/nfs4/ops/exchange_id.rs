@@ -1,0 +1,9 @@
+//! ExchangeId: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: ExchangeId4Args) -> ExchangeId4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

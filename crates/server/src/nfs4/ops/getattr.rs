@@ -1,0 +1,17 @@
+//! GETATTR (RFC 8881 §18.7).
+
+use proto::nfs4::*;
+
+use crate::nfs4::attrs;
+use crate::nfs4::compound::Compound;
+
+pub async fn run(cx: &mut Compound, args: GetAttr4Args) -> GetAttr4Res {
+    let fh = match cx.cfh() {
+        Ok(fh) => fh.clone(),
+        Err(e) => return Res4::Err(e),
+    };
+    match attrs::get(cx, &fh, &args.attr_request).await {
+        Ok(obj_attributes) => Res4::Ok(GetAttr4ResOk { obj_attributes }),
+        Err(e) => Res4::Err(e),
+    }
+}

@@ -1,0 +1,9 @@
+//! LockU: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: LockU4Args) -> LockU4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

@@ -1,0 +1,9 @@
+//! Lookup: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: Lookup4Args) -> Lookup4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

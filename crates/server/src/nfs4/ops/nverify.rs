@@ -1,0 +1,9 @@
+//! NVerify: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: NVerify4Args) -> NVerify4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

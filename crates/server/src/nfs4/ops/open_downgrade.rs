@@ -1,0 +1,9 @@
+//! OpenDowngrade: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: OpenDowngrade4Args) -> OpenDowngrade4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

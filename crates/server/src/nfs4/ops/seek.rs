@@ -1,0 +1,9 @@
+//! Seek: not yet implemented.
+
+use proto::nfs4::*;
+
+use crate::nfs4::compound::Compound;
+
+pub async fn run(_cx: &mut Compound, _args: Seek4Args) -> Seek4Res {
+    Res4::Err(NfsStat4::Nfs4errNotsupp)
+}

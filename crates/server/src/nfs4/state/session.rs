@@ -1,0 +1,73 @@
+//! Sessions (RFC 8881 §2.10): channel attributes, the fore channel's slot
+//! table, the connections bound to it and its back channel.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use proto::nfs4::*;
+use rpc::Connection;
+
+use super::slots::SlotTable;
+
+/// The back channel of a session (RFC 8881 §2.10.3.1, §18.36).
+#[derive(Debug)]
+pub struct BackChannel {
+    pub program: u32,
+    pub sec: Vec<CallbackSecParms4>,
+    pub attrs: ChannelAttrs4,
+    /// Connections the client bound for callbacks, newest last.
+    pub conns: Vec<Weak<Connection>>,
+    /// Sequence id for the next CB_SEQUENCE on slot 0.
+    pub seqid: u32,
+}
+
+impl BackChannel {
+    /// A live connection to call the client back on.
+    pub fn conn(&self) -> Option<Arc<Connection>> {
+        self.conns
+            .iter()
+            .rev()
+            .filter_map(Weak::upgrade)
+            .find(|c| !c.is_closed())
+    }
+}
+
+#[derive(Debug)]
+pub struct Session {
+    pub id: SessionId4,
+    pub client: ClientId4,
+    pub fore: ChannelAttrs4,
+    pub flags: u32,
+    pub slots: Mutex<SlotTable>,
+    pub back: Mutex<BackChannel>,
+    /// Connections bound to the fore channel (ids of rpc connections).
+    pub fore_conns: Mutex<Vec<u64>>,
+    /// The back channel failed its probe or a callback (SEQ4_STATUS_CB_PATH_DOWN).
+    pub cb_down: AtomicBool,
+    /// The minor version the session was created with.
+    pub minorversion: AtomicU32,
+}
+
+impl Session {
+    pub fn bind_fore(&self, conn: &Arc<Connection>) {
+        if let Ok(mut c) = self.fore_conns.lock() {
+            if !c.contains(&conn.id()) {
+                c.push(conn.id());
+            }
+        }
+    }
+
+    pub fn bind_back(&self, conn: &Arc<Connection>) {
+        if let Ok(mut b) = self.back.lock() {
+            b.conns.retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
+            if !b.conns.iter().any(|w| w.upgrade().is_some_and(|c| c.id() == conn.id())) {
+                b.conns.push(Arc::downgrade(conn));
+            }
+        }
+        self.cb_down.store(false, Ordering::Relaxed);
+    }
+
+    pub fn back_conn(&self) -> Option<Arc<Connection>> {
+        self.back.lock().ok().and_then(|b| b.conn())
+    }
+}

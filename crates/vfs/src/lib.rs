@@ -1,0 +1,234 @@
+//! The file-system interface the protocol layers (NFSv4, NFSv3) call.
+//!
+//! Calls are synchronous and may block: callers run them on a blocking
+//! thread pool, never on the async reactor. Every call that acts for a
+//! client carries that client's [`Creds`]; a backend running as root
+//! performs the call with those credentials so the kernel decides
+//! permissions exactly as it would for a local process.
+
+use bytes::Bytes;
+
+pub mod local;
+
+/// A backend's handle for an object: opaque, stable across server restarts,
+/// at most [`MAX_HANDLE`] bytes. Protocol layers wrap it in their own
+/// authenticated filehandle format.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Handle(pub Bytes);
+
+/// Largest backend handle.
+pub const MAX_HANDLE: usize = 80;
+
+/// The identity a call is made with (AUTH_SYS uid, gid and groups).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Creds {
+    pub uid: u32,
+    pub gid: u32,
+    pub groups: Vec<u32>,
+}
+
+impl Creds {
+    pub fn root() -> Creds {
+        Creds {
+            uid: 0,
+            gid: 0,
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// An errno from the backend; protocol layers map it to their status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", std::io::Error::from_raw_os_error(self.0))]
+pub struct Errno(pub i32);
+
+impl From<std::io::Error> for Errno {
+    fn from(e: std::io::Error) -> Self {
+        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Errno>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileType {
+    Regular,
+    Directory,
+    Symlink,
+    Block,
+    Char,
+    Socket,
+    Fifo,
+}
+
+/// Seconds and nanoseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timespec {
+    pub sec: i64,
+    pub nsec: u32,
+}
+
+/// An object's attributes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    pub ftype: FileType,
+    /// Permission bits including setuid, setgid and sticky (07777).
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    /// Bytes of storage allocated.
+    pub used: u64,
+    /// Device numbers of block and character special files.
+    pub rdev: (u32, u32),
+    /// Inode number, unique within the export.
+    pub fileid: u64,
+    pub atime: Timespec,
+    pub mtime: Timespec,
+    pub ctime: Timespec,
+    /// Changes on every modification of the object (data or metadata), even
+    /// several within one timestamp tick.
+    pub change: u64,
+}
+
+/// A time to set: the server's clock or a given value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetTime {
+    ServerNow,
+    Client(Timespec),
+}
+
+/// Attributes to change; `None` leaves one alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<SetTime>,
+    pub mtime: Option<SetTime>,
+}
+
+impl SetAttr {
+    pub fn is_empty(&self) -> bool {
+        *self == SetAttr::default()
+    }
+}
+
+/// How durable a write must be before it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stability {
+    Unstable,
+    DataSync,
+    FileSync,
+}
+
+/// What to create with [`Vfs::create`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateKind {
+    Directory,
+    Symlink(Bytes),
+    Block(u32, u32),
+    Char(u32, u32),
+    Socket,
+    Fifo,
+}
+
+/// How [`Vfs::create_file`] treats an existing file (RFC 8881 §18.16.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    /// Open it if it exists (attributes other than size are not applied).
+    Unchecked,
+    /// Fail with EEXIST if it exists.
+    Guarded,
+    /// Exclusive create with a verifier stored with the file: a retry with
+    /// the same verifier finds the file it created; another verifier fails
+    /// with EEXIST.
+    Exclusive([u8; 8]),
+}
+
+/// File-system wide figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FsStat {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    pub avail_bytes: u64,
+    pub total_files: u64,
+    pub free_files: u64,
+    pub avail_files: u64,
+    pub max_name: u32,
+}
+
+/// One directory entry. `cookie` resumes the listing after this entry and
+/// stays valid across server restarts; it is never 0, 1 or 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: Bytes,
+    pub cookie: u64,
+    pub fileid: u64,
+    /// Present when the caller asked for attributes.
+    pub obj: Option<(Handle, Attr)>,
+}
+
+/// The backend interface. Names are byte strings of one path component
+/// (never empty, never containing '/' or NUL, never "." or ".."; callers
+/// check). Calls that do not take [`Creds`] act with the server's own
+/// authority.
+pub trait Vfs: Send + Sync + 'static {
+    /// The export's root.
+    fn root(&self) -> Handle;
+    /// Checks a handle still names an object (ESTALE otherwise).
+    fn getattr(&self, h: &Handle) -> Result<Attr>;
+    fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)>;
+    /// The parent directory; at the export root, ENOENT.
+    fn lookup_parent(&self, c: &Creds, dir: &Handle) -> Result<(Handle, Attr)>;
+    /// Checks `mask` (a combination of libc::R_OK, W_OK, X_OK) as the kernel
+    /// would for these credentials.
+    fn access(&self, c: &Creds, h: &Handle, mask: i32) -> Result<bool>;
+    fn setattr(&self, c: &Creds, h: &Handle, set: &SetAttr) -> Result<Attr>;
+    /// Reads up to `count` bytes; returns the data and whether it reached the
+    /// end of the file.
+    fn read(&self, c: &Creds, h: &Handle, offset: u64, count: u32) -> Result<(Bytes, bool)>;
+    /// Writes all of `data`; returns how durable it is.
+    fn write(&self, c: &Creds, h: &Handle, offset: u64, data: &[u8], stable: Stability)
+        -> Result<Stability>;
+    /// Makes earlier unstable writes durable.
+    fn commit(&self, h: &Handle) -> Result<()>;
+    /// Creates or opens a regular file; returns it and whether it was created.
+    fn create_file(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+        how: CreateMode,
+        set: &SetAttr,
+    ) -> Result<(Handle, Attr, bool)>;
+    /// Creates a directory, symlink, device, socket or fifo.
+    fn create(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+        kind: &CreateKind,
+        set: &SetAttr,
+    ) -> Result<(Handle, Attr)>;
+    /// Removes a non-directory or an empty directory.
+    fn remove(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<()>;
+    fn rename(&self, c: &Creds, from: &Handle, from_name: &[u8], to: &Handle, to_name: &[u8])
+        -> Result<()>;
+    fn link(&self, c: &Creds, file: &Handle, dir: &Handle, name: &[u8]) -> Result<()>;
+    fn readlink(&self, c: &Creds, h: &Handle) -> Result<Bytes>;
+    /// Lists `dir` after `cookie` (0 = from the start), calling `each` per
+    /// entry ("." and ".." excluded) until it returns false or the listing
+    /// ends; returns true if the end of the directory was reached.
+    fn readdir(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        cookie: u64,
+        with_attrs: bool,
+        each: &mut dyn FnMut(DirEntry) -> bool,
+    ) -> Result<bool>;
+    fn fsstat(&self, h: &Handle) -> Result<FsStat>;
+}
