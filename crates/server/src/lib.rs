@@ -4,3 +4,4 @@ pub mod export;
 pub mod ids;
 pub mod locks;
 pub mod nfs4;
+pub mod run;

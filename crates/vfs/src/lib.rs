@@ -148,6 +148,13 @@ pub enum CreateMode {
     Exclusive([u8; 8]),
 }
 
+/// What [`Vfs::seek`] looks for (RFC 7862 §15.11, lseek(2) SEEK_DATA/SEEK_HOLE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeekWhat {
+    Data,
+    Hole,
+}
+
 /// File-system wide figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FsStat {
@@ -231,4 +238,21 @@ pub trait Vfs: Send + Sync + 'static {
         each: &mut dyn FnMut(DirEntry) -> bool,
     ) -> Result<bool>;
     fn fsstat(&self, h: &Handle) -> Result<FsStat>;
+    /// Reserves space for `[offset, offset + len)` without changing the
+    /// data, extending the size if needed (fallocate(2) mode 0; RFC 7862
+    /// §15.1 ALLOCATE).
+    fn allocate(&self, _c: &Creds, _h: &Handle, _offset: u64, _len: u64) -> Result<()> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Punches a hole in `[offset, offset + len)`, keeping the size
+    /// (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE; RFC 7862 §15.4 DEALLOCATE).
+    fn deallocate(&self, _c: &Creds, _h: &Handle, _offset: u64, _len: u64) -> Result<()> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// The first offset at or after `offset` where data (or a hole) starts;
+    /// `None` when there is none (lseek(2) ENXIO: at or past the end of the
+    /// file, or no data after `offset`). RFC 7862 §15.11 SEEK.
+    fn seek(&self, _c: &Creds, _h: &Handle, _offset: u64, _what: SeekWhat) -> Result<Option<u64>> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
 }

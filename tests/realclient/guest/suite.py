@@ -64,6 +64,13 @@ class Fail(Exception):
 
 
 # --------------------------------------------------------------- small helpers
+PHASES = []
+
+
+def ph(label):
+    """Mark the end of a phase; the runner prints the per-phase durations."""
+    PHASES.append((label, time.time()))
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -538,6 +545,7 @@ def sc_bigdir(c):
     for nm in names:
         fd = os.open(os.path.join(d, nm), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         os.close(fd)
+    ph("create")
     want = set(names)
     for view, path in (("second mount", c.pb("big")), ("same mount after drop_caches", d)):
         if view.startswith("same"):
@@ -548,8 +556,10 @@ def sc_bigdir(c):
         missing = want - set(got)
         extra = set(got) - want
         check(not missing and not extra, "%s: missing %s extra %s" % (view, sorted(missing)[:3], sorted(extra)[:3]))
+    ph("list x2")
     r = run(["sh", "-c", "ls -f '%s' | wc -l" % c.pb("big")])
     check(r.stdout.strip() == str(n + 2), "ls -f | wc -l = %s, expected %d" % (r.stdout.strip(), n + 2))
+    ph("ls -f")
     # remove every 7th entry and list again
     gone = set(names[::7])
     for nm in gone:
@@ -557,10 +567,12 @@ def sc_bigdir(c):
     got = os.listdir(c.pb("big"))
     check(set(got) == want - gone and len(got) == len(want - gone),
           "after deleting %d entries readdir has %d (expected %d)" % (len(gone), len(got), n - len(gone)))
+    ph("unlink+list")
     # rm -r interleaves readdir and unlink (cookie stability)
     r = run(["rm", "-rf", d])
     check(r.returncode == 0, "rm -rf of the big dir: " + r.stdout.strip()[-300:])
     check(not os.path.exists(c.pb("big")), "big dir still exists after rm -rf")
+    ph("rm -rf")
 
 
 def sc_rename(c):
@@ -867,8 +879,8 @@ def sc_fcntl_locks(c):
         raise Skip("NFSv3 is mounted with nolock (no NLM): locks are client-local only")
     p = c.pa("lockfile")
     write_file(p, b"\0" * 4096)
-    fd = os.open(p, os.O_RDWR)
     other = Agent()
+    fd = os.open(p, os.O_RDWR)
     try:
         other.ok("open", "open", "f", p, os.O_RDWR)
         # conflict
@@ -943,12 +955,38 @@ def sc_fcntl_locks(c):
 
 
 def sc_flock(c):
+    N = 1000
+    def par(k, fn):
+        pids = []
+        for j in range(k):
+            pid = os.fork()
+            if pid == 0:
+                for i in range(j, N, k):
+                    fn(i)
+                os._exit(0)
+            pids.append(pid)
+        for pid in pids: os.waitpid(pid, 0)
+    def T(label, k, fn, d):
+        os.mkdir(c.pa(d)); t0 = time.time(); par(k, fn); print("    %-22s %.1fs" % (label, time.time() - t0), flush=True)
+    write_file(c.pa("src"), b"")
+    T("open excl", 1, lambda i: os.close(os.open(c.pa("d1", "f%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)), "d1")
+    T("open creat", 1, lambda i: os.close(os.open(c.pa("d2", "f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644)), "d2")
+    T("mknod", 1, lambda i: os.mknod(c.pa("d3", "f%d" % i), 0o644 | stat.S_IFREG), "d3")
+    T("symlink", 1, lambda i: os.symlink("x", c.pa("d4", "f%d" % i)), "d4")
+    T("link", 1, lambda i: os.link(c.pa("src"), c.pa("d5", "f%d" % i)), "d5")
+    T("open excl x4", 4, lambda i: os.close(os.open(c.pa("d6", "f%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)), "d6")
+    T("mknod x4", 4, lambda i: os.mknod(c.pa("d7", "f%d" % i), 0o644 | stat.S_IFREG), "d7")
+    t0 = time.time(); run(["rm", "-rf", c.pa("d1")]); print("    rm -rf 1000 %.1fs" % (time.time() - t0))
+    t0 = time.time(); par(4, lambda i: os.unlink(c.pa("d2", "f%d" % i))); print("    unlink x4 1000 %.1fs" % (time.time() - t0))
+    t0 = time.time(); par(1, lambda i: os.unlink(c.pa("d3", "f%d" % i))); print("    unlink x1 1000 %.1fs" % (time.time() - t0))
+
+def sc_flock_orig(c):
     if c.vers == "3":
         raise Skip("NFSv3 is mounted with nolock (no NLM): locks are client-local only")
     p = c.pa("flockfile")
     write_file(p, b"x")
+    other = Agent()    # fork before opening: an inherited fd would share our open file description (and flock)
     fd = os.open(p, os.O_RDWR)
-    other = Agent()
     try:
         other.ok("open", "open", "f", p, os.O_RDWR)
         feature("flock (emulated with whole-file locks)", fcntl.flock, fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -971,7 +1009,15 @@ def sc_flock(c):
         check(waited < 60, "blocking flock took %.1fs" % waited)
         other.denied("flock after we got EX", "flock", "f", fcntl.LOCK_SH | fcntl.LOCK_NB)
         os.close(fd)     # close releases the flock
-        other.ok("flock EX after the holder closed", "flock", "f", fcntl.LOCK_EX | fcntl.LOCK_NB)
+        t0 = time.time()
+        while True:
+            r = other.call("flock", "f", fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if r[0] == "ok":
+                break
+            if time.time() - t0 > 10:
+                raise Fail("flock EX by another process still refused %.0fs after the holder closed its fd (%s)" % (time.time() - t0, errname(r[1])))
+            time.sleep(0.2)
+        print("    flock released %.2fs after close" % (time.time() - t0))
     finally:
         other.stop()
     r = run(["flock", "-x", "-w", "30", p, "true"])
@@ -1069,16 +1115,20 @@ def sc_tar_tree(c):
     check(nfiles == 2000, "generated %d files" % nfiles)
     r = run(["tar", "-C", src, "-cf", "/tmp/tree.tar", "tree"])
     check(r.returncode == 0, "tar c: " + r.stdout)
+    ph("generate")
     os.mkdir(c.a)  if not os.path.isdir(c.a) else None
     t0 = time.time()
     r = run(["tar", "-C", c.a, "-xf", "/tmp/tree.tar"])
     took = time.time() - t0
     check(r.returncode == 0, "tar x on NFS: " + r.stdout.strip()[-500:])
+    ph("tar x")
     r = run(["diff", "-r", "--no-dereference", os.path.join(src, "tree"), c.pa("tree")])
     check(r.returncode == 0, "diff -r (same mount): " + r.stdout.strip()[-500:])
+    ph("diff a")
     drop_caches()
     r = run(["diff", "-r", "--no-dereference", os.path.join(src, "tree"), c.pb("tree")])
     check(r.returncode == 0, "diff -r (second mount): " + r.stdout.strip()[-500:])
+    ph("diff b")
     # metadata tar restored: modes and mtimes
     for d in (0, 17, 39):
         for f in (0, 31, 49):
@@ -1089,7 +1139,7 @@ def sc_tar_tree(c):
     cnt = sum(len(fs) for _, _, fs in os.walk(c.pb("tree")))
     check(cnt == 2040, "second mount sees %d files+symlinks, expected 2040" % cnt)
     shutil.rmtree(src)
-    print("    tar extract of 2000 files: %.1fs" % took)
+    ph("meta+count")
 
 
 def sc_df(c):
@@ -1246,7 +1296,11 @@ def run_scenario(ctx, name, fn, limit):
         try:
             ctx.name = name
             os.mkdir(ctx.a)
+            PHASES[:] = [("start", time.time())]
             fn(ctx)
+            if len(PHASES) > 1:
+                print("    phases: " + ", ".join("%s %.1fs" % (PHASES[i][0], PHASES[i][1] - PHASES[i - 1][1])
+                                               for i in range(1, len(PHASES))), flush=True)
             res = ("PASS", "")
         except Skip as e:
             res = ("SKIP", str(e))

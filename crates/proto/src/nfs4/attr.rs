@@ -228,9 +228,7 @@ pub struct Fattr4 {
 // ---------------------------------------------------------------------------
 
 /// `nfstime4` (RFC 8881 §3.3.4): seconds and nanoseconds since the epoch.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Pack, Unpack,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Pack, Unpack)]
 pub struct NfsTime4 {
     pub seconds: i64,
     pub nseconds: u32,
@@ -299,18 +297,18 @@ pub const MODE4_WOTH: u32 = 0o002;
 pub const MODE4_XOTH: u32 = 0o001;
 
 /// `mode_masked4` (RFC 8881 §6.2.5, the `mode_set_masked` attribute): set
-/// the bits of `mm_value_to_set` selected by `mm_mask_bits`.
+/// the bits of `value_to_set` selected by `mask_bits`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct ModeMasked4 {
-    pub mm_value_to_set: u32,
-    pub mm_mask_bits: u32,
+    pub value_to_set: u32,
+    pub mask_bits: u32,
 }
 
 /// `mode_umask4` (RFC 8275 §3).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct ModeUmask4 {
-    pub mu_mode: u32,
-    pub mu_umask: u32,
+    pub mode: u32,
+    pub umask: u32,
 }
 
 /// `pathname4` (RFC 8881 §3.3.10): components, each a `component4`.
@@ -331,7 +329,7 @@ pub struct FsLocations4 {
     pub locations: Vec<FsLocation4>,
 }
 
-/// `fls_info` byte indices of `fs_locations_server4` (RFC 8881 §11.17.1).
+/// `info` byte indices of `fs_locations_server4` (RFC 8881 §11.17.1).
 pub const FSLI4BX_GFLAGS: usize = 0;
 pub const FSLI4BX_TFLAGS: usize = 1;
 pub const FSLI4BX_CLSIMUL: usize = 2;
@@ -344,31 +342,31 @@ pub const FSLI4BX_READRANK: usize = 8;
 pub const FSLI4BX_WRITERANK: usize = 9;
 pub const FSLI4BX_READORDER: usize = 10;
 pub const FSLI4BX_WRITEORDER: usize = 11;
-/// `fli_flags` bit (RFC 8881 §11.17.3).
+/// `flags` bit (RFC 8881 §11.17.3).
 pub const FSLI4IF_VAR_SUB: u32 = 0x0000_0001;
 
 /// `fs_locations_server4` (RFC 8881 §11.17).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct FsLocationsServer4 {
-    pub fls_currency: i32,
-    pub fls_info: Bytes,
-    pub fls_server: Bytes,
+    pub currency: i32,
+    pub info: Bytes,
+    pub server: Bytes,
 }
 
 /// `fs_locations_item4` (RFC 8881 §11.17).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct FsLocationsItem4 {
-    pub fli_entries: Vec<FsLocationsServer4>,
-    pub fli_rootpath: Pathname4,
+    pub entries: Vec<FsLocationsServer4>,
+    pub rootpath: Pathname4,
 }
 
 /// `fs_locations_info4` (RFC 8881 §11.17, the `fs_locations_info` attribute).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct FsLocationsInfo4 {
-    pub fli_flags: u32,
-    pub fli_valid_for: i32,
-    pub fli_fs_root: Pathname4,
-    pub fli_items: Vec<FsLocationsItem4>,
+    pub flags: u32,
+    pub valid_for: i32,
+    pub fs_root: Pathname4,
+    pub items: Vec<FsLocationsItem4>,
 }
 
 /// `fs4_status_type` (RFC 8881 §11.18).
@@ -384,26 +382,26 @@ pub enum Fs4StatusType {
 /// `fs4_status` (RFC 8881 §11.18, the `fs_status` attribute).
 #[derive(Debug, Clone, PartialEq, Eq, Pack, Unpack)]
 pub struct Fs4Status {
-    pub fss_absent: bool,
-    pub fss_type: Fs4StatusType,
-    pub fss_source: Bytes,
-    pub fss_current: Bytes,
-    pub fss_age: i32,
-    pub fss_version: NfsTime4,
+    pub absent: bool,
+    pub type_: Fs4StatusType,
+    pub source: Bytes,
+    pub current: Bytes,
+    pub age: i32,
+    pub version: NfsTime4,
 }
 
 /// `change_policy4` (RFC 8881 §5.8.2.12).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct ChangePolicy4 {
-    pub cp_major: u64,
-    pub cp_minor: u64,
+    pub major: u64,
+    pub minor: u64,
 }
 
 /// `layouthint4` (RFC 8881 §3.3.19, the `layout_hint` attribute).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct LayoutHint4 {
-    pub loh_type: u32,
-    pub loh_body: Bytes,
+    pub type_: LayoutType4,
+    pub body: Bytes,
 }
 
 /// `threshold_item4` hint bits (RFC 8881 §5.12.1).
@@ -415,29 +413,29 @@ pub const THRESHOLD_WR_IO: u32 = 3;
 /// `threshold_item4` (RFC 8881 §3.3.22).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct ThresholdItem4 {
-    pub thi_layout_type: u32,
-    pub thi_hintset: Bitmap4,
-    pub thi_hintlist: Bytes,
+    pub layout_type: LayoutType4,
+    pub hintset: Bitmap4,
+    pub hintlist: Bytes,
 }
 
 /// `mdsthreshold4` (RFC 8881 §3.3.23, the `mdsthreshold` attribute).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct MdsThreshold4 {
-    pub mth_hints: Vec<ThresholdItem4>,
+    pub hints: Vec<ThresholdItem4>,
 }
 
 /// `retention_get4` (RFC 8881 §5.13.1): `rg_begin_time<1>` as an Option.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct RetentionGet4 {
-    pub rg_duration: u64,
-    pub rg_begin_time: Option<NfsTime4>,
+    pub duration: u64,
+    pub begin_time: Option<NfsTime4>,
 }
 
 /// `retention_set4` (RFC 8881 §5.13.2): `rs_duration<1>` as an Option.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct RetentionSet4 {
-    pub rs_enable: bool,
-    pub rs_duration: Option<u64>,
+    pub enable: bool,
+    pub duration: Option<u64>,
 }
 
 /// `fs_charset_cap4` bits (RFC 8881 §5.8.2.11).
@@ -460,15 +458,15 @@ pub type Policy4 = u32;
 /// `labelformat_spec4` (RFC 7862 §12.2.4).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct LabelFormatSpec4 {
-    pub lfs_lfs: Policy4,
-    pub lfs_pi: Policy4,
+    pub lfs: Policy4,
+    pub pi: Policy4,
 }
 
 /// `sec_label4` (RFC 7862 §12.2.4, the `sec_label` attribute).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
 pub struct SecLabel4 {
-    pub slai_lfs: LabelFormatSpec4,
-    pub slai_data: Bytes,
+    pub lfs: LabelFormatSpec4,
+    pub data: Bytes,
 }
 
 /// `limitby4` (RFC 8881 §18.16.1).
@@ -553,7 +551,7 @@ pub const ACL4_DEFAULTED: u32 = 0x0000_0004;
 /// `OWNER@` or `user@domain`, left for the server to validate.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct Nfsace4 {
-    pub r#type: u32,
+    pub type_: u32,
     pub flag: u32,
     pub access_mask: u32,
     pub who: Bytes,
@@ -562,8 +560,8 @@ pub struct Nfsace4 {
 /// `nfsacl41` (RFC 8881 §6.2.3, the `dacl` and `sacl` attributes).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Pack, Unpack)]
 pub struct Nfsacl41 {
-    pub na41_flag: u32,
-    pub na41_aces: Vec<Nfsace4>,
+    pub flag: u32,
+    pub aces: Vec<Nfsace4>,
 }
 
 // ---------------------------------------------------------------------------
@@ -725,9 +723,9 @@ attr_table! {
     FATTR4_SACL => sacl: Nfsacl41,
     FATTR4_CHANGE_POLICY => change_policy: ChangePolicy4,
     FATTR4_FS_STATUS => fs_status: Fs4Status,
-    FATTR4_FS_LAYOUT_TYPES => fs_layout_types: Vec<u32>,
+    FATTR4_FS_LAYOUT_TYPES => fs_layout_types: Vec<LayoutType4>,
     FATTR4_LAYOUT_HINT => layout_hint: LayoutHint4,
-    FATTR4_LAYOUT_TYPES => layout_types: Vec<u32>,
+    FATTR4_LAYOUT_TYPES => layout_types: Vec<LayoutType4>,
     FATTR4_LAYOUT_BLKSIZE => layout_blksize: u32,
     FATTR4_LAYOUT_ALIGNMENT => layout_alignment: u32,
     FATTR4_FS_LOCATIONS_INFO => fs_locations_info: FsLocationsInfo4,
@@ -766,7 +764,7 @@ mod tests {
             size: Some(4096),
             fsid: Some(FsId4 { major: 1, minor: 2 }),
             acl: Some(vec![Nfsace4 {
-                r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+                type_: ACE4_ACCESS_ALLOWED_ACE_TYPE,
                 flag: ACE4_IDENTIFIER_GROUP,
                 access_mask: ACE4_GENERIC_READ,
                 who: Bytes::from_static(b"GROUP@"),
@@ -792,12 +790,12 @@ mod tests {
             time_access_set: Some(SetTime4::SetToServerTime4),
             mounted_on_fileid: Some(77),
             dacl: Some(Nfsacl41 {
-                na41_flag: ACL4_AUTO_INHERIT,
-                na41_aces: vec![],
+                flag: ACL4_AUTO_INHERIT,
+                aces: vec![],
             }),
             mode_set_masked: Some(ModeMasked4 {
-                mm_value_to_set: 0o600,
-                mm_mask_bits: 0o777,
+                value_to_set: 0o600,
+                mask_bits: 0o777,
             }),
             suppattr_exclcreat: Some(Bitmap4::from_attrs(&[FATTR4_SIZE, FATTR4_MODE])),
             change_attr_type: Some(ChangeAttrType4::Nfs4ChangeTypeIsVersionCounter),
@@ -814,7 +812,10 @@ mod tests {
         // through the wire form of fattr4 too
         let f2: Fattr4 = xdr::from_bytes(xdr::to_bytes(&f)).unwrap();
         assert_eq!(Attrs::decode(&f2).unwrap(), a);
-        assert_eq!(Attrs::decode(&Attrs::default().encode()).unwrap(), Attrs::default());
+        assert_eq!(
+            Attrs::decode(&Attrs::default().encode()).unwrap(),
+            Attrs::default()
+        );
     }
 
     #[test]
@@ -898,7 +899,9 @@ mod tests {
         assert!(b.intersect(&Bitmap4::from_attrs(&[1])).is_empty());
         assert!(Bitmap4(vec![0, 0]).is_empty());
         assert_eq!(
-            b.difference(&Bitmap4::from_attrs(&[55, 75])).iter().collect::<Vec<_>>(),
+            b.difference(&Bitmap4::from_attrs(&[55, 75]))
+                .iter()
+                .collect::<Vec<_>>(),
             vec![0, 33]
         );
         b.remove(75);

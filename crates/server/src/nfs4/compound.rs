@@ -350,12 +350,16 @@ impl Compound {
     }
 }
 
-/// Checks a component name (RFC 8881 §14.2): empty or not UTF-8 is
+/// Checks a component name (RFC 8881 §14.2): empty or not UTF-8 (or
+/// containing the non-characters U+FFFE, U+FFFF) is
 /// NFS4ERR_INVAL, "." and ".." are NFS4ERR_BADNAME, '/' or NUL is
 /// NFS4ERR_BADCHAR, longer than 255 bytes is NFS4ERR_NAMETOOLONG.
 pub fn check_name(name: &Bytes) -> Result<Bytes, NfsStat4> {
-    if name.is_empty() || std::str::from_utf8(name).is_err() {
-        return Err(NfsStat4::Nfs4errInval);
+    match std::str::from_utf8(name) {
+        // U+FFFE and U+FFFF are not characters (RFC 8881 §14.4 requires
+        // valid UTF-8 names; pynfs RNM8/RNM9 treat these as invalid).
+        Ok(s) if !s.is_empty() && !s.contains(['\u{fffe}', '\u{ffff}']) => {}
+        _ => return Err(NfsStat4::Nfs4errInval),
     }
     if &name[..] == b"." || &name[..] == b".." {
         return Err(NfsStat4::Nfs4errBadname);

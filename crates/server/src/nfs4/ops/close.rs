@@ -1,9 +1,25 @@
-//! Close: not yet implemented.
+//! CLOSE (RFC 8881 §18.2).
 
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: Close4Args) -> Close4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Close4Args) -> Close4Res {
+    close(cx, args).into()
+}
+
+fn close(cx: &mut Compound, args: Close4Args) -> Result<StateId4, NfsStat4> {
+    let key = cx.cfh()?.key();
+    let client = cx.clientid()?;
+    let sid = cx.resolve_stateid(&args.open_stateid)?;
+    {
+        let mut t = cx.srv.state();
+        if t.check_stateid(&sid, &key)?.client != client {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        }
+        t.close(&sid, &key)?;
+    }
+    // §18.2.4: the stateid returned is the invalid special stateid.
+    cx.cur_stateid = Some(StateId4::INVALID);
+    Ok(StateId4::INVALID)
 }

@@ -1,9 +1,62 @@
-//! Create: not yet implemented.
+//! CREATE (RFC 8881 §18.4): makes a directory, symbolic link, device,
+//! socket or fifo in the directory that is the current filehandle; the new
+//! object becomes the current filehandle. Regular files are made by OPEN
+//! (NFS4ERR_BADTYPE here).
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use super::lookup::{change_info, need_dir};
+use crate::nfs4::attrs;
+use crate::nfs4::compound::{check_name, Compound};
 
-pub async fn run(_cx: &mut Compound, _args: Create4Args) -> Create4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Create4Args) -> Create4Res {
+    create(cx, args).await.into()
+}
+
+/// The mode an object gets when the client sends none.
+fn default_mode(kind: &vfs::CreateKind) -> u32 {
+    match kind {
+        vfs::CreateKind::Directory | vfs::CreateKind::Symlink(_) => 0o777,
+        _ => 0o644,
+    }
+}
+
+async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, NfsStat4> {
+    let dir = cx.cfh()?.clone();
+    let name = check_name(&args.objname)?;
+    let kind = match args.objtype {
+        CreateType4::Dir => vfs::CreateKind::Directory,
+        CreateType4::Link(text) => {
+            if text.is_empty() || text.contains(&0) {
+                return Err(NfsStat4::Nfs4errInval);
+            }
+            vfs::CreateKind::Symlink(text)
+        }
+        CreateType4::Blk(d) => vfs::CreateKind::Block(d.specdata1, d.specdata2),
+        CreateType4::Chr(d) => vfs::CreateKind::Char(d.specdata1, d.specdata2),
+        CreateType4::Sock => vfs::CreateKind::Socket,
+        CreateType4::Fifo => vfs::CreateKind::Fifo,
+        CreateType4::Other(_) => return Err(NfsStat4::Nfs4errBadtype),
+    };
+    let (mut set, attrset) = attrs::to_setattr(&cx.srv, &args.createattrs)?;
+    if set.size.is_some() {
+        // Only regular files have a size to set.
+        return Err(NfsStat4::Nfs4errInval);
+    }
+    if set.mode.is_none() {
+        set.mode = Some(default_mode(&kind));
+    }
+    let h = dir.handle.clone();
+    let (obj, cinfo) = cx
+        .vfs(dir.export, move |fs, c| {
+            let before = fs.getattr(&h)?;
+            need_dir(&before)?;
+            let (obj, _) = fs.create(c, &h, &name, &kind, &set)?;
+            let after = fs.getattr(&h)?;
+            Ok((obj, change_info(before.change, after.change)))
+        })
+        .await?;
+    let fh = cx.make_fh(dir.export, obj);
+    cx.set_cfh(fh);
+    Ok(Create4ResOk { cinfo, attrset })
 }

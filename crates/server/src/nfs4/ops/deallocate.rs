@@ -1,9 +1,10 @@
-//! Deallocate: not yet implemented.
+//! DEALLOCATE (RFC 7862 §15.4).
 
 use proto::nfs4::*;
 
+use super::allocate::space;
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: Deallocate4Args) -> Deallocate4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Deallocate4Args) -> Deallocate4Res {
+    space(cx, args.stateid, args.offset, args.length, true).await.into()
 }

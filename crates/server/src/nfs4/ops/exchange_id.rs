@@ -1,9 +1,74 @@
-//! ExchangeId: not yet implemented.
+//! EXCHANGE_ID (RFC 8881 §18.35).
 
+use bytes::Bytes;
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
+use crate::nfs4::state::client::{exchange_decision, ExchangeDecision};
+use crate::nfs4::state::{Client, Principal};
 
-pub async fn run(_cx: &mut Compound, _args: ExchangeId4Args) -> ExchangeId4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+/// Flags a client may send (§18.35.1); anything else is NFS4ERR_INVAL.
+const CLIENT_FLAGS: u32 = EXCHGID4_FLAG_SUPP_MOVED_REFER
+    | EXCHGID4_FLAG_SUPP_MOVED_MIGR
+    | EXCHGID4_FLAG_BIND_PRINC_STATEID
+    | EXCHGID4_FLAG_MASK_PNFS
+    | EXCHGID4_FLAG_UPD_CONFIRMED_REC_A;
+
+pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
+    if args.flags & !CLIENT_FLAGS != 0 {
+        return Res4::Err(NfsStat4::Nfs4errInval);
+    }
+    if !matches!(args.state_protect, StateProtect4A::None) {
+        // Only SP4_NONE: no machine-credential or SSV protection (§2.10.8.3).
+        return Res4::Err(NfsStat4::Nfs4errEncrAlgUnsupp);
+    }
+    let update = args.flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0;
+    let principal = Principal::of(&cx.auth);
+    let now = cx.srv.now();
+    let srv = cx.srv.clone();
+    let mut st = srv.state();
+    let owner = &args.clientowner;
+    let confirmed = st
+        .clients
+        .values()
+        .find(|c| c.confirmed && c.owner == owner.ownerid);
+    let unconfirmed = st
+        .clients
+        .values()
+        .find(|c| !c.confirmed && c.owner == owner.ownerid);
+    let decision = exchange_decision(update, &owner.verifier, &principal, confirmed, unconfirmed);
+    let id = match decision {
+        ExchangeDecision::Err(e) => return Res4::Err(e),
+        ExchangeDecision::Existing(id) => id,
+        ExchangeDecision::New { remove } => {
+            for r in remove {
+                st.purge_client(r);
+            }
+            let id = st.new_clientid();
+            st.clients.insert(id, Client::new(id, owner, principal, now));
+            id
+        }
+    };
+    let Some(c) = st.clients.get_mut(&id) else {
+        return Res4::Err(NfsStat4::Nfs4errServerfault);
+    };
+    c.last_renew = now;
+    let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
+    if c.confirmed {
+        flags |= EXCHGID4_FLAG_CONFIRMED_R;
+    }
+    c.flags = flags;
+    Res4::Ok(ExchangeId4ResOk {
+        clientid: id,
+        sequenceid: c.cs_seq.wrapping_add(1),
+        flags,
+        state_protect: StateProtect4R::None,
+        server_owner: srv.server_owner.clone(),
+        server_scope: srv.server_scope.clone(),
+        server_impl_id: Some(NfsImplId4 {
+            domain: Bytes::from_static(b"ferrite.invalid"),
+            name: Bytes::from(format!("ferrite {}", env!("CARGO_PKG_VERSION"))),
+            date: NfsTime4::default(),
+        }),
+    })
 }

@@ -1,9 +1,20 @@
-//! FreeStateId: not yet implemented.
+//! FREE_STATEID (RFC 8881 §18.38).
 
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: FreeStateId4Args) -> FreeStateId4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: FreeStateId4Args) -> FreeStateId4Res {
+    free(cx, args).into()
+}
+
+fn free(cx: &mut Compound, args: FreeStateId4Args) -> Result<(), NfsStat4> {
+    let client = cx.clientid()?;
+    let sid = cx.resolve_stateid(&args.stateid)?;
+    let mut t = cx.srv.state();
+    // Another client's stateid is as good as unknown.
+    if t.stateids.get(&sid.other).is_none_or(|e| e.client != client) {
+        return Err(NfsStat4::Nfs4errBadStateid);
+    }
+    t.free_stateid(&sid)
 }

@@ -1,9 +1,34 @@
-//! Link: not yet implemented.
+//! LINK (RFC 8881 §18.9): makes a new name, in the directory that is the
+//! current filehandle, for the object that is the saved filehandle.
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use super::lookup::{change_info, need_dir};
+use crate::nfs4::compound::{check_name, Compound};
 
-pub async fn run(_cx: &mut Compound, _args: Link4Args) -> Link4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Link4Args) -> Link4Res {
+    link(cx, args).await.into()
+}
+
+async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4> {
+    let dir = cx.cfh()?.clone();
+    let src = cx.sfh.clone().ok_or(NfsStat4::Nfs4errNofilehandle)?;
+    let name = check_name(&args.newname)?;
+    if src.export != dir.export {
+        return Err(NfsStat4::Nfs4errXdev);
+    }
+    let (dh, sh) = (dir.handle.clone(), src.handle);
+    let cinfo = cx
+        .vfs(dir.export, move |fs, c| {
+            let before = fs.getattr(&dh)?;
+            need_dir(&before)?;
+            if fs.getattr(&sh)?.ftype == vfs::FileType::Directory {
+                return Err(vfs::Errno(libc::EISDIR));
+            }
+            fs.link(c, &sh, &dh, &name)?;
+            let after = fs.getattr(&dh)?;
+            Ok(change_info(before.change, after.change))
+        })
+        .await?;
+    Ok(Link4ResOk { cinfo })
 }

@@ -1,9 +1,81 @@
-//! Lock: not yet implemented.
+//! LOCK (RFC 8881 §18.10). Blocking lock types are treated as their
+//! non-blocking kinds: the client polls.
 
 use proto::nfs4::*;
 
+use crate::locks::{self, Held, LockKind};
 use crate::nfs4::compound::Compound;
+use crate::nfs4::state::{LockError, OwnerKey, StateKind};
 
-pub async fn run(_cx: &mut Compound, _args: Lock4Args) -> Lock4Res {
-    Lock4Res::Err(NfsStat4::Nfs4errNotsupp)
+/// The lock kind of an `nfs_lock_type4`.
+pub(crate) fn kind(t: NfsLockType4) -> LockKind {
+    match t {
+        NfsLockType4::ReadLt | NfsLockType4::ReadwLt => LockKind::Read,
+        NfsLockType4::WriteLt | NfsLockType4::WritewLt => LockKind::Write,
+    }
+}
+
+/// LOCK4denied for a conflicting lock.
+pub(crate) fn denied(h: Held<OwnerKey>) -> Lock4Denied {
+    Lock4Denied {
+        offset: h.start,
+        length: locks::length(h.start, h.end),
+        locktype: match h.kind {
+            LockKind::Read => NfsLockType4::ReadLt,
+            LockKind::Write => NfsLockType4::WriteLt,
+        },
+        owner: LockOwner4 {
+            clientid: h.owner.0,
+            owner: h.owner.1,
+        },
+    }
+}
+
+pub async fn run(cx: &mut Compound, args: Lock4Args) -> Lock4Res {
+    match lock(cx, args) {
+        Ok(lock_stateid) => Lock4Res::Ok(Lock4ResOk { lock_stateid }),
+        Err(LockError::Denied(h)) => Lock4Res::Denied(denied(h)),
+        Err(LockError::Status(s)) => Lock4Res::Err(s),
+    }
+}
+
+fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
+    let key = cx.cfh()?.key();
+    let client = cx.clientid()?;
+    let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
+    let kind = kind(args.locktype);
+    let (presented, owner) = match &args.locker {
+        Locker4::OpenOwner(o) => (cx.resolve_stateid(&o.open_stateid)?, Some(o.lock_owner.owner.clone())),
+        Locker4::LockOwner(l) => (cx.resolve_stateid(&l.lock_stateid)?, None),
+    };
+    let now = cx.srv.now();
+    let lease = cx.srv.cfg.lease;
+    let sid = {
+        let mut t = cx.srv.state();
+        let reclaim_done = t.reclaim_complete(client)?;
+        if args.reclaim && reclaim_done {
+            return Err(NfsStat4::Nfs4errNoGrace.into());
+        }
+        if !args.reclaim && !reclaim_done {
+            return Err(NfsStat4::Nfs4errGrace.into());
+        }
+        // §18.10.3: the open must allow the kind of lock (NFS4ERR_OPENMODE).
+        let e = t.check_stateid(&presented, &key)?;
+        if e.client != client {
+            return Err(NfsStat4::Nfs4errBadStateid.into());
+        }
+        let open = t.open_of(e).ok_or(NfsStat4::Nfs4errBadStateid)?;
+        if let StateKind::Open { access, .. } = open.kind {
+            let need = match kind {
+                LockKind::Read => OPEN4_SHARE_ACCESS_READ,
+                LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
+            };
+            if access & need == 0 {
+                return Err(NfsStat4::Nfs4errOpenmode.into());
+            }
+        }
+        t.lock(client, owner.as_ref(), &presented, &key, start, end, kind, now, lease)?
+    };
+    cx.cur_stateid = Some(sid);
+    Ok(sid)
 }

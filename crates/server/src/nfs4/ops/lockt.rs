@@ -1,9 +1,33 @@
-//! LockT: not yet implemented.
+//! LOCKT (RFC 8881 §18.11).
 
 use proto::nfs4::*;
 
+use super::lock::{denied, kind};
+use super::read::regular;
+use crate::locks;
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: LockT4Args) -> LockT4Res {
-    LockT4Res::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: LockT4Args) -> LockT4Res {
+    match lockt(cx, args).await {
+        Ok(None) => LockT4Res::Ok,
+        Ok(Some(d)) => LockT4Res::Denied(d),
+        Err(s) => LockT4Res::Err(s),
+    }
+}
+
+async fn lockt(cx: &mut Compound, args: LockT4Args) -> Result<Option<Lock4Denied>, NfsStat4> {
+    let fh = cx.cfh()?.clone();
+    let client = cx.clientid()?;
+    let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
+    let handle = fh.handle.clone();
+    let a = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
+    regular(&a)?;
+    let now = cx.srv.now();
+    let lease = cx.srv.cfg.lease;
+    let owner = (client, args.owner.owner);
+    let held = cx
+        .srv
+        .state()
+        .test_lock(&owner, &fh.key(), start, end, kind(args.locktype), now, lease);
+    Ok(held.map(denied))
 }

@@ -1,9 +1,26 @@
-//! OpenDowngrade: not yet implemented.
+//! OPEN_DOWNGRADE (RFC 8881 §18.18).
 
 use proto::nfs4::*;
 
+use super::open::share_bits;
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: OpenDowngrade4Args) -> OpenDowngrade4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: OpenDowngrade4Args) -> OpenDowngrade4Res {
+    downgrade(cx, args).into()
+}
+
+fn downgrade(cx: &mut Compound, args: OpenDowngrade4Args) -> Result<OpenDowngrade4ResOk, NfsStat4> {
+    let key = cx.cfh()?.key();
+    let client = cx.clientid()?;
+    let sid = cx.resolve_stateid(&args.open_stateid)?;
+    let (access, deny) = share_bits(args.share_access, args.share_deny)?;
+    let open_stateid = {
+        let mut t = cx.srv.state();
+        if t.check_stateid(&sid, &key)?.client != client {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        }
+        t.downgrade(&sid, &key, access, deny)?
+    };
+    cx.cur_stateid = Some(open_stateid);
+    Ok(OpenDowngrade4ResOk { open_stateid })
 }

@@ -1,9 +1,28 @@
-//! ReclaimComplete: not yet implemented.
+//! RECLAIM_COMPLETE (RFC 8881 §18.51).
 
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: ReclaimComplete4Args) -> ReclaimComplete4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComplete4Res {
+    let id = match cx.clientid() {
+        Ok(id) => id,
+        Err(e) => return Res4::Err(e),
+    };
+    if args.one_fs {
+        // Per-file-system completion: we keep no per-fs reclaim state.
+        return match cx.cfh() {
+            Ok(_) => Res4::Ok(()),
+            Err(e) => Res4::Err(e),
+        };
+    }
+    let mut st = cx.srv.state();
+    let Some(c) = st.clients.get_mut(&id) else {
+        return Res4::Err(NfsStat4::Nfs4errStaleClientid);
+    };
+    if c.reclaim_complete {
+        return Res4::Err(NfsStat4::Nfs4errCompleteAlready);
+    }
+    c.reclaim_complete = true;
+    Res4::Ok(())
 }

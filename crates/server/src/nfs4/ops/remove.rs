@@ -1,9 +1,27 @@
-//! Remove: not yet implemented.
+//! REMOVE (RFC 8881 §18.25): removes a name from the directory that is the
+//! current filehandle (a non-directory, or an empty directory).
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use super::lookup::{change_info, need_dir};
+use crate::nfs4::compound::{check_name, Compound};
 
-pub async fn run(_cx: &mut Compound, _args: Remove4Args) -> Remove4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Remove4Args) -> Remove4Res {
+    remove(cx, args).await.into()
+}
+
+async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, NfsStat4> {
+    let dir = cx.cfh()?.clone();
+    let name = check_name(&args.target)?;
+    let h = dir.handle.clone();
+    let cinfo = cx
+        .vfs(dir.export, move |fs, c| {
+            let before = fs.getattr(&h)?;
+            need_dir(&before)?;
+            fs.remove(c, &h, &name)?;
+            let after = fs.getattr(&h)?;
+            Ok(change_info(before.change, after.change))
+        })
+        .await?;
+    Ok(Remove4ResOk { cinfo })
 }

@@ -1,9 +1,57 @@
-//! Rename: not yet implemented.
+//! RENAME (RFC 8881 §18.26): moves `oldname` in the saved filehandle's
+//! directory to `newname` in the current filehandle's directory.
+//!
+//! Renaming an object onto itself, or onto another link to the same file,
+//! succeeds and does nothing (§18.26.4): the change info then shows no
+//! change in either directory.
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use super::lookup::{change_info, need_dir};
+use crate::nfs4::compound::{check_name, Compound};
 
-pub async fn run(_cx: &mut Compound, _args: Rename4Args) -> Rename4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Rename4Args) -> Rename4Res {
+    rename(cx, args).await.into()
+}
+
+async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, NfsStat4> {
+    let target = cx.cfh()?.clone();
+    let source = cx.sfh.clone().ok_or(NfsStat4::Nfs4errNofilehandle)?;
+    let oldname = check_name(&args.oldname)?;
+    let newname = check_name(&args.newname)?;
+    if source.export != target.export {
+        return Err(NfsStat4::Nfs4errXdev);
+    }
+    let (sh, th) = (source.handle, target.handle.clone());
+    let (source_cinfo, target_cinfo) = cx
+        .vfs(target.export, move |fs, c| {
+            let sb = fs.getattr(&sh)?;
+            need_dir(&sb)?;
+            let tb = fs.getattr(&th)?;
+            need_dir(&tb)?;
+            let (_, obj) = fs.lookup(c, &sh, &oldname)?;
+            match fs.lookup(c, &th, &newname) {
+                Ok((_, existing)) if existing.fileid == obj.fileid => {
+                    return Ok((
+                        change_info(sb.change, sb.change),
+                        change_info(tb.change, tb.change),
+                    ));
+                }
+                Ok(_) => {}
+                Err(vfs::Errno(libc::ENOENT)) => {}
+                Err(e) => return Err(e),
+            }
+            fs.rename(c, &sh, &oldname, &th, &newname)?;
+            let sa = fs.getattr(&sh)?;
+            let ta = fs.getattr(&th)?;
+            Ok((
+                change_info(sb.change, sa.change),
+                change_info(tb.change, ta.change),
+            ))
+        })
+        .await?;
+    Ok(Rename4ResOk {
+        source_cinfo,
+        target_cinfo,
+    })
 }

@@ -1,9 +1,70 @@
-//! Sequence: not yet implemented.
+//! SEQUENCE (RFC 8881 §18.46).
+
+use std::sync::atomic::Ordering;
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::{Compound, SlotUse};
+use crate::nfs4::state::slots::{SlotDecision, SlotError};
 
-pub async fn run(_cx: &mut Compound, _args: Sequence4Args) -> Sequence4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
+    let now = cx.srv.now();
+    let session = {
+        let mut st = cx.srv.state();
+        let Some(s) = st.sessions.get(&args.sessionid).cloned() else {
+            return Res4::Err(NfsStat4::Nfs4errBadsession);
+        };
+        match st.clients.get_mut(&s.client) {
+            Some(c) => c.last_renew = now,
+            None => return Res4::Err(NfsStat4::Nfs4errBadsession),
+        }
+        s
+    };
+    if cx.nops > session.fore.maxoperations as usize {
+        return Res4::Err(NfsStat4::Nfs4errTooManyOps);
+    }
+    if cx.request_size > session.fore.maxrequestsize as usize {
+        return Res4::Err(NfsStat4::Nfs4errReqTooBig);
+    }
+    let (highest, target) = {
+        let mut t = session.slots.lock().unwrap_or_else(|p| p.into_inner());
+        match t.begin(args.slotid, args.sequenceid, cx.digest) {
+            Ok(SlotDecision::Execute) => {}
+            Ok(SlotDecision::Replay(reply)) => {
+                cx.replay = Some(reply);
+                return Res4::Err(NfsStat4::Nfs4errDelay);
+            }
+            Err(e) => {
+                return Res4::Err(match e {
+                    SlotError::BadSlot => NfsStat4::Nfs4errBadslot,
+                    SlotError::InProgress => NfsStat4::Nfs4errDelay,
+                    SlotError::Misordered => NfsStat4::Nfs4errSeqMisordered,
+                    SlotError::Uncached => NfsStat4::Nfs4errRetryUncachedRep,
+                    SlotError::FalseRetry => NfsStat4::Nfs4errSeqFalseRetry,
+                })
+            }
+        }
+        (t.highest_slotid(), t.target_highest_slotid())
+    };
+    session.bind_fore(&cx.conn);
+    let mut status_flags = 0;
+    if session.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0
+        && (session.cb_down.load(Ordering::Relaxed) || session.back_conn().is_none())
+    {
+        status_flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
+    }
+    cx.slot = Some(SlotUse {
+        slotid: args.slotid,
+        digest: cx.digest,
+        cachethis: args.cachethis,
+    });
+    cx.session = Some(session);
+    Res4::Ok(Sequence4ResOk {
+        sessionid: args.sessionid,
+        sequenceid: args.sequenceid,
+        slotid: args.slotid,
+        highest_slotid: highest,
+        target_highest_slotid: target,
+        status_flags,
+    })
 }

@@ -1,12 +1,55 @@
-//! SetAttr: not yet implemented.
+//! SETATTR (RFC 8881 §18.30).
 
 use proto::nfs4::*;
 
+use super::read::check_io;
+use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: SetAttr4Args) -> SetAttr4Res {
-    SetAttr4Res {
-        status: NfsStat4::Nfs4errNotsupp,
-        attrsset: Bitmap4::default(),
+pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
+    match setattr(cx, args).await {
+        Ok(attrsset) => SetAttr4Res {
+            status: NfsStat4::Nfs4Ok,
+            attrsset,
+        },
+        Err(status) => SetAttr4Res {
+            status,
+            attrsset: Bitmap4::default(),
+        },
     }
+}
+
+async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsStat4> {
+    let fh = cx.cfh()?.clone();
+    let (mut set, mask) = attrs::to_setattr(&cx.srv, &args.obj_attributes)?;
+    // The stateid matters only for a change of size (§18.30.3), which is
+    // a write to the file.
+    if set.size.is_some() {
+        check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
+    }
+    if set.is_empty() {
+        return Ok(mask);
+    }
+    let handle = fh.handle.clone();
+    cx.vfs(fh.export, move |v, c| {
+        let a = v.getattr(&handle)?;
+        if set.size.is_some() {
+            match a.ftype {
+                vfs::FileType::Regular => {}
+                vfs::FileType::Directory => return Ok(Err(NfsStat4::Nfs4errIsdir)),
+                _ => return Ok(Err(NfsStat4::Nfs4errInval)),
+            }
+        }
+        // A symbolic link's mode cannot be changed on Linux; as knfsd
+        // does, the request succeeds without changing it.
+        if a.ftype == vfs::FileType::Symlink {
+            set.mode = None;
+            if set.is_empty() {
+                return Ok(Ok(()));
+            }
+        }
+        v.setattr(c, &handle, &set).map(|_| Ok(()))
+    })
+    .await??;
+    Ok(mask)
 }

@@ -1,9 +1,18 @@
-//! Verify: not yet implemented.
+//! VERIFY (RFC 8881 §18.31).
 
 use proto::nfs4::*;
 
+use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: Verify4Args) -> Verify4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Verify4Args) -> Verify4Res {
+    let fh = match cx.cfh() {
+        Ok(fh) => fh.clone(),
+        Err(e) => return Res4::Err(e),
+    };
+    match attrs::same(cx, &fh, &args.obj_attributes).await {
+        Ok(true) => Res4::Ok(()),
+        Ok(false) => Res4::Err(NfsStat4::Nfs4errNotSame),
+        Err(e) => Res4::Err(e),
+    }
 }

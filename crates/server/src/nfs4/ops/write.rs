@@ -1,9 +1,59 @@
-//! Write: not yet implemented.
+//! WRITE (RFC 8881 §18.32).
 
 use proto::nfs4::*;
 
+use super::read::{check_io, regular};
 use crate::nfs4::compound::Compound;
 
-pub async fn run(_cx: &mut Compound, _args: Write4Args) -> Write4Res {
-    Res4::Err(NfsStat4::Nfs4errNotsupp)
+pub async fn run(cx: &mut Compound, args: Write4Args) -> Write4Res {
+    write(cx, args).await.into()
+}
+
+fn stability(s: StableHow4) -> vfs::Stability {
+    match s {
+        StableHow4::Unstable4 => vfs::Stability::Unstable,
+        StableHow4::DataSync4 => vfs::Stability::DataSync,
+        StableHow4::FileSync4 => vfs::Stability::FileSync,
+    }
+}
+
+fn stable_how(s: vfs::Stability) -> StableHow4 {
+    match s {
+        vfs::Stability::Unstable => StableHow4::Unstable4,
+        vfs::Stability::DataSync => StableHow4::DataSync4,
+        vfs::Stability::FileSync => StableHow4::FileSync4,
+    }
+}
+
+async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsStat4> {
+    let fh = cx.cfh()?.clone();
+    let special = check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
+    let len = args.data.len();
+    if len > cx.srv.cfg.max_io as usize {
+        return Err(NfsStat4::Nfs4errInval);
+    }
+    // Past the largest file size (maxfilesize is i64::MAX).
+    match args.offset.checked_add(len as u64) {
+        Some(end) if end <= i64::MAX as u64 => {}
+        _ => return Err(NfsStat4::Nfs4errFbig),
+    }
+    let handle = fh.handle.clone();
+    let offset = args.offset;
+    let data = args.data;
+    let how = stability(args.stable);
+    let committed = cx
+        .vfs(fh.export, move |v, c| {
+            if special {
+                if let Err(s) = regular(&v.getattr(&handle)?) {
+                    return Ok(Err(s));
+                }
+            }
+            v.write(c, &handle, offset, &data, how).map(Ok)
+        })
+        .await??;
+    Ok(Write4ResOk {
+        count: len as u32,
+        committed: stable_how(committed),
+        writeverf: cx.srv.write_verf,
+    })
 }

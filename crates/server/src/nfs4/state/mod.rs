@@ -474,6 +474,54 @@ impl Tables {
         }
     }
 
+    /// Checks the stateid of an I/O operation (READ, WRITE, SETATTR of the
+    /// size, ALLOCATE, ...) on `file` by `client` (RFC 8881 §8.2.3, §9.1.2):
+    /// `access` is OPEN4_SHARE_ACCESS_READ or _WRITE. The anonymous stateid
+    /// (and the bypass stateid for writes) is subject to share reservations
+    /// (NFS4ERR_LOCKED); an open or lock stateid must belong to the client
+    /// and, for writing, to an open with write access (NFS4ERR_OPENMODE).
+    /// Returns true when a special stateid was used (the file was then not
+    /// checked to be a regular file by an OPEN).
+    pub fn check_io(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+        access: u32,
+    ) -> Result<bool, NfsStat4> {
+        let anon = sid.other == [0; 12];
+        let bypass = sid.other == [0xff; 12];
+        if anon || bypass {
+            if (anon && sid.seqid != 0) || (bypass && sid.seqid != u32::MAX) {
+                return Err(NfsStat4::Nfs4errBadStateid);
+            }
+            let read_bypass = bypass && access == OPEN4_SHARE_ACCESS_READ;
+            if !read_bypass && self.denied_by_share(file, access) {
+                return Err(NfsStat4::Nfs4errLocked);
+            }
+            return Ok(true);
+        }
+        let e = self.check_stateid(sid, file)?;
+        if e.client != client {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        }
+        let open = self.open_of(e).ok_or(NfsStat4::Nfs4errBadStateid)?;
+        if let StateKind::Open { access: a, .. } = open.kind {
+            if access == OPEN4_SHARE_ACCESS_WRITE && a & OPEN4_SHARE_ACCESS_WRITE == 0 {
+                return Err(NfsStat4::Nfs4errOpenmode);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether `client` has sent RECLAIM_COMPLETE (RFC 8881 §18.51).
+    pub fn reclaim_complete(&self, client: ClientId4) -> Result<bool, NfsStat4> {
+        self.clients
+            .get(&client)
+            .map(|c| c.reclaim_complete)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)
+    }
+
     /// Whether an I/O without an open (anonymous stateid) would break a
     /// share reservation: `access` is OPEN4_SHARE_ACCESS_READ or _WRITE.
     pub fn denied_by_share(&self, file: &FileKey, access: u32) -> bool {
@@ -582,6 +630,37 @@ mod tests {
         assert!(t
             .lock(2, Some(&lo), &open2, &file(1), 10, 20, LockKind::Read, Duration::from_secs(11), L)
             .is_ok());
+    }
+
+    #[test]
+    fn io_stateids() {
+        let mut t = tables_with_clients();
+        let o = Bytes::from_static(b"o");
+        const R: u32 = OPEN4_SHARE_ACCESS_READ;
+        const W: u32 = OPEN4_SHARE_ACCESS_WRITE;
+        // anonymous I/O is fine until someone denies it
+        assert_eq!(t.check_io(1, &StateId4::ANONYMOUS, &file(1), W), Ok(true));
+        let ro = t.open(1, &o, &file(1), R, OPEN4_SHARE_DENY_WRITE, Duration::ZERO, L).unwrap();
+        assert_eq!(t.check_io(2, &StateId4::ANONYMOUS, &file(1), W), Err(NfsStat4::Nfs4errLocked));
+        assert_eq!(t.check_io(2, &StateId4::ANONYMOUS, &file(1), R), Ok(true));
+        assert_eq!(t.check_io(2, &StateId4::BYPASS, &file(1), W), Err(NfsStat4::Nfs4errLocked));
+        // malformed special stateids
+        let bad = StateId4 { seqid: 5, ..StateId4::ANONYMOUS };
+        assert_eq!(t.check_io(1, &bad, &file(1), R), Err(NfsStat4::Nfs4errBadStateid));
+        // a read-only open may read, not write; other clients may not use it
+        assert_eq!(t.check_io(1, &ro, &file(1), R), Ok(false));
+        assert_eq!(t.check_io(1, &ro, &file(1), W), Err(NfsStat4::Nfs4errOpenmode));
+        assert_eq!(t.check_io(2, &ro, &file(1), R), Err(NfsStat4::Nfs4errBadStateid));
+        assert_eq!(t.check_io(1, &ro, &file(2), R), Err(NfsStat4::Nfs4errBadStateid));
+        // a write-only open may read too (§18.22.3 allows it)
+        let wo = t.open(2, &o, &file(2), W, 0, Duration::ZERO, L).unwrap();
+        assert_eq!(t.check_io(2, &wo, &file(2), R), Ok(false));
+        // a lock stateid carries its open's access
+        let lo = Bytes::from_static(b"lo");
+        let ls = t
+            .lock(2, Some(&lo), &wo, &file(2), 0, 10, LockKind::Write, Duration::ZERO, L)
+            .unwrap();
+        assert_eq!(t.check_io(2, &ls, &file(2), W), Ok(false));
     }
 
     #[test]

@@ -1,0 +1,195 @@
+//! Shared harness: a server over a temporary export, clients, helpers.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use client::{Client, ClientOptions};
+use proto::nfs4::*;
+use server::nfs4::Nfs4Config;
+use server::run::{ExportConfig, Running, ServerConfig};
+use tempfile::TempDir;
+
+/// A running server over a temporary export directory.
+pub struct TestServer {
+    pub running: Option<Running>,
+    pub addr: SocketAddr,
+    pub export: TempDir,
+    pub state: TempDir,
+}
+
+fn config(export: &TempDir, state: &TempDir) -> ServerConfig {
+    ServerConfig {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        state_dir: state.path().to_path_buf(),
+        exports: vec![ExportConfig {
+            path: "/".into(),
+            dir: export.path().to_path_buf(),
+        }],
+        nfs4: Nfs4Config {
+            lease: Duration::from_secs(10),
+            ..Default::default()
+        },
+        rpc: Default::default(),
+    }
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let export = tempfile::tempdir().expect("export dir");
+        let state = tempfile::tempdir().expect("state dir");
+        let running = server::run::start(config(&export, &state))
+            .await
+            .expect("server starts");
+        TestServer {
+            addr: running.addr,
+            running: Some(running),
+            export,
+            state,
+        }
+    }
+
+    /// Stops the server and starts a new one on the same export and state
+    /// directories (a new port).
+    pub async fn restart(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop().await;
+        }
+        let running = server::run::start(config(&self.export, &self.state))
+            .await
+            .expect("server restarts");
+        self.addr = running.addr;
+        self.running = Some(running);
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop().await;
+        }
+    }
+
+    /// A path inside the export directory.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.export.path().join(rel)
+    }
+
+    /// A connected client with a unique owner.
+    pub async fn client(&self) -> Client {
+        self.client_with(options()).await
+    }
+
+    pub async fn client_with(&self, opts: ClientOptions) -> Client {
+        Client::connect(self.addr, opts)
+            .await
+            .expect("client connects")
+    }
+}
+
+static OWNER: AtomicU64 = AtomicU64::new(1);
+
+/// Client options with a unique owner.
+pub fn options() -> ClientOptions {
+    let n = OWNER.fetch_add(1, Ordering::Relaxed);
+    ClientOptions::new(format!("e2e-{}-{n}", std::process::id()))
+}
+
+/// Runs a test body with a time limit.
+pub async fn within<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(120), f)
+        .await
+        .expect("test timed out")
+}
+
+/// The NFS status of a failed call (panics if it succeeded or failed
+/// otherwise).
+#[track_caller]
+pub fn status<T: std::fmt::Debug>(r: client::Result<T>) -> NfsStat4 {
+    match r {
+        Ok(v) => panic!("expected an NFS error, got Ok({v:?})"),
+        Err(e) => e
+            .status()
+            .unwrap_or_else(|| panic!("expected an NFS error, got {e}")),
+    }
+}
+
+/// The failing index and status of a compound.
+#[track_caller]
+pub fn failed_at<T: std::fmt::Debug>(r: client::Result<T>) -> (usize, NfsStat4) {
+    match r {
+        Err(client::Error::Status { index, status, .. }) => (index, status),
+        other => panic!("expected a failed operation, got {other:?}"),
+    }
+}
+
+pub fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+pub fn putfh(fh: &NfsFh4) -> NfsArgOp4 {
+    client::ops::putfh(fh)
+}
+
+pub fn lookup(name: &str) -> NfsArgOp4 {
+    NfsArgOp4::Lookup(Lookup4Args { objname: b(name) })
+}
+
+pub fn getattr(attrs: &[u32]) -> NfsArgOp4 {
+    client::ops::getattr_op(attrs)
+}
+
+/// The decoded attributes of a GETATTR result.
+#[track_caller]
+pub fn attrs_of(r: &NfsResOp4) -> Attrs {
+    match r {
+        NfsResOp4::GetAttr(Res4::Ok(ok)) => Attrs::decode(&ok.obj_attributes).expect("attrs decode"),
+        other => panic!("not a GETATTR result: {other:?}"),
+    }
+}
+
+/// The filehandle of a GETFH result.
+#[track_caller]
+pub fn fh_of(r: &NfsResOp4) -> NfsFh4 {
+    match r {
+        NfsResOp4::GetFh(Res4::Ok(ok)) => ok.object.clone(),
+        other => panic!("not a GETFH result: {other:?}"),
+    }
+}
+
+/// Writes a file in the export directory directly.
+pub fn put_file(srv: &TestServer, rel: &str, data: &[u8]) {
+    let p = srv.path(rel);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(p, data).expect("write");
+}
+
+/// Opens (creating if needed) a file for read and write in `dir`.
+pub async fn create_file(c: &Client, dir: &NfsFh4, name: &str) -> client::Open {
+    c.open(dir, name, client::OpenOpts::create(0o644))
+        .await
+        .expect("create file")
+}
+
+/// A stateid this server never issued but shaped like `real` (same
+/// server-instance part, unknown rest): BAD_STATEID, not STALE_STATEID.
+pub fn forge(real: StateId4) -> StateId4 {
+    let mut other = real.other;
+    for b in &mut other[8..] {
+        *b ^= 0xa5;
+    }
+    StateId4 {
+        seqid: 1,
+        other,
+    }
+}
+
+/// True for the statuses a server may give a stateid it cannot place:
+/// BAD_STATEID, or STALE_STATEID when it looks like another instance's.
+pub fn unknown_stateid(s: NfsStat4) -> bool {
+    matches!(s, NfsStat4::Nfs4errBadStateid | NfsStat4::Nfs4errStaleStateid)
+}

@@ -1,0 +1,66 @@
+//! The `ferrite` command: `ferrite serve DIR` and friends.
+
+mod config;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tracing::info;
+
+#[derive(Parser)]
+#[command(name = "ferrite", version, about = "A userspace NFS server")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Export a directory over NFSv4.1/4.2 (created if missing).
+    Serve(config::ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
+    let cfg = config::load(&args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let running = server::run::start(cfg.clone())
+            .await
+            .with_context(|| format!("starting the server on {}", cfg.listen))?;
+        for e in &cfg.exports {
+            println!(
+                "ferrite: exporting {} as {} over NFSv4.1/4.2 on {} (lease {} s, state in {})",
+                e.dir.display(),
+                e.path,
+                running.addr,
+                cfg.nfs4.lease.as_secs(),
+                cfg.state_dir.display()
+            );
+        }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => info!("SIGINT: shutting down"),
+            _ = term.recv() => info!("SIGTERM: shutting down"),
+        }
+        running.stop().await;
+        println!("ferrite: stopped");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! Starting and stopping a server: listener, programs, exports.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::info;
+
+use crate::export::Export;
+use crate::nfs4::filehandle::FhKey;
+use crate::nfs4::state::clock::SystemClock;
+use crate::nfs4::{Nfs4Config, Nfs4Server, Nfs4Service};
+
+/// One export of a local directory.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    /// Where clients see it ("/" for the namespace root).
+    pub path: String,
+    /// The local directory served.
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Where the server keeps what must survive restarts (the filehandle key).
+    pub state_dir: PathBuf,
+    pub exports: Vec<ExportConfig>,
+    pub nfs4: Nfs4Config,
+    pub rpc: rpc::ConnConfig,
+}
+
+/// A running server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub nfs4: Arc<Nfs4Server>,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting connections and waits for the listener to finish.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Binds the listener and starts serving.
+pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
+    std::fs::create_dir_all(&cfg.state_dir)?;
+    let key = FhKey::load_or_create(&cfg.state_dir)?;
+    let mut exports = Vec::new();
+    for (i, e) in cfg.exports.iter().enumerate() {
+        std::fs::create_dir_all(&e.dir)?;
+        let fs = vfs::local::LocalFs::new(&e.dir)?;
+        let id = i as u16;
+        exports.push(Export {
+            id,
+            path: e.path.clone(),
+            vfs: Arc::new(fs),
+            fsid: (0x4645_5252, id as u64 + 1),
+        });
+    }
+    let nfs4 = Nfs4Server::new(cfg.nfs4.clone(), key, exports, Arc::new(SystemClock::default()));
+    nfs4.spawn_reaper();
+    let programs = rpc::Programs::new().add(
+        proto::nfs4::NFS_PROGRAM,
+        proto::nfs4::NFS_V4,
+        proto::nfs4::NFS_V4,
+        Arc::new(Nfs4Service(nfs4.clone())),
+    );
+    let listener = TcpListener::bind(cfg.listen).await?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = watch::channel(false);
+    let rpc_cfg = cfg.rpc.clone();
+    let task = tokio::spawn(rpc::serve(listener, Arc::new(programs), rpc_cfg, rx));
+    for e in &cfg.exports {
+        info!("exporting {} as {} on {}", e.dir.display(), e.path, addr);
+    }
+    Ok(Running {
+        addr,
+        nfs4,
+        shutdown: tx,
+        task,
+    })
+}

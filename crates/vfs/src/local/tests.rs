@@ -1,0 +1,924 @@
+use std::collections::HashSet;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use tempfile::TempDir;
+
+use super::*;
+
+fn rootc() -> Creds {
+    Creds::root()
+}
+
+fn user(uid: u32) -> Creds {
+    Creds {
+        uid,
+        gid: uid,
+        groups: vec![],
+    }
+}
+
+fn is_root() -> bool {
+    sys::geteuid() == 0
+}
+
+/// Both resolution modes: whatever the probe picks, and the path map.
+const MODES: [Option<Mode>; 2] = [None, Some(Mode::PathMap)];
+
+fn open(dir: &TempDir, mode: Option<Mode>) -> LocalFs {
+    LocalFs::with_mode(dir.path(), mode).unwrap()
+}
+
+fn setup(mode: Option<Mode>) -> (TempDir, LocalFs) {
+    let dir = TempDir::new().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let fs = open(&dir, mode);
+    (dir, fs)
+}
+
+fn mkfile(fs: &LocalFs, dir: &Handle, name: &str) -> Handle {
+    fs.create_file(
+        &rootc(),
+        dir,
+        name.as_bytes(),
+        CreateMode::Unchecked,
+        &SetAttr::default(),
+    )
+    .unwrap()
+    .0
+}
+
+fn mkdir(fs: &LocalFs, dir: &Handle, name: &str) -> Handle {
+    fs.create(
+        &rootc(),
+        dir,
+        name.as_bytes(),
+        &CreateKind::Directory,
+        &SetAttr::default(),
+    )
+    .unwrap()
+    .0
+}
+
+fn list(fs: &LocalFs, dir: &Handle) -> Vec<String> {
+    let mut names = Vec::new();
+    let eof = fs
+        .readdir(&rootc(), dir, 0, false, &mut |e| {
+            names.push(String::from_utf8_lossy(&e.name).into_owned());
+            true
+        })
+        .unwrap();
+    assert!(eof);
+    names.sort();
+    names
+}
+
+#[test]
+fn mode_probe_picks_kernel_handles_as_root() {
+    let (_d, fs) = setup(None);
+    if is_root() {
+        assert_eq!(fs.mode, Mode::Kernel);
+    } else {
+        assert_eq!(fs.mode, Mode::PathMap);
+    }
+    assert!(fs.root().0.len() <= crate::MAX_HANDLE);
+    assert!(fs.getattr(&fs.root()).unwrap().ftype == FileType::Directory);
+}
+
+#[test]
+fn handles_survive_restart() {
+    for mode in MODES {
+        let (dir, fs) = setup(mode);
+        let r = fs.root();
+        let a = mkdir(&fs, &r, "a");
+        let b = mkdir(&fs, &a, "b");
+        let f = mkfile(&fs, &b, "f");
+        fs.write(&rootc(), &f, 0, b"hello", Stability::FileSync)
+            .unwrap();
+        let fid = fs.getattr(&f).unwrap().fileid;
+        drop(fs);
+        let fs = open(&dir, mode);
+        assert_eq!(fs.root(), r);
+        assert_eq!(fs.getattr(&f).unwrap().fileid, fid);
+        assert_eq!(fs.read(&rootc(), &f, 0, 100).unwrap().0, &b"hello"[..]);
+        let (h, _) = fs.lookup(&rootc(), &b, b"f").unwrap();
+        assert_eq!(h, f);
+        assert_eq!(fs.lookup_parent(&rootc(), &b).unwrap().0, a);
+        assert_eq!(fs.lookup_parent(&rootc(), &a).unwrap().0, r);
+    }
+}
+
+#[test]
+fn deleted_handle_is_stale() {
+    for mode in MODES {
+        let (dir, fs) = setup(mode);
+        let r = fs.root();
+        let f = mkfile(&fs, &r, "f");
+        let d = mkdir(&fs, &r, "d");
+        fs.write(&rootc(), &f, 0, b"x", Stability::Unstable)
+            .unwrap();
+        fs.remove(&rootc(), &r, b"f").unwrap();
+        fs.remove(&rootc(), &r, b"d").unwrap();
+        assert_eq!(fs.getattr(&f), Err(Errno(libc::ESTALE)));
+        assert_eq!(fs.getattr(&d), Err(Errno(libc::ESTALE)));
+        let fs2 = open(&dir, mode);
+        assert_eq!(fs2.getattr(&f), Err(Errno(libc::ESTALE)));
+        assert_eq!(fs2.getattr(&d), Err(Errno(libc::ESTALE)));
+        // Garbage handles are stale too.
+        assert_eq!(
+            fs2.getattr(&Handle(Bytes::from_static(b"\0\0\0\x01junkjunk"))),
+            Err(Errno(libc::ESTALE))
+        );
+        assert_eq!(
+            fs2.getattr(&Handle(Bytes::from_static(b"\0"))),
+            Err(Errno(libc::ESTALE))
+        );
+    }
+}
+
+#[test]
+fn namespace_operations() {
+    for mode in MODES {
+        let (_dir, fs) = setup(mode);
+        let c = rootc();
+        let r = fs.root();
+        let f = mkfile(&fs, &r, "file");
+        fs.write(&c, &f, 0, b"data", Stability::Unstable).unwrap();
+        let d = mkdir(&fs, &r, "dir");
+        assert_eq!(fs.getattr(&d).unwrap().mode, 0o755);
+        assert_eq!(fs.getattr(&f).unwrap().mode, 0o644);
+
+        // lookup
+        let (h, a) = fs.lookup(&c, &r, b"file").unwrap();
+        assert_eq!(h, f);
+        assert_eq!(a.size, 4);
+        assert_eq!(fs.lookup(&c, &r, b"nope"), Err(Errno(libc::ENOENT)));
+        assert_eq!(fs.lookup(&c, &f, b"x"), Err(Errno(libc::ENOTDIR)));
+
+        // symlink + readlink
+        let (s, sa) = fs
+            .create(
+                &c,
+                &r,
+                b"sym",
+                &CreateKind::Symlink(Bytes::from_static(b"file")),
+                &SetAttr {
+                    mode: Some(0o777),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(sa.ftype, FileType::Symlink);
+        assert_eq!(fs.readlink(&c, &s).unwrap(), &b"file"[..]);
+        assert_eq!(fs.readlink(&c, &f), Err(Errno(libc::EINVAL)));
+        assert_eq!(fs.lookup(&c, &r, b"sym").unwrap().0, s);
+        assert_eq!(
+            fs.setattr(
+                &c,
+                &s,
+                &SetAttr {
+                    mode: Some(0o700),
+                    ..Default::default()
+                }
+            ),
+            Err(Errno(libc::EOPNOTSUPP))
+        );
+
+        // link (a file, and a symlink itself)
+        fs.link(&c, &f, &d, b"hard").unwrap();
+        assert_eq!(fs.getattr(&f).unwrap().nlink, 2);
+        assert_eq!(fs.lookup(&c, &d, b"hard").unwrap().0, f);
+        fs.link(&c, &s, &d, b"hardsym").unwrap();
+        let (hs, hsa) = fs.lookup(&c, &d, b"hardsym").unwrap();
+        assert_eq!(hs, s);
+        assert_eq!(hsa.ftype, FileType::Symlink);
+        assert_eq!(fs.link(&c, &d, &r, b"dirlink"), Err(Errno(libc::EISDIR)));
+        assert_eq!(fs.link(&c, &f, &d, b"hard"), Err(Errno(libc::EEXIST)));
+
+        // rename
+        fs.rename(&c, &r, b"file", &d, b"moved").unwrap();
+        assert_eq!(fs.lookup(&c, &r, b"file"), Err(Errno(libc::ENOENT)));
+        assert_eq!(fs.lookup(&c, &d, b"moved").unwrap().0, f);
+        assert_eq!(fs.getattr(&f).unwrap().size, 4);
+        // rename over an existing file: the victim's handle goes stale
+        let v = mkfile(&fs, &r, "victim");
+        fs.rename(&c, &d, b"moved", &r, b"victim").unwrap();
+        assert_eq!(fs.getattr(&v), Err(Errno(libc::ESTALE)));
+        assert_eq!(fs.lookup(&c, &r, b"victim").unwrap().0, f);
+
+        // special files
+        let (fifo, fa) = fs
+            .create(&c, &d, b"fifo", &CreateKind::Fifo, &SetAttr::default())
+            .unwrap();
+        assert_eq!(fa.ftype, FileType::Fifo);
+        assert_eq!(fa.mode, 0o644);
+        assert_eq!(fs.read(&c, &fifo, 0, 10), Err(Errno(libc::EINVAL)));
+        let (_, sk) = fs
+            .create(&c, &d, b"sock", &CreateKind::Socket, &SetAttr::default())
+            .unwrap();
+        assert_eq!(sk.ftype, FileType::Socket);
+        if is_root() {
+            let (_, ca) = fs
+                .create(
+                    &c,
+                    &d,
+                    b"null",
+                    &CreateKind::Char(1, 3),
+                    &SetAttr::default(),
+                )
+                .unwrap();
+            assert_eq!(ca.ftype, FileType::Char);
+            assert_eq!(ca.rdev, (1, 3));
+        }
+        assert_eq!(fs.read(&c, &d, 0, 10), Err(Errno(libc::EISDIR)));
+
+        // remove: non-empty dir fails, files and empty dirs succeed
+        assert_eq!(fs.remove(&c, &r, b"dir"), Err(Errno(libc::ENOTEMPTY)));
+        for n in ["hard", "hardsym", "fifo", "sock", "null"] {
+            let _ = fs.remove(&c, &d, n.as_bytes());
+        }
+        fs.remove(&c, &r, b"dir").unwrap();
+        assert_eq!(fs.remove(&c, &r, b"dir"), Err(Errno(libc::ENOENT)));
+        assert_eq!(list(&fs, &r), vec!["sym".to_string(), "victim".to_string()]);
+
+        // name checks
+        for bad in [&b""[..], b".", b"..", b"a/b", b"a\0b"] {
+            assert_eq!(fs.lookup(&c, &r, bad), Err(Errno(libc::EINVAL)));
+            assert_eq!(
+                fs.create_file(&c, &r, bad, CreateMode::Guarded, &SetAttr::default())
+                    .map(|_| ()),
+                Err(Errno(libc::EINVAL))
+            );
+        }
+        let long = vec![b'x'; 256];
+        assert_eq!(fs.lookup(&c, &r, &long), Err(Errno(libc::ENAMETOOLONG)));
+        assert!(fs.lookup(&c, &r, &long[..255]).is_err());
+    }
+}
+
+#[test]
+fn path_map_follows_renamed_directories() {
+    let (dir, fs) = setup(Some(Mode::PathMap));
+    let c = rootc();
+    let r = fs.root();
+    let a = mkdir(&fs, &r, "a");
+    let b = mkdir(&fs, &a, "b");
+    let f = mkfile(&fs, &b, "f");
+    fs.rename(&c, &r, b"a", &r, b"z").unwrap();
+    lock(&fs.fds).clear();
+    assert_eq!(fs.lookup(&c, &b, b"f").unwrap().0, f);
+    assert!(fs.getattr(&f).is_ok());
+    // A rename behind the backend's back is found by a rescan.
+    std::fs::rename(dir.path().join("z"), dir.path().join("y")).unwrap();
+    lock(&fs.fds).clear();
+    assert!(fs.getattr(&f).is_ok());
+    assert_eq!(lock(&fs.paths).get(&f).unwrap(), PathBuf::from("y/b/f"));
+}
+
+#[test]
+fn readdir_pages_and_restart() {
+    for mode in MODES {
+        let (dir, fs) = setup(mode);
+        let r = fs.root();
+        let d = mkdir(&fs, &r, "big");
+        for i in 0..1000 {
+            std::fs::File::create(dir.path().join(format!("big/entry-{i:04}"))).unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut cookies = Vec::new();
+        let mut cookie = 0;
+        loop {
+            let mut page = Vec::new();
+            let eof = fs
+                .readdir(&rootc(), &d, cookie, true, &mut |e| {
+                    if page.len() == 100 {
+                        return false;
+                    }
+                    page.push(e);
+                    true
+                })
+                .unwrap();
+            for e in &page {
+                assert!(e.cookie > 2, "bad cookie {}", e.cookie);
+                let (h, a) = e.obj.clone().unwrap();
+                assert_eq!(a.fileid, e.fileid);
+                assert_eq!(a.ftype, FileType::Regular);
+                assert_eq!(fs.getattr(&h).unwrap().fileid, e.fileid);
+                seen.push(String::from_utf8(e.name.to_vec()).unwrap());
+                cookies.push(e.cookie);
+            }
+            if eof {
+                break;
+            }
+            cookie = page.last().map(|e| e.cookie).unwrap();
+            assert!(page.len() == 100);
+        }
+        assert_eq!(seen.len(), 1000);
+        let uniq: HashSet<_> = seen.iter().cloned().collect();
+        assert_eq!(uniq.len(), 1000);
+        // Resume after a restart from the 437th entry's cookie.
+        drop(fs);
+        let fs = open(&dir, mode);
+        let mut rest = Vec::new();
+        let eof = fs
+            .readdir(&rootc(), &d, cookies[436], false, &mut |e| {
+                rest.push(String::from_utf8(e.name.to_vec()).unwrap());
+                true
+            })
+            .unwrap();
+        assert!(eof);
+        assert_eq!(rest, seen[437..].to_vec());
+        // The last cookie resumes at the end.
+        let mut n = 0;
+        let eof = fs
+            .readdir(&rootc(), &d, *cookies.last().unwrap(), false, &mut |_| {
+                n += 1;
+                true
+            })
+            .unwrap();
+        assert!(eof);
+        assert_eq!(n, 0);
+    }
+}
+
+#[test]
+fn cookie_remapping() {
+    for off in [0i64, 1, 2] {
+        let c = encode_cookie(off);
+        assert!(c > 2);
+        assert_eq!(decode_cookie(c), off);
+    }
+    for off in [3i64, 12345, i64::MAX] {
+        assert_eq!(encode_cookie(off), off as u64);
+        assert_eq!(decode_cookie(off as u64), off);
+    }
+}
+
+#[test]
+fn exclusive_create() {
+    let (_dir, fs) = setup(None);
+    let c = rootc();
+    let r = fs.root();
+    let v1 = *b"\xde\xad\xbe\xef\x01\x02\x03\x04";
+    let v2 = *b"abcdefgh";
+    let set = SetAttr {
+        mode: Some(0o600),
+        ..Default::default()
+    };
+    let (h, a, created) = fs
+        .create_file(&c, &r, b"x", CreateMode::Exclusive(v1), &set)
+        .unwrap();
+    assert!(created);
+    assert_eq!(a.mode, 0o600);
+    let (h2, _, created2) = fs
+        .create_file(&c, &r, b"x", CreateMode::Exclusive(v1), &set)
+        .unwrap();
+    assert!(!created2);
+    assert_eq!(h, h2);
+    assert_eq!(
+        fs.create_file(&c, &r, b"x", CreateMode::Exclusive(v2), &set)
+            .map(|_| ()),
+        Err(Errno(libc::EEXIST))
+    );
+    assert_eq!(
+        fs.create_file(&c, &r, b"x", CreateMode::Guarded, &set)
+            .map(|_| ()),
+        Err(Errno(libc::EEXIST))
+    );
+    // Unchecked opens it, leaving attributes alone except the size.
+    fs.write(&c, &h, 0, b"abc", Stability::Unstable).unwrap();
+    let (h3, a3, created3) = fs
+        .create_file(
+            &c,
+            &r,
+            b"x",
+            CreateMode::Unchecked,
+            &SetAttr {
+                mode: Some(0o666),
+                size: Some(0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(!created3);
+    assert_eq!(h3, h);
+    assert_eq!(a3.mode, 0o600);
+    assert_eq!(a3.size, 0);
+    // Unchecked on a directory.
+    mkdir(&fs, &r, "d");
+    assert_eq!(
+        fs.create_file(&c, &r, b"d", CreateMode::Unchecked, &SetAttr::default())
+            .map(|_| ()),
+        Err(Errno(libc::EISDIR))
+    );
+}
+
+#[test]
+fn change_attribute_moves_on_every_write() {
+    let (_dir, fs) = setup(None);
+    let c = rootc();
+    let r = fs.root();
+    let f = mkfile(&fs, &r, "f");
+    let mut last = fs.getattr(&f).unwrap().change;
+    let mut dir_last = fs.getattr(&r).unwrap().change;
+    for i in 0..5u8 {
+        fs.write(&c, &f, 0, &[i], Stability::Unstable).unwrap();
+        let now = fs.getattr(&f).unwrap().change;
+        assert_ne!(now, last);
+        assert!(now > last);
+        last = now;
+        // Same value on repeated getattrs.
+        assert_eq!(fs.getattr(&f).unwrap().change, now);
+        let name = format!("n{i}");
+        mkfile(&fs, &r, &name);
+        let dnow = fs.getattr(&r).unwrap().change;
+        assert!(dnow > dir_last);
+        dir_last = dnow;
+    }
+    let a = fs
+        .setattr(
+            &c,
+            &f,
+            &SetAttr {
+                mode: Some(0o640),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(a.change > last);
+    assert_eq!(a.mode, 0o640);
+}
+
+#[test]
+fn read_write_setattr() {
+    for mode in MODES {
+        let (_dir, fs) = setup(mode);
+        let c = rootc();
+        let r = fs.root();
+        let f = mkfile(&fs, &r, "f");
+        for i in 0..8u64 {
+            let st = fs
+                .write(&c, &f, i * 4096, &[i as u8; 4096], Stability::DataSync)
+                .unwrap();
+            assert_eq!(st, Stability::DataSync);
+        }
+        fs.commit(&f).unwrap();
+        let (data, eof) = fs.read(&c, &f, 0, 4096).unwrap();
+        assert_eq!(data.len(), 4096);
+        assert!(!eof);
+        let (data, eof) = fs.read(&c, &f, 7 * 4096, 8192).unwrap();
+        assert_eq!(data.len(), 4096);
+        assert!(data.iter().all(|&b| b == 7));
+        assert!(eof);
+        let (data, eof) = fs.read(&c, &f, 1 << 20, 10).unwrap();
+        assert!(data.is_empty() && eof);
+        let a = fs
+            .setattr(
+                &c,
+                &f,
+                &SetAttr {
+                    size: Some(10),
+                    mode: Some(0o4755 | 0o170000),
+                    atime: Some(SetTime::Client(Timespec { sec: 1000, nsec: 5 })),
+                    mtime: Some(SetTime::Client(Timespec { sec: 2000, nsec: 0 })),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(a.size, 10);
+        assert_eq!(a.mode, 0o4755);
+        assert_eq!(a.atime, Timespec { sec: 1000, nsec: 5 });
+        assert_eq!(a.mtime, Timespec { sec: 2000, nsec: 0 });
+        let a = fs
+            .setattr(
+                &c,
+                &f,
+                &SetAttr {
+                    mtime: Some(SetTime::ServerNow),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(a.mtime.sec > 2000);
+        assert_eq!(a.atime, Timespec { sec: 1000, nsec: 5 });
+        let fsst = fs.fsstat(&r).unwrap();
+        assert!(fsst.total_bytes > 0 && fsst.max_name == 255);
+        assert_eq!(
+            fs.setattr(
+                &c,
+                &r,
+                &SetAttr {
+                    size: Some(0),
+                    ..Default::default()
+                }
+            ),
+            Err(Errno(libc::EISDIR))
+        );
+    }
+}
+
+#[test]
+fn lookup_parent_at_root_is_enoent() {
+    for mode in MODES {
+        let (_dir, fs) = setup(mode);
+        let r = fs.root();
+        assert_eq!(fs.lookup_parent(&rootc(), &r), Err(Errno(libc::ENOENT)));
+        let d = mkdir(&fs, &r, "d");
+        assert_eq!(fs.lookup_parent(&rootc(), &d).unwrap().0, r);
+        let f = mkfile(&fs, &r, "f");
+        assert_eq!(fs.lookup_parent(&rootc(), &f), Err(Errno(libc::ENOTDIR)));
+    }
+}
+
+#[test]
+fn handles_outside_the_export_are_refused() {
+    let (dir, fs) = setup(None);
+    let export_dev = std::fs::metadata(dir.path()).unwrap().dev();
+    let mut checked = 0;
+    for outside in ["/etc/passwd", "/etc", "/"] {
+        let Ok(md) = std::fs::symlink_metadata(outside) else {
+            continue;
+        };
+        if md.dev() != export_dev {
+            continue;
+        }
+        let p = CString::new(outside).unwrap();
+        let h = sys::name_to_handle(libc::AT_FDCWD, &p, 0).unwrap();
+        assert_eq!(fs.getattr(&h), Err(Errno(libc::ESTALE)), "{outside}");
+        assert_eq!(
+            fs.lookup(&rootc(), &h, b"passwd").map(|_| ()),
+            Err(Errno(libc::ESTALE))
+        );
+        checked += 1;
+    }
+    // A sibling of the export on the same file system.
+    let sib = TempDir::new().unwrap();
+    std::fs::write(sib.path().join("secret"), b"s").unwrap();
+    let p = CString::new(sib.path().join("secret").as_os_str().as_bytes()).unwrap();
+    let h = sys::name_to_handle(libc::AT_FDCWD, &p, 0).unwrap();
+    let p = CString::new(sib.path().as_os_str().as_bytes()).unwrap();
+    let hd = sys::name_to_handle(libc::AT_FDCWD, &p, 0).unwrap();
+    if fs.mode == Mode::Kernel {
+        assert_eq!(fs.getattr(&h), Err(Errno(libc::ESTALE)));
+        assert_eq!(fs.getattr(&hd), Err(Errno(libc::ESTALE)));
+    }
+    let pm = open(&dir, Some(Mode::PathMap));
+    assert_eq!(pm.getattr(&h), Err(Errno(libc::ESTALE)));
+    assert_eq!(pm.getattr(&hd), Err(Errno(libc::ESTALE)));
+    // ".." of a top-level directory is the root, never above it.
+    let d = mkdir(&fs, &fs.root(), "d");
+    assert_eq!(fs.lookup_parent(&rootc(), &d).unwrap().0, fs.root());
+    eprintln!("checked {checked} outside objects");
+}
+
+/// The calling thread's fsuid, read without changing it.
+fn current_fsuid() -> u32 {
+    sys::setfsuid_thread(u32::MAX)
+}
+
+#[test]
+fn credentials_are_switched_per_call() {
+    if !is_root() {
+        eprintln!("not root: skipping");
+        return;
+    }
+    let (dir, fs) = setup(None);
+    let r = fs.root();
+    let u = user(1000);
+    let (f, a, _) = fs
+        .create_file(&u, &r, b"mine", CreateMode::Guarded, &SetAttr::default())
+        .unwrap();
+    assert_eq!((a.uid, a.gid), (1000, 1000));
+    let md = std::fs::metadata(dir.path().join("mine")).unwrap();
+    assert_eq!((md.uid(), md.gid()), (1000, 1000));
+    assert_eq!(current_fsuid(), 0, "identity restored after the call");
+    let (sd, sda) = fs
+        .create(
+            &u,
+            &r,
+            b"subdir",
+            &CreateKind::Directory,
+            &SetAttr::default(),
+        )
+        .unwrap();
+    assert_eq!((sda.uid, sda.gid), (1000, 1000));
+
+    // A root-owned 0644 file: uid 1000 may read but not write it.
+    let rf = mkfile(&fs, &r, "rootfile");
+    fs.write(&rootc(), &rf, 0, b"root data", Stability::Unstable)
+        .unwrap();
+    assert_eq!(
+        fs.write(&u, &rf, 0, b"x", Stability::Unstable),
+        Err(Errno(libc::EACCES))
+    );
+    assert_eq!(fs.read(&u, &rf, 0, 100).unwrap().0, &b"root data"[..]);
+    assert_eq!(
+        fs.setattr(
+            &u,
+            &rf,
+            &SetAttr {
+                size: Some(0),
+                ..Default::default()
+            }
+        ),
+        Err(Errno(libc::EACCES))
+    );
+    assert_eq!(
+        fs.setattr(
+            &u,
+            &rf,
+            &SetAttr {
+                mode: Some(0o777),
+                ..Default::default()
+            }
+        ),
+        Err(Errno(libc::EPERM))
+    );
+    assert_eq!(fs.remove(&u, &sd, b"x"), Err(Errno(libc::ENOENT)));
+    assert_eq!(current_fsuid(), 0);
+
+    // access() answers as the kernel would.
+    assert!(fs.access(&u, &rf, libc::R_OK).unwrap());
+    assert!(!fs.access(&u, &rf, libc::W_OK).unwrap());
+    assert!(!fs.access(&u, &rf, libc::X_OK).unwrap());
+    assert!(fs.access(&rootc(), &rf, libc::R_OK | libc::W_OK).unwrap());
+    assert!(!fs.access(&rootc(), &rf, libc::X_OK).unwrap());
+    assert!(fs.access(&u, &f, libc::R_OK | libc::W_OK).unwrap());
+    assert!(fs.access(&u, &r, libc::X_OK | libc::W_OK).unwrap());
+    // Group membership through supplementary groups.
+    let g = mkfile(&fs, &r, "groupfile");
+    fs.setattr(
+        &rootc(),
+        &g,
+        &SetAttr {
+            gid: Some(4242),
+            mode: Some(0o660),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!fs.access(&u, &g, libc::W_OK).unwrap());
+    let ug = Creds {
+        uid: 1000,
+        gid: 1000,
+        groups: vec![4242],
+    };
+    assert!(fs.access(&ug, &g, libc::W_OK).unwrap());
+    fs.write(&ug, &g, 0, b"group", Stability::Unstable).unwrap();
+    assert!(!fs.access(&u, &g, libc::R_OK).unwrap());
+    assert_eq!(fs.read(&u, &g, 0, 10), Err(Errno(libc::EACCES)));
+
+    // Owner override: the owner writes his 0444 file.
+    fs.setattr(
+        &u,
+        &f,
+        &SetAttr {
+            mode: Some(0o444),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!fs.access(&u, &f, libc::W_OK).unwrap());
+    fs.write(&u, &f, 0, b"owner", Stability::Unstable).unwrap();
+    assert_eq!(fs.read(&u, &f, 0, 10).unwrap().0, &b"owner"[..]);
+    // ...but another user may not.
+    assert_eq!(
+        fs.write(&user(1001), &f, 0, b"x", Stability::Unstable),
+        Err(Errno(libc::EACCES))
+    );
+
+    // Directory permissions are enforced for namespace operations.
+    let (locked, _) = fs
+        .create(
+            &rootc(),
+            &r,
+            b"locked",
+            &CreateKind::Directory,
+            &SetAttr {
+                mode: Some(0o755),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        fs.create_file(&u, &locked, b"x", CreateMode::Guarded, &SetAttr::default())
+            .map(|_| ()),
+        Err(Errno(libc::EACCES))
+    );
+    assert_eq!(
+        fs.create(
+            &u,
+            &locked,
+            b"x",
+            &CreateKind::Directory,
+            &SetAttr::default()
+        )
+        .map(|_| ()),
+        Err(Errno(libc::EACCES))
+    );
+    assert_eq!(fs.remove(&u, &r, b"rootfile"), Ok(()));
+    assert_eq!(
+        fs.rename(&u, &r, b"groupfile", &locked, b"g"),
+        Err(Errno(libc::EACCES))
+    );
+    // A device node needs CAP_MKNOD, which uid 1000 lacks.
+    assert_eq!(
+        fs.create(&u, &r, b"dev", &CreateKind::Char(1, 3), &SetAttr::default())
+            .map(|_| ()),
+        Err(Errno(libc::EPERM))
+    );
+    // Chown to someone else is refused and the new file is cleaned up.
+    assert_eq!(
+        fs.create_file(
+            &u,
+            &r,
+            b"given",
+            CreateMode::Guarded,
+            &SetAttr {
+                uid: Some(0),
+                ..Default::default()
+            }
+        )
+        .map(|_| ()),
+        Err(Errno(libc::EPERM))
+    );
+    assert_eq!(fs.lookup(&rootc(), &r, b"given"), Err(Errno(libc::ENOENT)));
+    // Unreadable directory.
+    fs.setattr(
+        &rootc(),
+        &locked,
+        &SetAttr {
+            mode: Some(0o711),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        fs.readdir(&u, &locked, 0, false, &mut |_| true),
+        Err(Errno(libc::EACCES))
+    );
+    assert!(fs
+        .readdir(&rootc(), &locked, 0, false, &mut |_| true)
+        .unwrap());
+    // Readable but not searchable: names without attributes.
+    fs.create_file(
+        &rootc(),
+        &locked,
+        b"inside",
+        CreateMode::Guarded,
+        &SetAttr::default(),
+    )
+    .unwrap();
+    fs.setattr(
+        &rootc(),
+        &locked,
+        &SetAttr {
+            mode: Some(0o744),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    assert!(fs
+        .readdir(&u, &locked, 0, true, &mut |e| {
+            got.push((e.name.clone(), e.obj.is_some()));
+            true
+        })
+        .unwrap());
+    assert_eq!(got, vec![(Bytes::from_static(b"inside"), false)]);
+    assert_eq!(
+        fs.lookup(&u, &locked, b"inside").map(|_| ()),
+        Err(Errno(libc::EACCES))
+    );
+    got.clear();
+    fs.readdir(&rootc(), &locked, 0, true, &mut |e| {
+        got.push((e.name.clone(), e.obj.is_some()));
+        true
+    })
+    .unwrap();
+    assert_eq!(got, vec![(Bytes::from_static(b"inside"), true)]);
+    // uid u32::MAX cannot be assumed: refused rather than run as root.
+    assert_eq!(
+        fs.create_file(
+            &user(u32::MAX),
+            &r,
+            b"bad",
+            CreateMode::Guarded,
+            &SetAttr::default()
+        )
+        .map(|_| ()),
+        Err(Errno(libc::EPERM))
+    );
+    assert_eq!(current_fsuid(), 0);
+}
+
+#[test]
+fn credentials_do_not_leak_across_threads() {
+    if !is_root() {
+        return;
+    }
+    let (_dir, fs) = setup(None);
+    let fs = Arc::new(fs);
+    let r = fs.root();
+    let mut threads = Vec::new();
+    for t in 0..4u32 {
+        let fs = fs.clone();
+        let r = r.clone();
+        threads.push(std::thread::spawn(move || {
+            for i in 0..50 {
+                let u = user(2000 + t);
+                let name = format!("t{t}-{i}");
+                let (_, a, _) = fs
+                    .create_file(
+                        &u,
+                        &r,
+                        name.as_bytes(),
+                        CreateMode::Guarded,
+                        &SetAttr::default(),
+                    )
+                    .unwrap();
+                assert_eq!(a.uid, 2000 + t);
+                assert_eq!(current_fsuid(), 0);
+            }
+        }));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+#[ignore = "drops the machine's dentry cache; run by hand"]
+fn disconnected_dentries_resolve() {
+    let dir = TempDir::new_in("/var/tmp").unwrap();
+    let (f, d) = {
+        let fs = open(&dir, None);
+        let r = fs.root();
+        let d = mkdir(&fs, &r, "d");
+        let f = mkfile(&fs, &d, "f");
+        (f, d)
+    };
+    std::fs::write("/proc/sys/vm/drop_caches", "2").unwrap();
+    let fs = open(&dir, None);
+    let o = fs.resolve(&f).unwrap();
+    eprintln!(
+        "path after drop: {:?}",
+        std::fs::read_link(format!("/proc/self/fd/{}", o.raw()))
+    );
+    assert!(fs.getattr(&d).is_ok());
+}
+
+#[test]
+fn allocate_deallocate_seek() {
+    let (_dir, fs) = setup(None);
+    let c = rootc();
+    let f = mkfile(&fs, &fs.root(), "sparse");
+    fs.write(&c, &f, 1 << 20, b"tail", Stability::Unstable)
+        .unwrap();
+    assert_eq!(fs.seek(&c, &f, 0, SeekWhat::Hole).unwrap(), Some(0));
+    assert_eq!(fs.seek(&c, &f, 0, SeekWhat::Data).unwrap(), Some(1 << 20));
+    assert_eq!(fs.seek(&c, &f, 2 << 20, SeekWhat::Data).unwrap(), None);
+    fs.allocate(&c, &f, 0, 8192).unwrap();
+    assert!(fs.getattr(&f).unwrap().used >= 8192);
+    fs.allocate(&c, &f, 0, 4 << 20).unwrap();
+    assert_eq!(fs.getattr(&f).unwrap().size, 4 << 20);
+    fs.write(&c, &f, 0, &[1u8; 8192], Stability::Unstable)
+        .unwrap();
+    fs.deallocate(&c, &f, 0, 8192).unwrap();
+    assert_eq!(fs.read(&c, &f, 0, 8192).unwrap().0, vec![0u8; 8192]);
+    assert_eq!(fs.getattr(&f).unwrap().size, 4 << 20);
+    assert_eq!(fs.allocate(&c, &fs.root(), 0, 1), Err(Errno(libc::EISDIR)));
+}
+
+#[test]
+#[ignore = "timing only"]
+fn bench_sequential_io() {
+    let (_dir, fs) = setup(None);
+    let u = user(1000);
+    let (f, _, _) = fs
+        .create_file(
+            &u,
+            &fs.root(),
+            b"b",
+            CreateMode::Guarded,
+            &SetAttr::default(),
+        )
+        .unwrap();
+    let block = vec![7u8; 4096];
+    let t = std::time::Instant::now();
+    for i in 0..20_000u64 {
+        fs.write(&u, &f, i * 4096, &block, Stability::Unstable)
+            .unwrap();
+    }
+    let w = t.elapsed();
+    let t = std::time::Instant::now();
+    for i in 0..20_000u64 {
+        fs.read(&u, &f, i * 4096, 4096).unwrap();
+    }
+    eprintln!("20k 4KiB writes {:?}, reads {:?}", w, t.elapsed());
+    let other = user(1001);
+    let t = std::time::Instant::now();
+    for i in 0..20_000u64 {
+        fs.read(&other, &f, i * 4096, 4096).unwrap();
+    }
+    eprintln!("20k 4KiB reads by non-owner {:?}", t.elapsed());
+}

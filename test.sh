@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Ferrite's test command: what CI runs (.ci/run) and what the README names.
+#   ./test.sh            everything
+# Environment: FERRITE_SKIP_REALCLIENT=1 skips the real Linux client suite
+# (it then says so); FERRITE_FUZZ_CASES sets the fuzz run's case count.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy (warnings denied)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "unit and end-to-end tests"
+cargo test --workspace
+
+step "real Linux client suite (tests/realclient)"
+bash tests/realclient-ferrite.sh

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the real Linux client suite (tests/realclient/run.sh) against a
+# Ferrite started here on a free loopback port over a fresh export, and
+# restarts that Ferrite when the suite's restart scenario asks for it.
+# Extra arguments go to run.sh (for example --only or --vers).
+set -euo pipefail
+top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
+cd "$top"
+
+cargo build --release -p ferrite
+bin="$top/target/release/ferrite"
+work="$(mktemp -d /var/tmp/ferrite-rc.XXXXXX)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+mkdir -p "$work/export"
+chmod 0777 "$work/export"
+
+cat > "$work/start.sh" <<EOS
+#!/usr/bin/env bash
+"$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 >>"$work/ferrite.log" 2>&1 &
+echo \$! > "$work/pid"
+for _ in \$(seq 100); do
+    if python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",$port),1)' 2>/dev/null; then exit 0; fi
+    sleep 0.1
+done
+echo "ferrite did not start; see $work/ferrite.log" >&2
+exit 1
+EOS
+cat > "$work/stop.sh" <<EOS
+#!/usr/bin/env bash
+pid=\$(cat "$work/pid" 2>/dev/null) || exit 0
+kill "\$pid" 2>/dev/null || exit 0
+for _ in \$(seq 100); do kill -0 "\$pid" 2>/dev/null || exit 0; sleep 0.1; done
+kill -9 "\$pid" 2>/dev/null || true
+EOS
+printf '#!/usr/bin/env bash\nset -e\n"%s/stop.sh"\n"%s/start.sh"\n' "$work" "$work" > "$work/restart.sh"
+chmod +x "$work"/*.sh
+
+trap '"$work/stop.sh"' EXIT
+"$work/start.sh"
+echo "realclient-ferrite: ferrite on 127.0.0.1:$port, export $work/export, log $work/ferrite.log"
+bash "$top/tests/realclient/run.sh" --host 127.0.0.1 --port "$port" --export / \
+    --restart-cmd "$work/restart.sh" --out "$work/out" "$@"
