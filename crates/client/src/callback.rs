@@ -308,7 +308,10 @@ mod tests {
             run(&st, vec![seq(2, 0)]).status,
             NfsStat4::Nfs4errRetryUncachedRep
         );
-        assert_eq!(run(&st, vec![seq(5, 0)]).status, NfsStat4::Nfs4errSeqMisordered);
+        assert_eq!(
+            run(&st, vec![seq(5, 0)]).status,
+            NfsStat4::Nfs4errSeqMisordered
+        );
         assert_eq!(run(&st, vec![seq(1, 2)]).status, NfsStat4::Nfs4errBadslot);
         assert_eq!(run(&st, vec![seq(1, 1)]).status, NfsStat4::Nfs4Ok);
         let mut other = seq(3, 0);

@@ -226,8 +226,14 @@ impl Client {
             state_protect: StateProtect4A::None,
             client_impl_id: None,
         };
-        let res = send_compound(&conn, &cred, b"exchange_id", minor, &[NfsArgOp4::ExchangeId(eid)])
-            .await?;
+        let res = send_compound(
+            &conn,
+            &cred,
+            b"exchange_id",
+            minor,
+            &[NfsArgOp4::ExchangeId(eid)],
+        )
+        .await?;
         let eid = match single_result(res)? {
             NfsResOp4::ExchangeId(Res4::Ok(ok)) => ok,
             other => return Err(Error::unexpected(&other)),
@@ -356,7 +362,13 @@ impl Client {
     pub async fn null(&self) -> Result<()> {
         self.inner
             .conn
-            .call(NFS_PROGRAM, NFS_V4, NFSPROC4_NULL, &self.inner.cred, Vec::new())
+            .call(
+                NFS_PROGRAM,
+                NFS_V4,
+                NFSPROC4_NULL,
+                &self.inner.cred,
+                Vec::new(),
+            )
             .await?;
         Ok(())
     }
@@ -515,3 +527,6 @@ impl Client {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

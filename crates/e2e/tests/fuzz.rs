@@ -151,7 +151,7 @@ fn random_bytes_streams() {
     let rt = runtime();
     let srv = rt.block_on(TestServer::start());
     let addr = srv.addr;
-    runner(500)
+    runner(2000)
         .run(&proptest::collection::vec(any::<u8>(), 0..4096), |bytes| {
             rt.block_on(send_raw(addr, &bytes));
             Ok(())
@@ -161,7 +161,9 @@ fn random_bytes_streams() {
     rt.block_on(send_raw(addr, &0xffff_ffffu32.to_be_bytes()));
     rt.block_on(send_raw(addr, &0x7fff_ffffu32.to_be_bytes()));
     // Many empty non-final fragments.
-    let frags: Vec<u8> = std::iter::repeat_n([0u8, 0, 0, 0], 10_000).flatten().collect();
+    let frags: Vec<u8> = std::iter::repeat_n([0u8, 0, 0, 0], 10_000)
+        .flatten()
+        .collect();
     rt.block_on(send_raw(addr, &frags));
     rt.block_on(assert_alive(addr));
     assert_no_panics();
@@ -174,7 +176,7 @@ fn random_records_and_rpc_bodies() {
     let srv = rt.block_on(TestServer::start());
     let addr = srv.addr;
     // Framed random records.
-    runner(500)
+    runner(1000)
         .run(&proptest::collection::vec(any::<u8>(), 0..2048), |body| {
             rt.block_on(send_raw(addr, &record(&body)));
             Ok(())
@@ -186,7 +188,7 @@ fn random_records_and_rpc_bodies() {
         prop_oneof![Just(1u32), Just(0u32), any::<u32>()],
         proptest::collection::vec(any::<u8>(), 0..2048),
     );
-    runner(500)
+    runner(1000)
         .run(&strat, |(xid, proc_, body)| {
             let mut msg = call_header(xid, proc_);
             msg.extend_from_slice(&body);
@@ -199,7 +201,7 @@ fn random_records_and_rpc_bodies() {
         0u32..4,
         proptest::collection::vec(prop_oneof![0u32..80, Just(10044u32), any::<u32>()], 0..64),
     );
-    runner(500)
+    runner(1000)
         .run(&strat, |(minor, words)| {
             let mut e = Encoder::new();
             Bytes::from_static(b"fuzz").pack(&mut e);
@@ -229,7 +231,13 @@ fn templates(root: &NfsFh4, file: &NfsFh4, owner: &StateOwner4) -> Vec<Vec<NfsAr
     vec![
         vec![
             NfsArgOp4::PutRootFh,
-            getattr(&[FATTR4_TYPE, FATTR4_SIZE, FATTR4_FILEID, FATTR4_OWNER, FATTR4_ACL]),
+            getattr(&[
+                FATTR4_TYPE,
+                FATTR4_SIZE,
+                FATTR4_FILEID,
+                FATTR4_OWNER,
+                FATTR4_ACL,
+            ]),
             NfsArgOp4::ReadDir(ReadDir4Args {
                 cookie: 0,
                 cookieverf: [0; 8],
@@ -430,7 +438,7 @@ fn mutated_valid_compounds() {
         any::<bool>(),
     );
     let processed = AtomicUsize::new(0);
-    runner(1000)
+    runner(3000)
         .run(&strat, |(which, muts, keep_sequence)| {
             rt.block_on(async {
                 let slot = c.take_slot().await;
@@ -467,6 +475,10 @@ fn mutated_valid_compounds() {
             Ok(())
         })
         .unwrap();
+    eprintln!(
+        "mutated compounds past SEQUENCE: {}",
+        processed.load(Ordering::Relaxed)
+    );
     assert!(
         processed.load(Ordering::Relaxed) > 0,
         "no mutated compound got past SEQUENCE: the fuzzer is not reaching the operations"

@@ -19,7 +19,13 @@ async fn open_create_write_read_close() {
         assert_ne!(o.stateid.other, [0; 12]);
         assert_ne!(o.cinfo.before, o.cinfo.after, "the directory changed");
         let w = c
-            .write(&o.fh, o.stateid, 0, Bytes::from_static(b"hello"), StableHow4::FileSync4)
+            .write(
+                &o.fh,
+                o.stateid,
+                0,
+                Bytes::from_static(b"hello"),
+                StableHow4::FileSync4,
+            )
             .await
             .unwrap();
         assert_eq!(w.count, 5);
@@ -30,7 +36,10 @@ async fn open_create_write_read_close() {
         let (data, eof) = c.read(&o.fh, o.stateid, 1, 2).await.unwrap();
         assert_eq!(&data[..], b"el");
         assert!(!eof);
-        let a = c.getattr(&o.fh, &[FATTR4_SIZE, FATTR4_MODE, FATTR4_TYPE]).await.unwrap();
+        let a = c
+            .getattr(&o.fh, &[FATTR4_SIZE, FATTR4_MODE, FATTR4_TYPE])
+            .await
+            .unwrap();
         assert_eq!(a.size, Some(5));
         assert_eq!(a.mode, Some(0o640));
         assert_eq!(a.type_, Some(NfsFtype4::Nf4Reg));
@@ -55,7 +64,10 @@ async fn open_create_modes() {
         let root = c.root_fh().await.unwrap();
 
         // UNCHECKED on an existing file opens it without truncating.
-        let o = c.open(&root, "existing", OpenOpts::create(0o600)).await.unwrap();
+        let o = c
+            .open(&root, "existing", OpenOpts::create(0o600))
+            .await
+            .unwrap();
         let (data, _) = c.read(&o.fh, o.stateid, 0, 100).await.unwrap();
         assert_eq!(&data[..], b"keep me");
         c.close(&o.fh, o.stateid).await.unwrap();
@@ -74,7 +86,10 @@ async fn open_create_modes() {
         let o = c.open(&root, "guarded", g.clone()).await.unwrap();
         c.close(&o.fh, o.stateid).await.unwrap();
         assert!(srv.path("guarded").exists());
-        assert_eq!(status(c.open(&root, "guarded", g).await), NfsStat4::Nfs4errExist);
+        assert_eq!(
+            status(c.open(&root, "guarded", g).await),
+            NfsStat4::Nfs4errExist
+        );
 
         // EXCLUSIVE4_1: a retry with the same verifier succeeds on the same
         // file; another verifier is EXIST.
@@ -84,8 +99,14 @@ async fn open_create_modes() {
         assert_eq!(o1.fh, o2.fh);
         c.close(&o2.fh, o2.stateid).await.unwrap();
         let y = OpenOpts::create(0o600).how(OpenCreate::Exclusive41([8; 8]));
-        assert_eq!(status(c.open(&root, "excl", y).await), NfsStat4::Nfs4errExist);
-        let a = c.getattr(&o1.fh, &[FATTR4_MODE, FATTR4_SIZE]).await.unwrap();
+        assert_eq!(
+            status(c.open(&root, "excl", y).await),
+            NfsStat4::Nfs4errExist
+        );
+        let a = c
+            .getattr(&o1.fh, &[FATTR4_MODE, FATTR4_SIZE])
+            .await
+            .unwrap();
         assert_eq!(a.size, Some(0));
 
         // NOCREATE of a missing file.
@@ -141,7 +162,10 @@ async fn open_claim_fh_and_open_errors() {
         // share_access 0 is invalid.
         let mut bad = OpenOpts::read();
         bad.access = 0;
-        assert_eq!(status(c.open(&root, "f", bad).await), NfsStat4::Nfs4errInval);
+        assert_eq!(
+            status(c.open(&root, "f", bad).await),
+            NfsStat4::Nfs4errInval
+        );
     })
     .await
 }
@@ -153,11 +177,22 @@ async fn open_downgrade_narrows_access() {
         let c = srv.client().await;
         let root = c.root_fh().await.unwrap();
         let o = c.open(&root, "f", OpenOpts::create(0o644)).await.unwrap();
-        c.write(&o.fh, o.stateid, 0, Bytes::from_static(b"abc"), StableHow4::FileSync4)
-            .await
-            .unwrap();
+        c.write(
+            &o.fh,
+            o.stateid,
+            0,
+            Bytes::from_static(b"abc"),
+            StableHow4::FileSync4,
+        )
+        .await
+        .unwrap();
         let d = c
-            .open_downgrade(&o.fh, o.stateid, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE)
+            .open_downgrade(
+                &o.fh,
+                o.stateid,
+                OPEN4_SHARE_ACCESS_READ,
+                OPEN4_SHARE_DENY_NONE,
+            )
             .await
             .unwrap();
         assert_eq!(d.other, o.stateid.other);
@@ -176,7 +211,12 @@ async fn open_downgrade_narrows_access() {
         assert_eq!(status(r), NfsStat4::Nfs4errInval);
         // The old seqid is now OLD_STATEID.
         let r = c
-            .open_downgrade(&o.fh, o.stateid, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE)
+            .open_downgrade(
+                &o.fh,
+                o.stateid,
+                OPEN4_SHARE_ACCESS_READ,
+                OPEN4_SHARE_DENY_NONE,
+            )
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errOldStateid);
         c.close(&o.fh, d).await.unwrap();
@@ -198,12 +238,24 @@ async fn write_stability_levels_and_commit() {
             .unwrap();
         assert_eq!(u.count, 100_000);
         let d = c
-            .write(&o.fh, o.stateid, 100_000, data.clone(), StableHow4::DataSync4)
+            .write(
+                &o.fh,
+                o.stateid,
+                100_000,
+                data.clone(),
+                StableHow4::DataSync4,
+            )
             .await
             .unwrap();
         assert!(d.committed >= StableHow4::DataSync4);
         let f = c
-            .write(&o.fh, o.stateid, 200_000, data.clone(), StableHow4::FileSync4)
+            .write(
+                &o.fh,
+                o.stateid,
+                200_000,
+                data.clone(),
+                StableHow4::FileSync4,
+            )
             .await
             .unwrap();
         assert_eq!(f.committed, StableHow4::FileSync4);
@@ -242,7 +294,13 @@ async fn write_verifier_changes_across_restart() {
         let root = c.root_fh().await.unwrap();
         let o = c.open(&root, "f", OpenOpts::create(0o644)).await.unwrap();
         let w1 = c
-            .write(&o.fh, o.stateid, 0, Bytes::from_static(b"one"), StableHow4::Unstable4)
+            .write(
+                &o.fh,
+                o.stateid,
+                0,
+                Bytes::from_static(b"one"),
+                StableHow4::Unstable4,
+            )
             .await
             .unwrap();
         let v1 = c.commit(&o.fh, 0, 0).await.unwrap();
@@ -252,7 +310,13 @@ async fn write_verifier_changes_across_restart() {
         let c = srv.client().await;
         let o = c.open(&root, "f", OpenOpts::both()).await.unwrap();
         let w2 = c
-            .write(&o.fh, o.stateid, 3, Bytes::from_static(b"two"), StableHow4::Unstable4)
+            .write(
+                &o.fh,
+                o.stateid,
+                3,
+                Bytes::from_static(b"two"),
+                StableHow4::Unstable4,
+            )
             .await
             .unwrap();
         assert_ne!(w2.verf, w1.verf, "a new server instance has a new verifier");
@@ -276,7 +340,13 @@ async fn io_on_directories_and_special_stateids() {
         let (data, _) = c.read(&f, StateId4::BYPASS, 0, 4).await.unwrap();
         assert_eq!(&data[..], b"anon");
         let w = c
-            .write(&f, StateId4::ANONYMOUS, 0, Bytes::from_static(b"A"), StableHow4::FileSync4)
+            .write(
+                &f,
+                StateId4::ANONYMOUS,
+                0,
+                Bytes::from_static(b"A"),
+                StableHow4::FileSync4,
+            )
             .await
             .unwrap();
         assert_eq!(w.count, 1);
@@ -312,7 +382,13 @@ async fn io_on_directories_and_special_stateids() {
         let r = c.read(&root, StateId4::ANONYMOUS, 0, 10).await;
         assert_eq!(status(r), NfsStat4::Nfs4errIsdir);
         let r = c
-            .write(&root, StateId4::ANONYMOUS, 0, Bytes::from_static(b"x"), StableHow4::FileSync4)
+            .write(
+                &root,
+                StateId4::ANONYMOUS,
+                0,
+                Bytes::from_static(b"x"),
+                StableHow4::FileSync4,
+            )
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errIsdir);
         let r = c.commit(&root, 0, 0).await;
@@ -347,8 +423,14 @@ async fn bad_and_old_stateids() {
         );
         assert_eq!(
             status(
-                c.write(&o.fh, forged, 0, Bytes::from_static(b"x"), StableHow4::FileSync4)
-                    .await
+                c.write(
+                    &o.fh,
+                    forged,
+                    0,
+                    Bytes::from_static(b"x"),
+                    StableHow4::FileSync4
+                )
+                .await
             ),
             NfsStat4::Nfs4errBadStateid
         );
@@ -408,7 +490,11 @@ async fn share_reservations_between_two_clients() {
         let root = a.root_fh().await.unwrap();
         // A reads and denies writers.
         let oa = a
-            .open(&root, "shared", OpenOpts::read().deny(OPEN4_SHARE_DENY_WRITE))
+            .open(
+                &root,
+                "shared",
+                OpenOpts::read().deny(OPEN4_SHARE_DENY_WRITE),
+            )
             .await
             .unwrap();
         // B may not open for writing...
@@ -419,8 +505,12 @@ async fn share_reservations_between_two_clients() {
         // ...nor deny the reading A does...
         assert_eq!(
             status(
-                b_.open(&root, "shared", OpenOpts::read().deny(OPEN4_SHARE_DENY_READ))
-                    .await
+                b_.open(
+                    &root,
+                    "shared",
+                    OpenOpts::read().deny(OPEN4_SHARE_DENY_READ)
+                )
+                .await
             ),
             NfsStat4::Nfs4errShareDenied
         );
@@ -428,7 +518,13 @@ async fn share_reservations_between_two_clients() {
         let ob = b_.open(&root, "shared", OpenOpts::read()).await.unwrap();
         // Anonymous writes conflict with the deny too (§9.7).
         let r = b_
-            .write(&oa.fh, StateId4::ANONYMOUS, 0, Bytes::from_static(b"y"), StableHow4::FileSync4)
+            .write(
+                &oa.fh,
+                StateId4::ANONYMOUS,
+                0,
+                Bytes::from_static(b"y"),
+                StableHow4::FileSync4,
+            )
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errLocked);
         b_.close(&ob.fh, ob.stateid).await.unwrap();
@@ -449,28 +545,51 @@ async fn test_stateid_and_free_stateid() {
         let o = c.open(&root, "f", OpenOpts::create(0o644)).await.unwrap();
         let forged = forge(o.stateid);
         let codes = c
-            .test_stateids(vec![o.stateid, forged, StateId4 { seqid: 0, ..o.stateid }])
+            .test_stateids(vec![
+                o.stateid,
+                forged,
+                StateId4 {
+                    seqid: 0,
+                    ..o.stateid
+                },
+            ])
             .await
             .unwrap();
         assert_eq!(
             codes,
-            vec![NfsStat4::Nfs4Ok, NfsStat4::Nfs4errBadStateid, NfsStat4::Nfs4Ok]
+            vec![
+                NfsStat4::Nfs4Ok,
+                NfsStat4::Nfs4errBadStateid,
+                NfsStat4::Nfs4Ok
+            ]
         );
         // An open stateid still holds an open: LOCKS_HELD (§18.38.3).
         assert_eq!(
             status(c.free_stateid(o.stateid).await),
             NfsStat4::Nfs4errLocksHeld
         );
-        assert_eq!(status(c.free_stateid(forged).await), NfsStat4::Nfs4errBadStateid);
+        assert_eq!(
+            status(c.free_stateid(forged).await),
+            NfsStat4::Nfs4errBadStateid
+        );
 
         // A lock stateid with a lock held: LOCKS_HELD; after LOCKU: freed.
         let owner = c.new_owner("lock");
         let l = c
-            .lock(&o.fh, NfsLockType4::WriteLt, 0, 10, c.new_locker(o.stateid, owner))
+            .lock(
+                &o.fh,
+                NfsLockType4::WriteLt,
+                0,
+                10,
+                c.new_locker(o.stateid, owner),
+            )
             .await
             .unwrap();
         assert_eq!(status(c.free_stateid(l).await), NfsStat4::Nfs4errLocksHeld);
-        let l = c.locku(&o.fh, NfsLockType4::WriteLt, l, 0, 10).await.unwrap();
+        let l = c
+            .locku(&o.fh, NfsLockType4::WriteLt, l, 0, 10)
+            .await
+            .unwrap();
         c.free_stateid(l).await.unwrap();
         let codes = c.test_stateids(vec![l]).await.unwrap();
         assert_eq!(codes, vec![NfsStat4::Nfs4errBadStateid]);
@@ -488,13 +607,22 @@ async fn byte_range_locks_conflict_and_release() {
         let a = srv.client().await;
         let b_ = srv.client().await;
         let root = a.root_fh().await.unwrap();
-        let oa = a.open(&root, "locked", OpenOpts::create(0o666)).await.unwrap();
+        let oa = a
+            .open(&root, "locked", OpenOpts::create(0o666))
+            .await
+            .unwrap();
         let ob = b_.open(&root, "locked", OpenOpts::both()).await.unwrap();
         let a_owner = a.new_owner("a-lock");
         let b_owner = b_.new_owner("b-lock");
 
         let la = a
-            .lock(&oa.fh, NfsLockType4::WriteLt, 100, 50, a.new_locker(oa.stateid, a_owner.clone()))
+            .lock(
+                &oa.fh,
+                NfsLockType4::WriteLt,
+                100,
+                50,
+                a.new_locker(oa.stateid, a_owner.clone()),
+            )
             .await
             .unwrap();
         assert_ne!(la.other, oa.stateid.other, "a lock stateid of its own");
@@ -511,7 +639,13 @@ async fn byte_range_locks_conflict_and_release() {
         assert_eq!(d.owner, a_owner);
         // And B's LOCK likewise.
         let e = b_
-            .lock(&ob.fh, NfsLockType4::WriteLt, 0, u64::MAX, b_.new_locker(ob.stateid, b_owner.clone()))
+            .lock(
+                &ob.fh,
+                NfsLockType4::WriteLt,
+                0,
+                u64::MAX,
+                b_.new_locker(ob.stateid, b_owner.clone()),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.status(), Some(NfsStat4::Nfs4errDenied));
@@ -521,7 +655,13 @@ async fn byte_range_locks_conflict_and_release() {
             .await
             .unwrap();
         let lb = b_
-            .lock(&ob.fh, NfsLockType4::WriteLt, 0, 100, b_.new_locker(ob.stateid, b_owner.clone()))
+            .lock(
+                &ob.fh,
+                NfsLockType4::WriteLt,
+                0,
+                100,
+                b_.new_locker(ob.stateid, b_owner.clone()),
+            )
             .await
             .unwrap();
         // A's own range: no conflict with itself.
@@ -530,7 +670,10 @@ async fn byte_range_locks_conflict_and_release() {
             .unwrap();
 
         // Unlock; the lock stateid's seqid moves on.
-        let la2 = a.locku(&oa.fh, NfsLockType4::WriteLt, la, 100, 50).await.unwrap();
+        let la2 = a
+            .locku(&oa.fh, NfsLockType4::WriteLt, la, 100, 50)
+            .await
+            .unwrap();
         assert_eq!(la2.other, la.other);
         assert_eq!(la2.seqid, la.seqid + 1);
         b_.lockt(&ob.fh, NfsLockType4::WriteLt, 100, 50, b_owner.clone())
@@ -542,11 +685,23 @@ async fn byte_range_locks_conflict_and_release() {
 
         // Read locks share.
         let a2 = a.new_owner("a-read");
-        a.lock(&oa.fh, NfsLockType4::ReadLt, 1000, 10, a.new_locker(oa.stateid, a2))
-            .await
-            .unwrap();
+        a.lock(
+            &oa.fh,
+            NfsLockType4::ReadLt,
+            1000,
+            10,
+            a.new_locker(oa.stateid, a2),
+        )
+        .await
+        .unwrap();
         let lb2 = b_
-            .lock(&ob.fh, NfsLockType4::ReadLt, 1005, 10, b_.existing_locker(lb))
+            .lock(
+                &ob.fh,
+                NfsLockType4::ReadLt,
+                1005,
+                10,
+                b_.existing_locker(lb),
+            )
             .await
             .unwrap();
         assert_eq!(lb2.other, lb.other);
@@ -554,11 +709,23 @@ async fn byte_range_locks_conflict_and_release() {
         // Argument errors (§18.10.3): zero length, range overflow.
         let a3 = a.new_owner("a-bad");
         let r = a
-            .lock(&oa.fh, NfsLockType4::WriteLt, 0, 0, a.new_locker(oa.stateid, a3.clone()))
+            .lock(
+                &oa.fh,
+                NfsLockType4::WriteLt,
+                0,
+                0,
+                a.new_locker(oa.stateid, a3.clone()),
+            )
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errInval);
         let r = a
-            .lock(&oa.fh, NfsLockType4::WriteLt, u64::MAX - 5, 10, a.new_locker(oa.stateid, a3.clone()))
+            .lock(
+                &oa.fh,
+                NfsLockType4::WriteLt,
+                u64::MAX - 5,
+                10,
+                a.new_locker(oa.stateid, a3.clone()),
+            )
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errInval);
         let r = a.lockt(&oa.fh, NfsLockType4::WriteLt, 0, 0, a3).await;
@@ -567,9 +734,18 @@ async fn byte_range_locks_conflict_and_release() {
         let r = a.locku(&oa.fh, NfsLockType4::WriteLt, forged, 0, 1).await;
         assert_eq!(status(r), NfsStat4::Nfs4errBadStateid);
         // A write lock through a read-only open: OPENMODE.
-        let ro = a.open(&root, "locked", OpenOpts::read().owner(a.new_owner("ro"))).await.unwrap();
+        let ro = a
+            .open(&root, "locked", OpenOpts::read().owner(a.new_owner("ro")))
+            .await
+            .unwrap();
         let r = a
-            .lock(&ro.fh, NfsLockType4::WriteLt, 5000, 1, a.new_locker(ro.stateid, a.new_owner("ro-lock")))
+            .lock(
+                &ro.fh,
+                NfsLockType4::WriteLt,
+                5000,
+                1,
+                a.new_locker(ro.stateid, a.new_owner("ro-lock")),
+            )
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errOpenmode);
 
@@ -577,7 +753,10 @@ async fn byte_range_locks_conflict_and_release() {
         let r = b_.close(&ob.fh, ob.stateid).await;
         assert_eq!(status(r), NfsStat4::Nfs4errLocksHeld);
         // ...until they are released.
-        let lb3 = b_.locku(&ob.fh, NfsLockType4::WriteLt, lb2, 0, u64::MAX).await.unwrap();
+        let lb3 = b_
+            .locku(&ob.fh, NfsLockType4::WriteLt, lb2, 0, u64::MAX)
+            .await
+            .unwrap();
         b_.free_stateid(lb3).await.unwrap();
         b_.close(&ob.fh, ob.stateid).await.unwrap();
     })

@@ -88,13 +88,22 @@ async fn putpubfh_is_the_root_and_putfh_restores_a_handle() {
         let c = srv.client().await;
         let root = c.root_fh().await.unwrap();
         let r = c
-            .compound(vec![NfsArgOp4::PutPubFh, getattr(&[FATTR4_FILEID, FATTR4_TYPE])])
+            .compound(vec![
+                NfsArgOp4::PutPubFh,
+                getattr(&[FATTR4_FILEID, FATTR4_TYPE]),
+            ])
             .await
             .unwrap();
         let pubattrs = attrs_of(&r[1]);
-        let rootattrs = c.getattr(&root, &[FATTR4_FILEID, FATTR4_TYPE]).await.unwrap();
+        let rootattrs = c
+            .getattr(&root, &[FATTR4_FILEID, FATTR4_TYPE])
+            .await
+            .unwrap();
         assert_eq!(pubattrs, rootattrs);
-        let r = c.compound(vec![putfh(&root), NfsArgOp4::GetFh]).await.unwrap();
+        let r = c
+            .compound(vec![putfh(&root), NfsArgOp4::GetFh])
+            .await
+            .unwrap();
         assert_eq!(fh_of(&r[1]), root);
     })
     .await
@@ -139,7 +148,9 @@ async fn operations_without_a_current_filehandle_are_nofilehandle() {
             assert_eq!(failed_at(c.compound(vec![op]).await), (0, none), "{name}");
         }
         // RESTOREFH with nothing saved.
-        let r = c.compound(vec![NfsArgOp4::PutRootFh, NfsArgOp4::RestoreFh]).await;
+        let r = c
+            .compound(vec![NfsArgOp4::PutRootFh, NfsArgOp4::RestoreFh])
+            .await;
         assert_eq!(failed_at(r), (1, NfsStat4::Nfs4errRestorefh));
         // RENAME and LINK need a saved filehandle too.
         let r = c
@@ -217,7 +228,9 @@ async fn lookup_and_lookupp_walk_the_tree() {
             .unwrap();
         assert_eq!(fh_of(&r[5]), c.root_fh().await.unwrap());
         // LOOKUPP at the root of the namespace is NOENT (§18.14.3).
-        let r = c.compound(vec![NfsArgOp4::PutRootFh, NfsArgOp4::LookupP]).await;
+        let r = c
+            .compound(vec![NfsArgOp4::PutRootFh, NfsArgOp4::LookupP])
+            .await;
         assert_eq!(failed_at(r), (1, NfsStat4::Nfs4errNoent));
         // LOOKUPP from a file is NOTDIR.
         let file = c.lookup_path("/a/b/file").await.unwrap();
@@ -243,8 +256,16 @@ async fn lookup_errors() {
             (&root, b("."), NfsStat4::Nfs4errBadname),
             (&root, b(".."), NfsStat4::Nfs4errBadname),
             (&root, b("a/b"), NfsStat4::Nfs4errBadchar),
-            (&root, Bytes::from(vec![b'n'; 256]), NfsStat4::Nfs4errNametoolong),
-            (&root, Bytes::from_static(&[0xff, 0xfe]), NfsStat4::Nfs4errInval),
+            (
+                &root,
+                Bytes::from(vec![b'n'; 256]),
+                NfsStat4::Nfs4errNametoolong,
+            ),
+            (
+                &root,
+                Bytes::from_static(&[0xff, 0xfe]),
+                NfsStat4::Nfs4errInval,
+            ),
             (&file, b("x"), NfsStat4::Nfs4errNotdir),
             (&link, b("x"), NfsStat4::Nfs4errSymlink),
         ];
@@ -481,10 +502,7 @@ async fn setattr_errors() {
             )
             .await;
         assert!(
-            matches!(
-                status(r),
-                NfsStat4::Nfs4errIsdir | NfsStat4::Nfs4errInval
-            ),
+            matches!(status(r), NfsStat4::Nfs4errIsdir | NfsStat4::Nfs4errInval),
             "size on a directory"
         );
         // Undecodable attribute values: BADXDR.
@@ -546,7 +564,10 @@ async fn access_reports_rights() {
             .await
             .unwrap();
         assert_eq!(r.supported & ACCESS4_READ, ACCESS4_READ);
-        assert_eq!(r.access & (ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_MODIFY), 0);
+        assert_eq!(
+            r.access & (ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_MODIFY),
+            0
+        );
         // And it cannot create inside it.
         let r = other.mkdir(&p, "x", 0o755).await;
         assert_eq!(status(r), NfsStat4::Nfs4errAccess);
@@ -608,7 +629,10 @@ async fn create_every_object_type() {
             .unwrap();
         let m = std::fs::symlink_metadata(srv.path("chr")).unwrap();
         assert!(m.file_type().is_char_device());
-        let a = c.getattr(&chr, &[FATTR4_TYPE, FATTR4_RAWDEV]).await.unwrap();
+        let a = c
+            .getattr(&chr, &[FATTR4_TYPE, FATTR4_RAWDEV])
+            .await
+            .unwrap();
         assert_eq!(a.type_, Some(NfsFtype4::Nf4Chr));
         assert_eq!(a.rawdev, Some(dev));
         let (blk, _) = c
@@ -630,7 +654,11 @@ async fn create_every_object_type() {
         let a = c.getattr(&blk, &[FATTR4_TYPE]).await.unwrap();
         assert_eq!(a.type_, Some(NfsFtype4::Nf4Blk));
 
-        for (name, t) in [("fifo", NfsFtype4::Nf4Fifo), ("sock", NfsFtype4::Nf4Sock), ("sym", NfsFtype4::Nf4Lnk)] {
+        for (name, t) in [
+            ("fifo", NfsFtype4::Nf4Fifo),
+            ("sock", NfsFtype4::Nf4Sock),
+            ("sym", NfsFtype4::Nf4Lnk),
+        ] {
             let fh = c.lookup(&root, name).await.unwrap();
             assert_eq!(c.getattr(&fh, &[FATTR4_TYPE]).await.unwrap().type_, Some(t));
         }
@@ -649,11 +677,21 @@ async fn create_errors() {
         let cases: Vec<(&NfsFh4, CreateType4, &str, NfsStat4)> = vec![
             (&root, CreateType4::Dir, "file", NfsStat4::Nfs4errExist),
             // Regular files are made by OPEN, not CREATE.
-            (&root, CreateType4::Other(NfsFtype4::Nf4Reg as u32), "r", NfsStat4::Nfs4errBadtype),
+            (
+                &root,
+                CreateType4::Other(NfsFtype4::Nf4Reg as u32),
+                "r",
+                NfsStat4::Nfs4errBadtype,
+            ),
             (&root, CreateType4::Dir, "", NfsStat4::Nfs4errInval),
             (&root, CreateType4::Dir, "..", NfsStat4::Nfs4errBadname),
             (&file, CreateType4::Dir, "x", NfsStat4::Nfs4errNotdir),
-            (&root, CreateType4::Link(Bytes::new()), "emptylink", NfsStat4::Nfs4errInval),
+            (
+                &root,
+                CreateType4::Link(Bytes::new()),
+                "emptylink",
+                NfsStat4::Nfs4errInval,
+            ),
         ];
         for (dir, t, name, want) in cases {
             let what = format!("CREATE {t:?} {name:?}");
@@ -682,9 +720,15 @@ async fn remove_files_and_directories() {
         c.remove(&root, "empty").await.unwrap();
         assert!(!srv.path("empty").exists());
         assert_eq!(status(c.remove(&root, "f").await), NfsStat4::Nfs4errNoent);
-        assert_eq!(status(c.remove(&root, "full").await), NfsStat4::Nfs4errNotempty);
+        assert_eq!(
+            status(c.remove(&root, "full").await),
+            NfsStat4::Nfs4errNotempty
+        );
         assert_eq!(status(c.remove(&root, "").await), NfsStat4::Nfs4errInval);
-        assert_eq!(status(c.remove(&root, "..").await), NfsStat4::Nfs4errBadname);
+        assert_eq!(
+            status(c.remove(&root, "..").await),
+            NfsStat4::Nfs4errBadname
+        );
         let inner = c.lookup_path("/full/inner").await.unwrap();
         assert_eq!(status(c.remove(&inner, "x").await), NfsStat4::Nfs4errNotdir);
     })
@@ -739,6 +783,16 @@ async fn rename_within_and_across_directories() {
             status(c.rename(&root, "d", &root, "b").await),
             NfsStat4::Nfs4errExist
         );
+        // A directory over a non-empty directory: EXIST as well.
+        std::fs::create_dir(srv.path("empty")).unwrap();
+        assert_eq!(
+            status(c.rename(&root, "empty", &root, "d").await),
+            NfsStat4::Nfs4errExist
+        );
+        // Over an empty directory: replaced.
+        std::fs::create_dir(srv.path("empty2")).unwrap();
+        c.rename(&root, "empty", &root, "empty2").await.unwrap();
+        assert!(!srv.path("empty").exists());
         let b = c.lookup(&root, "b").await.unwrap();
         assert_eq!(
             status(c.rename(&b, "x", &root, "y").await),
@@ -769,7 +823,10 @@ async fn link_makes_a_hard_link() {
         assert_eq!(fa.fileid, ha.fileid);
         // Errors: existing name, a directory as the source, a file as target dir.
         assert_eq!(status(c.link(&f, &d, "hard").await), NfsStat4::Nfs4errExist);
-        assert_eq!(status(c.link(&d, &root, "dirlink").await), NfsStat4::Nfs4errIsdir);
+        assert_eq!(
+            status(c.link(&d, &root, "dirlink").await),
+            NfsStat4::Nfs4errIsdir
+        );
         assert_eq!(status(c.link(&f, &f, "x").await), NfsStat4::Nfs4errNotdir);
         assert_eq!(status(c.link(&f, &d, "").await), NfsStat4::Nfs4errInval);
     })
@@ -852,7 +909,10 @@ async fn readdir_lists_1200_entries_exactly_across_many_calls() {
                 break;
             }
         }
-        assert!(calls > 10, "maxcount 1024 over 1200 entries took {calls} calls");
+        assert!(
+            calls > 10,
+            "maxcount 1024 over 1200 entries took {calls} calls"
+        );
         assert_eq!(names.len(), 1200);
         assert_eq!(names.iter().cloned().collect::<HashSet<_>>(), want);
 
@@ -894,7 +954,10 @@ async fn readdir_errors() {
         // An empty directory lists nothing with eof.
         std::fs::create_dir(srv.path("e")).unwrap();
         let e = c.lookup_path("/e").await.unwrap();
-        let page = c.readdir_page(&e, 0, [0; 8], 1000, 4000, &[]).await.unwrap();
+        let page = c
+            .readdir_page(&e, 0, [0; 8], 1000, 4000, &[])
+            .await
+            .unwrap();
         assert!(page.reply.entries.is_empty());
         assert!(page.reply.eof);
     })
@@ -912,7 +975,10 @@ async fn secinfo_and_secinfo_no_name() {
         let has_sys = |v: &[SecInfo4]| v.iter().any(|s| *s == SecInfo4::Flavor(AUTH_SYS));
         let v = c.secinfo(&root, "f").await.unwrap();
         assert!(has_sys(&v), "{v:?}");
-        assert_eq!(status(c.secinfo(&root, "missing").await), NfsStat4::Nfs4errNoent);
+        assert_eq!(
+            status(c.secinfo(&root, "missing").await),
+            NfsStat4::Nfs4errNoent
+        );
         assert_eq!(status(c.secinfo(&root, "").await), NfsStat4::Nfs4errInval);
         // SECINFO consumes the current filehandle (§2.6.3.1.1.8).
         let r = c
@@ -1015,7 +1081,10 @@ async fn filehandles_survive_a_server_restart() {
         srv.restart().await;
         let c = srv.client().await;
         assert_eq!(c.root_fh().await.unwrap(), root, "root handle is stable");
-        let after = c.getattr(&file, &[FATTR4_FILEID, FATTR4_SIZE]).await.unwrap();
+        let after = c
+            .getattr(&file, &[FATTR4_FILEID, FATTR4_SIZE])
+            .await
+            .unwrap();
         assert_eq!(after.fileid, before.fileid);
         assert_eq!(after.size, Some(7));
         assert_eq!(c.lookup(&dir, "file").await.unwrap(), file);
@@ -1061,7 +1130,9 @@ async fn forged_handles_are_badhandle() {
         let mut tampered_mid = real.0.to_vec();
         tampered_mid[real.0.len() / 2] ^= 0x80;
         for fh in [
-            NfsFh4(Bytes::from_static(b"not a handle at all, but 40 bytes long!")),
+            NfsFh4(Bytes::from_static(
+                b"not a handle at all, but 40 bytes long!",
+            )),
             NfsFh4(Bytes::new()),
             NfsFh4(Bytes::from(vec![0u8; 128])),
             NfsFh4(Bytes::from(tampered)),

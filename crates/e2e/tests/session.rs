@@ -38,7 +38,10 @@ async fn connect_runs_exchange_id_create_session_reclaim_complete() {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(c.callbacks().cb_nulls() > 0, "no CB_NULL on the back channel");
+        assert!(
+            c.callbacks().cb_nulls() > 0,
+            "no CB_NULL on the back channel"
+        );
         c.compound(vec![]).await.unwrap();
         assert_eq!(
             c.status_flags() & (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION),
@@ -197,7 +200,10 @@ async fn destroy_session_and_clientid() {
         assert_eq!(r.status, NfsStat4::Nfs4errClientidBusy);
         c.destroy().await.unwrap();
         // The session is gone.
-        assert_eq!(status(c.compound(vec![]).await), NfsStat4::Nfs4errBadsession);
+        assert_eq!(
+            status(c.compound(vec![]).await),
+            NfsStat4::Nfs4errBadsession
+        );
         // So is the client.
         let r = c
             .compound_raw(
@@ -256,7 +262,11 @@ async fn bind_conn_to_session_lets_a_second_connection_use_the_session() {
             c.cred(),
             b"",
             1,
-            &[NfsArgOp4::Sequence(seq), NfsArgOp4::PutRootFh, NfsArgOp4::GetFh],
+            &[
+                NfsArgOp4::Sequence(seq),
+                NfsArgOp4::PutRootFh,
+                NfsArgOp4::GetFh,
+            ],
         )
         .await
         .unwrap();
@@ -307,7 +317,7 @@ async fn sequence_replay_returns_cached_reply_without_reexecuting() {
         assert_eq!(again, first, "a replay must return the cached reply");
         assert!(srv.path("replayed").is_dir());
         drop(slot); // processed: the next request on it uses seqid + 1
-        // The slot carries on normally.
+                    // The slot carries on normally.
         for _ in 0..4 {
             c.compound(vec![NfsArgOp4::PutRootFh]).await.unwrap();
         }
@@ -337,8 +347,7 @@ async fn sequence_retry_of_uncached_reply() {
         let again = c.compound_raw(b"", 1, &ops).await.unwrap();
         assert!(
             again == first
-                || (again.status == NfsStat4::Nfs4errRetryUncachedRep
-                    && again.resarray.len() == 1),
+                || (again.status == NfsStat4::Nfs4errRetryUncachedRep && again.resarray.len() == 1),
             "{again:?}"
         );
         drop(slot);
@@ -476,7 +485,11 @@ async fn unsupported_minor_version_is_minor_vers_mismatch() {
                 .compound_raw(b"mv", minor, &[NfsArgOp4::PutRootFh])
                 .await
                 .unwrap();
-            assert_eq!(r.status, NfsStat4::Nfs4errMinorVersMismatch, "minor {minor}");
+            assert_eq!(
+                r.status,
+                NfsStat4::Nfs4errMinorVersMismatch,
+                "minor {minor}"
+            );
             assert!(r.resarray.is_empty());
             assert_eq!(&r.tag[..], b"mv");
         }
@@ -555,7 +568,9 @@ async fn truncated_compound_is_garbage_args() {
         assert!(
             matches!(
                 r,
-                Err(Error::Rpc(rpc::CallError::Rejected(rpc::ReplyError::GarbageArgs)))
+                Err(Error::Rpc(rpc::CallError::Rejected(
+                    rpc::ReplyError::GarbageArgs
+                )))
             ),
             "{r:?}"
         );
@@ -567,7 +582,9 @@ async fn truncated_compound_is_garbage_args() {
         assert!(
             matches!(
                 r,
-                Err(Error::Rpc(rpc::CallError::Rejected(rpc::ReplyError::GarbageArgs)))
+                Err(Error::Rpc(rpc::CallError::Rejected(
+                    rpc::ReplyError::GarbageArgs
+                )))
             ),
             "{r:?}"
         );
@@ -632,7 +649,10 @@ async fn many_concurrent_compounds_share_the_slots() {
         }
         let st = c.slot_stats();
         assert!(st.acquired >= 400, "{st:?}");
-        assert!(st.waited > 0, "400 requests over 8 slots should have waited: {st:?}");
+        assert!(
+            st.waited > 0,
+            "400 requests over 8 slots should have waited: {st:?}"
+        );
         let names = c.readdir(&root, &[]).await.unwrap();
         assert_eq!(names.len(), 40);
     })
@@ -653,9 +673,15 @@ async fn many_clients_at_once() {
                     .open(&root, &format!("f{i}"), client::OpenOpts::create(0o600))
                     .await
                     .unwrap();
-                c.write(&f.fh, f.stateid, 0, Bytes::from(vec![i as u8; 100]), StableHow4::FileSync4)
-                    .await
-                    .unwrap();
+                c.write(
+                    &f.fh,
+                    f.stateid,
+                    0,
+                    Bytes::from(vec![i as u8; 100]),
+                    StableHow4::FileSync4,
+                )
+                .await
+                .unwrap();
                 c.close(&f.fh, f.stateid).await.unwrap();
                 c.destroy().await.unwrap();
             }));
@@ -664,7 +690,10 @@ async fn many_clients_at_once() {
             t.await.unwrap();
         }
         for i in 0..16 {
-            assert_eq!(std::fs::read(srv.path(&format!("f{i}"))).unwrap(), vec![i as u8; 100]);
+            assert_eq!(
+                std::fs::read(srv.path(&format!("f{i}"))).unwrap(),
+                vec![i as u8; 100]
+            );
         }
     })
     .await

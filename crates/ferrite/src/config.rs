@@ -40,6 +40,8 @@ pub struct FileConfig {
     pub max_io: Option<u32>,
     /// Reply-cache memory budget in MiB.
     pub reply_cache_mib: Option<usize>,
+    /// Report owners as host user and group names instead of numbers.
+    pub owner_names: Option<bool>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -103,6 +105,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     }
     if let Some(m) = file.max_io {
         nfs4.max_io = m.clamp(4096, 1024 * 1024);
+    }
+    if let Some(n) = file.owner_names {
+        nfs4.numeric_owners = !n;
     }
     if let Some(m) = file.reply_cache_mib {
         nfs4.drc_budget = m * 1024 * 1024;

@@ -52,7 +52,11 @@ impl IdMap {
     }
 }
 
-fn cached(map: &Mutex<HashMap<u32, String>>, id: u32, f: impl FnOnce() -> Option<String>) -> String {
+fn cached(
+    map: &Mutex<HashMap<u32, String>>,
+    id: u32,
+    f: impl FnOnce() -> Option<String>,
+) -> String {
     if let Some(n) = map.lock().ok().and_then(|m| m.get(&id).cloned()) {
         return n;
     }
@@ -99,7 +103,11 @@ fn lookup_user(uid: u32) -> Option<String> {
         return None;
     }
     // SAFETY: getpwuid_r succeeded, so pw_name points into buf, NUL-terminated.
-    Some(unsafe { CStr::from_ptr(pw.pw_name) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(pw.pw_name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn lookup_group(gid: u32) -> Option<String> {
@@ -112,7 +120,11 @@ fn lookup_group(gid: u32) -> Option<String> {
         return None;
     }
     // SAFETY: getgrgid_r succeeded, so gr_name points into buf, NUL-terminated.
-    Some(unsafe { CStr::from_ptr(gr.gr_name) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(gr.gr_name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 #[cfg(test)]

@@ -65,7 +65,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             fsid: (0x4645_5252, id as u64 + 1),
         });
     }
-    let nfs4 = Nfs4Server::new(cfg.nfs4.clone(), key, exports, Arc::new(SystemClock::default()));
+    let nfs4 = Nfs4Server::new(
+        cfg.nfs4.clone(),
+        key,
+        exports,
+        Arc::new(SystemClock::default()),
+    );
     nfs4.spawn_reaper();
     let programs = rpc::Programs::new().add(
         proto::nfs4::NFS_PROGRAM,

@@ -198,8 +198,14 @@ pub trait Vfs: Send + Sync + 'static {
     /// end of the file.
     fn read(&self, c: &Creds, h: &Handle, offset: u64, count: u32) -> Result<(Bytes, bool)>;
     /// Writes all of `data`; returns how durable it is.
-    fn write(&self, c: &Creds, h: &Handle, offset: u64, data: &[u8], stable: Stability)
-        -> Result<Stability>;
+    fn write(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        offset: u64,
+        data: &[u8],
+        stable: Stability,
+    ) -> Result<Stability>;
     /// Makes earlier unstable writes durable.
     fn commit(&self, h: &Handle) -> Result<()>;
     /// Creates or opens a regular file; returns it and whether it was created.
@@ -222,8 +228,14 @@ pub trait Vfs: Send + Sync + 'static {
     ) -> Result<(Handle, Attr)>;
     /// Removes a non-directory or an empty directory.
     fn remove(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<()>;
-    fn rename(&self, c: &Creds, from: &Handle, from_name: &[u8], to: &Handle, to_name: &[u8])
-        -> Result<()>;
+    fn rename(
+        &self,
+        c: &Creds,
+        from: &Handle,
+        from_name: &[u8],
+        to: &Handle,
+        to_name: &[u8],
+    ) -> Result<()>;
     fn link(&self, c: &Creds, file: &Handle, dir: &Handle, name: &[u8]) -> Result<()>;
     fn readlink(&self, c: &Creds, h: &Handle) -> Result<Bytes>;
     /// Lists `dir` after `cookie` (0 = from the start), calling `each` per

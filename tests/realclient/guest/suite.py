@@ -13,7 +13,7 @@ For every version in RC_VERS and every scenario it prints exactly one line
 to stdout (the host streams it) and appends it to $RC_OUT/results.txt.
 
 Layout per version: /mnt/<tag>a is the mount under test; /mnt/<tag>b is a
-second mount of the same export with nosharecache,actimeo=0,lookupcache=none
+second mount of the same export with nosharecache,actimeo=0
 (its own superblock and page cache) used to verify what actually reached the
 server. Each scenario works in <mount>/rc-<runid>-<tag>/<scenario>/ and runs in
 a forked child with a time limit (SIGKILL interrupts NFS waits).
@@ -543,7 +543,7 @@ def sc_bigdir(c):
     d = c.pa("big")
     os.mkdir(d)
     for nm in names:
-        fd = os.open(os.path.join(d, nm), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(os.path.join(d, nm), os.O_WRONLY | os.O_CREAT, 0o644)
         os.close(fd)
     ph("create")
     want = set(names)
@@ -955,32 +955,6 @@ def sc_fcntl_locks(c):
 
 
 def sc_flock(c):
-    N = 1000
-    def par(k, fn):
-        pids = []
-        for j in range(k):
-            pid = os.fork()
-            if pid == 0:
-                for i in range(j, N, k):
-                    fn(i)
-                os._exit(0)
-            pids.append(pid)
-        for pid in pids: os.waitpid(pid, 0)
-    def T(label, k, fn, d):
-        os.mkdir(c.pa(d)); t0 = time.time(); par(k, fn); print("    %-22s %.1fs" % (label, time.time() - t0), flush=True)
-    write_file(c.pa("src"), b"")
-    T("open excl", 1, lambda i: os.close(os.open(c.pa("d1", "f%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)), "d1")
-    T("open creat", 1, lambda i: os.close(os.open(c.pa("d2", "f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644)), "d2")
-    T("mknod", 1, lambda i: os.mknod(c.pa("d3", "f%d" % i), 0o644 | stat.S_IFREG), "d3")
-    T("symlink", 1, lambda i: os.symlink("x", c.pa("d4", "f%d" % i)), "d4")
-    T("link", 1, lambda i: os.link(c.pa("src"), c.pa("d5", "f%d" % i)), "d5")
-    T("open excl x4", 4, lambda i: os.close(os.open(c.pa("d6", "f%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)), "d6")
-    T("mknod x4", 4, lambda i: os.mknod(c.pa("d7", "f%d" % i), 0o644 | stat.S_IFREG), "d7")
-    t0 = time.time(); run(["rm", "-rf", c.pa("d1")]); print("    rm -rf 1000 %.1fs" % (time.time() - t0))
-    t0 = time.time(); par(4, lambda i: os.unlink(c.pa("d2", "f%d" % i))); print("    unlink x4 1000 %.1fs" % (time.time() - t0))
-    t0 = time.time(); par(1, lambda i: os.unlink(c.pa("d3", "f%d" % i))); print("    unlink x1 1000 %.1fs" % (time.time() - t0))
-
-def sc_flock_orig(c):
     if c.vers == "3":
         raise Skip("NFSv3 is mounted with nolock (no NLM): locks are client-local only")
     p = c.pa("flockfile")
@@ -1122,13 +1096,10 @@ def sc_tar_tree(c):
     took = time.time() - t0
     check(r.returncode == 0, "tar x on NFS: " + r.stdout.strip()[-500:])
     ph("tar x")
+    drop_caches()     # diff must read what the server stored, not our page cache
     r = run(["diff", "-r", "--no-dereference", os.path.join(src, "tree"), c.pa("tree")])
-    check(r.returncode == 0, "diff -r (same mount): " + r.stdout.strip()[-500:])
-    ph("diff a")
-    drop_caches()
-    r = run(["diff", "-r", "--no-dereference", os.path.join(src, "tree"), c.pb("tree")])
-    check(r.returncode == 0, "diff -r (second mount): " + r.stdout.strip()[-500:])
-    ph("diff b")
+    check(r.returncode == 0, "diff -r: " + r.stdout.strip()[-500:])
+    ph("diff -r")
     # metadata tar restored: modes and mtimes
     for d in (0, 17, 39):
         for f in (0, 31, 49):
@@ -1393,7 +1364,7 @@ def main():
         ma, mb = "/mnt/%sa" % tag, "/mnt/%sb" % tag
         print("=== NFS vers=%s" % v, flush=True)
         ok, msg = mount(v, ma, "")
-        ok2, msg2 = (mount(v, mb, "nosharecache,actimeo=0,lookupcache=none") if ok else (False, "skipped"))
+        ok2, msg2 = (mount(v, mb, "nosharecache,actimeo=0") if ok else (False, "skipped"))
         ctx = Ctx(v, tag, ma, mb)
         if ok and ok2:
             try:
@@ -1416,7 +1387,7 @@ def main():
             save_mountstats(tag, [ma, mb] if ok2 else [ma])
             if not KEEP and ok2:
                 t0 = time.time()
-                r = run(["rm", "-rf", ctx.wa])
+                r = run(["timeout", "600", "rm", "-rf", ctx.wa])
                 print("    cleanup of %s: rc %d, %.1fs %s" % (ctx.wa, r.returncode, time.time() - t0, r.stdout.strip()[-200:]), flush=True)
             for mp in (mb, ma):
                 r = run(["timeout", "60", "umount", mp])

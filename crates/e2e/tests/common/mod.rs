@@ -145,7 +145,9 @@ pub fn getattr(attrs: &[u32]) -> NfsArgOp4 {
 #[track_caller]
 pub fn attrs_of(r: &NfsResOp4) -> Attrs {
     match r {
-        NfsResOp4::GetAttr(Res4::Ok(ok)) => Attrs::decode(&ok.obj_attributes).expect("attrs decode"),
+        NfsResOp4::GetAttr(Res4::Ok(ok)) => {
+            Attrs::decode(&ok.obj_attributes).expect("attrs decode")
+        }
         other => panic!("not a GETATTR result: {other:?}"),
     }
 }
@@ -182,14 +184,14 @@ pub fn forge(real: StateId4) -> StateId4 {
     for b in &mut other[8..] {
         *b ^= 0xa5;
     }
-    StateId4 {
-        seqid: 1,
-        other,
-    }
+    StateId4 { seqid: 1, other }
 }
 
 /// True for the statuses a server may give a stateid it cannot place:
 /// BAD_STATEID, or STALE_STATEID when it looks like another instance's.
 pub fn unknown_stateid(s: NfsStat4) -> bool {
-    matches!(s, NfsStat4::Nfs4errBadStateid | NfsStat4::Nfs4errStaleStateid)
+    matches!(
+        s,
+        NfsStat4::Nfs4errBadStateid | NfsStat4::Nfs4errStaleStateid
+    )
 }

@@ -180,10 +180,18 @@ pub fn build(
     r.no_trunc = Some(true);
     r.numlinks = Some(a.nlink);
     if w(FATTR4_OWNER) {
-        r.owner = Some(Bytes::from(srv.ids.user_name(a.uid)));
+        r.owner = Some(Bytes::from(if srv.cfg.numeric_owners {
+            a.uid.to_string()
+        } else {
+            srv.ids.user_name(a.uid)
+        }));
     }
     if w(FATTR4_OWNER_GROUP) {
-        r.owner_group = Some(Bytes::from(srv.ids.group_name(a.gid)));
+        r.owner_group = Some(Bytes::from(if srv.cfg.numeric_owners {
+            a.gid.to_string()
+        } else {
+            srv.ids.group_name(a.gid)
+        }));
     }
     r.rawdev = Some(SpecData4 {
         specdata1: a.rdev.0,
@@ -212,7 +220,11 @@ pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsSt
     let (a, fs) = cx
         .vfs(fh.export, move |v, _| {
             let a = v.getattr(&handle)?;
-            let fs = if with_fs { Some(v.fsstat(&handle)?) } else { None };
+            let fs = if with_fs {
+                Some(v.fsstat(&handle)?)
+            } else {
+                None
+            };
             Ok((a, fs))
         })
         .await?;
@@ -282,7 +294,13 @@ pub async fn same(cx: &Compound, fh: &Fh, given: &Fattr4) -> Result<bool, NfsSta
         if !sup.contains(n) {
             return Err(NfsStat4::Nfs4errAttrnotsupp);
         }
-        if [FATTR4_RDATTR_ERROR, FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET].contains(&n) {
+        if [
+            FATTR4_RDATTR_ERROR,
+            FATTR4_TIME_ACCESS_SET,
+            FATTR4_TIME_MODIFY_SET,
+        ]
+        .contains(&n)
+        {
             return Err(NfsStat4::Nfs4errInval);
         }
     }

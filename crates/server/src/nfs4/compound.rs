@@ -69,7 +69,9 @@ pub struct Compound {
 }
 
 /// The result of one operation: typed, or just an opcode and error status
-/// (for an operation that could not be decoded).
+/// (for an operation that could not be decoded). Results are built and
+/// encoded one at a time, so the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum OpResult {
     Typed(NfsResOp4),
     Error(u32, NfsStat4),
@@ -171,11 +173,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         _ => return Reply::Error(rpc::ReplyError::GarbageArgs),
     };
     if !(1..=2).contains(&minorversion) {
-        return Reply::Success(encode_reply(
-            NfsStat4::Nfs4errMinorVersMismatch,
-            &tag,
-            &[],
-        ));
+        return Reply::Success(encode_reply(NfsStat4::Nfs4errMinorVersMismatch, &tag, &[]));
     }
     let mut cx = Compound {
         creds: creds_of(&auth),
@@ -205,7 +203,10 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
             Err(e) => {
                 debug!(xid, op = i, "undecodable operation: {e}");
                 // Peek at the opcode for the error result.
-                results.push(OpResult::Error(OpNum4::Illegal as u32, NfsStat4::Nfs4errBadxdr));
+                results.push(OpResult::Error(
+                    OpNum4::Illegal as u32,
+                    NfsStat4::Nfs4errBadxdr,
+                ));
                 status = NfsStat4::Nfs4errBadxdr;
                 break;
             }
@@ -255,13 +256,13 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
     let reply = encode_reply(status, &tag, &results);
     if let (Some(sess), Some(slot)) = (&cx.session, &cx.slot) {
         let size: usize = reply.iter().map(Bytes::len).sum();
-        let keep = size <= sess.fore.maxresponsesize_cached as usize && (slot.cachethis || size <= 2048);
+        let keep =
+            size <= sess.fore.maxresponsesize_cached as usize && (slot.cachethis || size <= 2048);
         let mut t = sess.slots.lock().unwrap_or_else(|p| p.into_inner());
         t.complete(slot.slotid, slot.digest, keep.then(|| reply.clone()));
     }
     Reply::Success(reply)
 }
-
 
 impl Compound {
     /// The current filehandle (NFS4ERR_NOFILEHANDLE without one).

@@ -55,8 +55,7 @@ impl FhKey {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(state_dir)?;
-                getrandom::getrandom(&mut key)
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                getrandom::getrandom(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
                 let tmp = state_dir.join("fh.key.tmp");
                 let mut f = std::fs::OpenOptions::new()
                     .write(true)

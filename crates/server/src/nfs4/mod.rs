@@ -39,6 +39,12 @@ pub struct Nfs4Config {
     pub drc_budget: usize,
     /// Largest READ and WRITE.
     pub max_io: u32,
+    /// Report owner and owner_group as numeric strings ("1000") rather
+    /// than names. RFC 8881 §5.9 allows this for AUTH_SYS, and it is what
+    /// makes ownership come out right on clients whose user database
+    /// differs from the server's (the Linux server does the same by
+    /// default). Names are always accepted on SETATTR.
+    pub numeric_owners: bool,
 }
 
 impl Default for Nfs4Config {
@@ -52,6 +58,7 @@ impl Default for Nfs4Config {
             max_ops: 200,
             drc_budget: 256 * 1024 * 1024,
             max_io: 1024 * 1024,
+            numeric_owners: true,
         }
     }
 }
@@ -72,7 +79,12 @@ pub struct Nfs4Server {
 }
 
 impl Nfs4Server {
-    pub fn new(cfg: Nfs4Config, fh: FhKey, exports: Vec<Export>, clock: Arc<dyn Clock>) -> Arc<Self> {
+    pub fn new(
+        cfg: Nfs4Config,
+        fh: FhKey,
+        exports: Vec<Export>,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<Self> {
         let mut verf = [0u8; 8];
         let _ = getrandom::getrandom(&mut verf);
         let epoch = std::time::SystemTime::now()
@@ -115,14 +127,37 @@ impl Nfs4Server {
     pub fn spawn_reaper(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut ticks = 0u64;
+            let mut was_pressed = false;
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 let Some(srv) = weak.upgrade() else { break };
                 let now = srv.now();
                 let lease = srv.cfg.lease;
-                let n = srv.state().reap(now, lease, lease);
+                let (n, sessions) = {
+                    let mut st = srv.state();
+                    (st.reap(now, lease, lease), st.sessions.len())
+                };
                 if n > 0 {
                     tracing::info!(clients = n, "expired clients removed");
+                }
+                // The reply cache's memory, reported when it crosses its
+                // budget and once a minute while anything is cached.
+                let used = srv.drc.used();
+                let pressed = srv.drc.under_pressure();
+                if pressed != was_pressed {
+                    tracing::info!(
+                        used,
+                        budget = srv.drc.budget,
+                        "reply cache {} its budget: asking clients for {} slots",
+                        if pressed { "over" } else { "back under" },
+                        if pressed { "fewer" } else { "all their" }
+                    );
+                    was_pressed = pressed;
+                }
+                ticks += 1;
+                if ticks % 60 == 0 && used > 0 {
+                    tracing::info!(used, budget = srv.drc.budget, sessions, "reply cache");
                 }
             }
         });

@@ -6,7 +6,9 @@ use super::read::{check_io, regular};
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Allocate4Args) -> Allocate4Res {
-    space(cx, args.stateid, args.offset, args.length, false).await.into()
+    space(cx, args.stateid, args.offset, args.length, false)
+        .await
+        .into()
 }
 
 /// ALLOCATE (`punch` false) and DEALLOCATE (`punch` true) of

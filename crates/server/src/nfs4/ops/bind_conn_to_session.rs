@@ -23,7 +23,10 @@ pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToS
             ChannelDirFromServer4::Cdfs4Both
         }
     };
-    if matches!(dir, ChannelDirFromServer4::Cdfs4Back | ChannelDirFromServer4::Cdfs4Both) {
+    if matches!(
+        dir,
+        ChannelDirFromServer4::Cdfs4Back | ChannelDirFromServer4::Cdfs4Both
+    ) {
         tokio::spawn(super::create_session::probe_back_channel(session));
     }
     Res4::Ok(BindConnToSession4ResOk {

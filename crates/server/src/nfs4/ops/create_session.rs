@@ -12,8 +12,9 @@ use crate::nfs4::state::session::{BackChannel, Session};
 use crate::nfs4::state::slots::SlotTable;
 use crate::nfs4::state::Principal;
 
-const FLAGS: u32 =
-    CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_BACK_CHAN | CREATE_SESSION4_FLAG_CONN_RDMA;
+const FLAGS: u32 = CREATE_SESSION4_FLAG_PERSIST
+    | CREATE_SESSION4_FLAG_CONN_BACK_CHAN
+    | CREATE_SESSION4_FLAG_CONN_RDMA;
 /// Smallest request and reply sizes we accept on either channel.
 const MIN_SIZE: u32 = 256;
 /// Most back-channel slots we use.
@@ -156,7 +157,10 @@ pub async fn probe_back_channel(session: Arc<Session>) {
         return;
     };
     let call = conn.call(program, 1, 0, &cred, Vec::new());
-    let ok = matches!(tokio::time::timeout(Duration::from_secs(5), call).await, Ok(Ok(_)));
+    let ok = matches!(
+        tokio::time::timeout(Duration::from_secs(5), call).await,
+        Ok(Ok(_))
+    );
     if !ok {
         debug!(session = ?session.id, "CB_NULL failed; back channel marked down");
     }

@@ -6,5 +6,7 @@ use super::allocate::space;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Deallocate4Args) -> Deallocate4Res {
-    space(cx, args.stateid, args.offset, args.length, true).await.into()
+    space(cx, args.stateid, args.offset, args.length, true)
+        .await
+        .into()
 }

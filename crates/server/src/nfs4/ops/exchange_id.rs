@@ -45,7 +45,8 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
                 st.purge_client(r);
             }
             let id = st.new_clientid();
-            st.clients.insert(id, Client::new(id, owner, principal, now));
+            st.clients
+                .insert(id, Client::new(id, owner, principal, now));
             id
         }
     };

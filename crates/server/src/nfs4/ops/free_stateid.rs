@@ -13,7 +13,10 @@ fn free(cx: &mut Compound, args: FreeStateId4Args) -> Result<(), NfsStat4> {
     let sid = cx.resolve_stateid(&args.stateid)?;
     let mut t = cx.srv.state();
     // Another client's stateid is as good as unknown.
-    if t.stateids.get(&sid.other).is_none_or(|e| e.client != client) {
+    if t.stateids
+        .get(&sid.other)
+        .is_none_or(|e| e.client != client)
+    {
         return Err(NfsStat4::Nfs4errBadStateid);
     }
     t.free_stateid(&sid)

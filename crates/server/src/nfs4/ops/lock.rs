@@ -45,7 +45,10 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
     let kind = kind(args.locktype);
     let (presented, owner) = match &args.locker {
-        Locker4::OpenOwner(o) => (cx.resolve_stateid(&o.open_stateid)?, Some(o.lock_owner.owner.clone())),
+        Locker4::OpenOwner(o) => (
+            cx.resolve_stateid(&o.open_stateid)?,
+            Some(o.lock_owner.owner.clone()),
+        ),
         Locker4::LockOwner(l) => (cx.resolve_stateid(&l.lock_stateid)?, None),
     };
     let now = cx.srv.now();
@@ -74,7 +77,17 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
                 return Err(NfsStat4::Nfs4errOpenmode.into());
             }
         }
-        t.lock(client, owner.as_ref(), &presented, &key, start, end, kind, now, lease)?
+        t.lock(
+            client,
+            owner.as_ref(),
+            &presented,
+            &key,
+            start,
+            end,
+            kind,
+            now,
+            lease,
+        )?
     };
     cx.cur_stateid = Some(sid);
     Ok(sid)

@@ -25,9 +25,14 @@ async fn lockt(cx: &mut Compound, args: LockT4Args) -> Result<Option<Lock4Denied
     let now = cx.srv.now();
     let lease = cx.srv.cfg.lease;
     let owner = (client, args.owner.owner);
-    let held = cx
-        .srv
-        .state()
-        .test_lock(&owner, &fh.key(), start, end, kind(args.locktype), now, lease);
+    let held = cx.srv.state().test_lock(
+        &owner,
+        &fh.key(),
+        start,
+        end,
+        kind(args.locktype),
+        now,
+        lease,
+    );
     Ok(held.map(denied))
 }

@@ -92,11 +92,17 @@ pub async fn dispatch(cx: &mut Compound, op: NfsArgOp4) -> OpResult {
         NfsArgOp4::Verify(a) => NfsResOp4::Verify(verify::run(cx, a).await),
         NfsArgOp4::Write(a) => NfsResOp4::Write(write::run(cx, a).await),
         NfsArgOp4::ReleaseLockOwner(_) => return notsupp(OpNum4::ReleaseLockOwner),
-        NfsArgOp4::BackchannelCtl(a) => NfsResOp4::BackchannelCtl(backchannel_ctl::run(cx, a).await),
-        NfsArgOp4::BindConnToSession(a) => NfsResOp4::BindConnToSession(bind_conn_to_session::run(cx, a).await),
+        NfsArgOp4::BackchannelCtl(a) => {
+            NfsResOp4::BackchannelCtl(backchannel_ctl::run(cx, a).await)
+        }
+        NfsArgOp4::BindConnToSession(a) => {
+            NfsResOp4::BindConnToSession(bind_conn_to_session::run(cx, a).await)
+        }
         NfsArgOp4::ExchangeId(a) => NfsResOp4::ExchangeId(exchange_id::run(cx, a).await),
         NfsArgOp4::CreateSession(a) => NfsResOp4::CreateSession(create_session::run(cx, a).await),
-        NfsArgOp4::DestroySession(a) => NfsResOp4::DestroySession(destroy_session::run(cx, a).await),
+        NfsArgOp4::DestroySession(a) => {
+            NfsResOp4::DestroySession(destroy_session::run(cx, a).await)
+        }
         NfsArgOp4::FreeStateId(a) => NfsResOp4::FreeStateId(free_stateid::run(cx, a).await),
         NfsArgOp4::GetDirDelegation(_) => return notsupp(OpNum4::GetDirDelegation),
         NfsArgOp4::GetDeviceInfo(_) => return notsupp(OpNum4::GetDeviceInfo),
@@ -109,8 +115,12 @@ pub async fn dispatch(cx: &mut Compound, op: NfsArgOp4) -> OpResult {
         NfsArgOp4::SetSsv(_) => return notsupp(OpNum4::SetSsv),
         NfsArgOp4::TestStateId(a) => NfsResOp4::TestStateId(test_stateid::run(cx, a).await),
         NfsArgOp4::WantDelegation(_) => return notsupp(OpNum4::WantDelegation),
-        NfsArgOp4::DestroyClientId(a) => NfsResOp4::DestroyClientId(destroy_clientid::run(cx, a).await),
-        NfsArgOp4::ReclaimComplete(a) => NfsResOp4::ReclaimComplete(reclaim_complete::run(cx, a).await),
+        NfsArgOp4::DestroyClientId(a) => {
+            NfsResOp4::DestroyClientId(destroy_clientid::run(cx, a).await)
+        }
+        NfsArgOp4::ReclaimComplete(a) => {
+            NfsResOp4::ReclaimComplete(reclaim_complete::run(cx, a).await)
+        }
         NfsArgOp4::Allocate(a) => NfsResOp4::Allocate(allocate::run(cx, a).await),
         NfsArgOp4::Copy(_) => return notsupp(OpNum4::Copy),
         NfsArgOp4::CopyNotify(_) => return notsupp(OpNum4::CopyNotify),

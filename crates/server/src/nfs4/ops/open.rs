@@ -82,7 +82,10 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             size: Some(0),
             ..Default::default()
         };
-        if let Err(e) = cx.vfs(fh.export, move |v, c| v.setattr(c, &handle, &set)).await {
+        if let Err(e) = cx
+            .vfs(fh.export, move |v, c| v.setattr(c, &handle, &set))
+            .await
+        {
             // Undo a fresh open; an upgrade of an older one stays.
             if stateid.seqid == 1 {
                 let _ = cx.srv.state().close(&stateid, &key);
@@ -139,7 +142,11 @@ fn check_existing(
 }
 
 /// CLAIM_FH and CLAIM_PREVIOUS: the current filehandle is the file.
-async fn by_fh(cx: &Compound, fh: &crate::nfs4::compound::Fh, access: u32) -> Result<Target, NfsStat4> {
+async fn by_fh(
+    cx: &Compound,
+    fh: &crate::nfs4::compound::Fh,
+    access: u32,
+) -> Result<Target, NfsStat4> {
     let handle = fh.handle.clone();
     let attr = cx
         .vfs(fh.export, move |v, c| {
@@ -184,7 +191,12 @@ fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
         ),
         OpenFlag4::Create(CreateHow4::Exclusive41(cva)) => {
             // §18.16.3: only the attributes of suppattr_exclcreat.
-            if cva.attrs.attrmask.iter().any(|n| !attrs::EXCLCREAT.contains(&n)) {
+            if cva
+                .attrs
+                .attrmask
+                .iter()
+                .any(|n| !attrs::EXCLCREAT.contains(&n))
+            {
                 return Err(NfsStat4::Nfs4errInval);
             }
             let (s, m) = attrs::to_setattr(&cx.srv, &cva.attrs)?;
@@ -236,7 +248,10 @@ async fn by_name(
                         // §18.16.3: of the attributes only a size of 0
                         // applies to an existing file, truncating it.
                         let truncate = set.size == Some(0);
-                        if truncate && a.ftype == vfs::FileType::Regular && !v.access(c, &h, libc::W_OK)? {
+                        if truncate
+                            && a.ftype == vfs::FileType::Regular
+                            && !v.access(c, &h, libc::W_OK)?
+                        {
                             return Ok(Err(NfsStat4::Nfs4errAccess));
                         }
                         return existing(h, a, truncate);

@@ -41,7 +41,14 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
                 Err(vfs::Errno(libc::ENOENT)) => {}
                 Err(e) => return Err(e),
             }
-            fs.rename(c, &sh, &oldname, &th, &newname)?;
+            // §18.26.4: a target of an incompatible type, or a non-empty
+            // directory, is NFS4ERR_EXIST (both names are directories here,
+            // so these errnos can only describe the two objects).
+            fs.rename(c, &sh, &oldname, &th, &newname)
+                .map_err(|e| match e.0 {
+                    libc::EISDIR | libc::ENOTDIR | libc::ENOTEMPTY => vfs::Errno(libc::EEXIST),
+                    _ => e,
+                })?;
             let sa = fs.getattr(&sh)?;
             let ta = fs.getattr(&th)?;
             Ok((

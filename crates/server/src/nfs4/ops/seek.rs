@@ -36,7 +36,10 @@ async fn seek(cx: &mut Compound, args: Seek4Args) -> Result<SeekRes4, NfsStat4> 
                 offset: o,
             }),
             // Nothing found inside the file: not an error, but eof.
-            None if offset < size => Ok(SeekRes4 { eof: true, offset: size }),
+            None if offset < size => Ok(SeekRes4 {
+                eof: true,
+                offset: size,
+            }),
             // Starting at or past the end (§15.11.3): NFS4ERR_NXIO.
             None => Err(NfsStat4::Nfs4errNxio),
         })

@@ -79,7 +79,9 @@ pub enum ExchangeDecision {
     /// Answer with this existing, confirmed record.
     Existing(ClientId4),
     /// Make a new unconfirmed record; remove these records first.
-    New { remove: Vec<ClientId4> },
+    New {
+        remove: Vec<ClientId4>,
+    },
     Err(NfsStat4),
 }
 
@@ -155,20 +157,47 @@ mod tests {
         use ExchangeDecision::*;
         let c = client(1, 1, 0, true);
         let u = client(2, 1, 0, false);
-        assert_eq!(exchange_decision(false, &[1; 8], &P0, None, None), New { remove: vec![] });
-        assert_eq!(exchange_decision(false, &[1; 8], &P0, None, Some(&u)), New { remove: vec![2] });
-        assert_eq!(exchange_decision(false, &[1; 8], &P0, Some(&c), None), Existing(1));
-        assert_eq!(exchange_decision(false, &[2; 8], &P0, Some(&c), None), New { remove: vec![] });
-        assert_eq!(exchange_decision(false, &[1; 8], &P1, Some(&c), None), New { remove: vec![1] });
+        assert_eq!(
+            exchange_decision(false, &[1; 8], &P0, None, None),
+            New { remove: vec![] }
+        );
+        assert_eq!(
+            exchange_decision(false, &[1; 8], &P0, None, Some(&u)),
+            New { remove: vec![2] }
+        );
+        assert_eq!(
+            exchange_decision(false, &[1; 8], &P0, Some(&c), None),
+            Existing(1)
+        );
+        assert_eq!(
+            exchange_decision(false, &[2; 8], &P0, Some(&c), None),
+            New { remove: vec![] }
+        );
+        assert_eq!(
+            exchange_decision(false, &[1; 8], &P1, Some(&c), None),
+            New { remove: vec![1] }
+        );
         let mut busy = client(1, 1, 0, true);
         busy.sessions.insert([0; 16]);
         assert_eq!(
             exchange_decision(false, &[1; 8], &P1, Some(&busy), None),
             Err(NfsStat4::Nfs4errClidInuse)
         );
-        assert_eq!(exchange_decision(true, &[1; 8], &P0, None, Some(&u)), Err(NfsStat4::Nfs4errNoent));
-        assert_eq!(exchange_decision(true, &[2; 8], &P0, Some(&c), None), Err(NfsStat4::Nfs4errNotSame));
-        assert_eq!(exchange_decision(true, &[1; 8], &P1, Some(&c), None), Err(NfsStat4::Nfs4errPerm));
-        assert_eq!(exchange_decision(true, &[1; 8], &P0, Some(&c), None), Existing(1));
+        assert_eq!(
+            exchange_decision(true, &[1; 8], &P0, None, Some(&u)),
+            Err(NfsStat4::Nfs4errNoent)
+        );
+        assert_eq!(
+            exchange_decision(true, &[2; 8], &P0, Some(&c), None),
+            Err(NfsStat4::Nfs4errNotSame)
+        );
+        assert_eq!(
+            exchange_decision(true, &[1; 8], &P1, Some(&c), None),
+            Err(NfsStat4::Nfs4errPerm)
+        );
+        assert_eq!(
+            exchange_decision(true, &[1; 8], &P0, Some(&c), None),
+            Existing(1)
+        );
     }
 }

@@ -26,8 +26,15 @@ pub type OwnerKey = (ClientId4, Bytes);
 
 #[derive(Debug, Clone)]
 pub enum StateKind {
-    Open { owner: Bytes, access: u32, deny: u32 },
-    Lock { owner: Bytes, open: [u8; 12] },
+    Open {
+        owner: Bytes,
+        access: u32,
+        deny: u32,
+    },
+    Lock {
+        owner: Bytes,
+        open: [u8; 12],
+    },
 }
 
 /// One stateid's record (RFC 8881 §8.2).
@@ -281,7 +288,11 @@ impl Tables {
         let sid = e.stateid(other);
         self.stateids.insert(other, e);
         self.opens_by_owner.insert(key, other);
-        self.files.entry(file.clone()).or_default().opens.push(other);
+        self.files
+            .entry(file.clone())
+            .or_default()
+            .opens
+            .push(other);
         if let Some(c) = self.clients.get_mut(&client) {
             c.stateids.insert(other);
         }
@@ -289,7 +300,13 @@ impl Tables {
     }
 
     /// OPEN_DOWNGRADE (RFC 8881 §18.18).
-    pub fn downgrade(&mut self, sid: &StateId4, file: &FileKey, access: u32, deny: u32) -> Result<StateId4, NfsStat4> {
+    pub fn downgrade(
+        &mut self,
+        sid: &StateId4,
+        file: &FileKey,
+        access: u32,
+        deny: u32,
+    ) -> Result<StateId4, NfsStat4> {
         self.check_stateid(sid, file)?;
         let e = self
             .stateids
@@ -355,7 +372,11 @@ impl Tables {
             StateKind::Open { .. } => Err(NfsStat4::Nfs4errLocksHeld),
             StateKind::Lock { owner, .. } => {
                 let key = (e.client, owner.clone());
-                if self.files.get(&e.file).is_some_and(|f| f.locks.holds_any(&key)) {
+                if self
+                    .files
+                    .get(&e.file)
+                    .is_some_and(|f| f.locks.holds_any(&key))
+                {
                     return Err(NfsStat4::Nfs4errLocksHeld);
                 }
                 self.drop_stateid(&sid.other);
@@ -435,7 +456,13 @@ impl Tables {
     }
 
     /// LOCKU (RFC 8881 §18.12).
-    pub fn unlock(&mut self, sid: &StateId4, file: &FileKey, start: u64, end: u64) -> Result<StateId4, NfsStat4> {
+    pub fn unlock(
+        &mut self,
+        sid: &StateId4,
+        file: &FileKey,
+        start: u64,
+        end: u64,
+    ) -> Result<StateId4, NfsStat4> {
         let e = self.check_stateid(sid, file)?;
         let StateKind::Lock { owner, .. } = &e.kind else {
             return Err(NfsStat4::Nfs4errBadStateid);
@@ -527,9 +554,9 @@ impl Tables {
     pub fn denied_by_share(&self, file: &FileKey, access: u32) -> bool {
         self.files.get(file).is_some_and(|f| {
             f.opens.iter().any(|o| {
-                self.stateids
-                    .get(o)
-                    .is_some_and(|e| matches!(e.kind, StateKind::Open { deny, .. } if deny & access != 0))
+                self.stateids.get(o).is_some_and(
+                    |e| matches!(e.kind, StateKind::Open { deny, .. } if deny & access != 0),
+                )
             })
         })
     }
@@ -569,7 +596,8 @@ mod tests {
                 verifier: [0; 8],
                 ownerid: Bytes::from(vec![id as u8]),
             };
-            t.clients.insert(id, Client::new(id, &owner, Principal::None, Duration::ZERO));
+            t.clients
+                .insert(id, Client::new(id, &owner, Principal::None, Duration::ZERO));
         }
         t
     }
@@ -596,13 +624,26 @@ mod tests {
         // the same owner upgrades: same other, seqid 2
         let s2 = t.open(1, &o, &file(1), 2, 0, Duration::ZERO, L).unwrap();
         assert_eq!((s2.other, s2.seqid), (s1.other, 2));
-        assert_eq!(t.check_stateid(&s1, &file(1)).unwrap_err(), NfsStat4::Nfs4errOldStateid);
-        assert!(t.check_stateid(&StateId4 { seqid: 0, ..s1 }, &file(1)).is_ok());
-        assert_eq!(t.check_stateid(&s2, &file(2)).unwrap_err(), NfsStat4::Nfs4errBadStateid);
+        assert_eq!(
+            t.check_stateid(&s1, &file(1)).unwrap_err(),
+            NfsStat4::Nfs4errOldStateid
+        );
+        assert!(t
+            .check_stateid(&StateId4 { seqid: 0, ..s1 }, &file(1))
+            .is_ok());
+        assert_eq!(
+            t.check_stateid(&s2, &file(2)).unwrap_err(),
+            NfsStat4::Nfs4errBadStateid
+        );
         // an expired holder yields
-        assert!(t.open(2, &o, &file(1), 2, 0, Duration::from_secs(11), L).is_ok());
+        assert!(t
+            .open(2, &o, &file(1), 2, 0, Duration::from_secs(11), L)
+            .is_ok());
         assert!(!t.clients.contains_key(&1));
-        assert_eq!(t.check_stateid(&s2, &file(1)).unwrap_err(), NfsStat4::Nfs4errBadStateid);
+        assert_eq!(
+            t.check_stateid(&s2, &file(1)).unwrap_err(),
+            NfsStat4::Nfs4errBadStateid
+        );
     }
 
     #[test]
@@ -612,11 +653,31 @@ mod tests {
         let lo = Bytes::from_static(b"lo");
         let open = t.open(1, &o, &file(1), 3, 0, Duration::ZERO, L).unwrap();
         let ls = t
-            .lock(1, Some(&lo), &open, &file(1), 0, u64::MAX, LockKind::Write, Duration::ZERO, L)
+            .lock(
+                1,
+                Some(&lo),
+                &open,
+                &file(1),
+                0,
+                u64::MAX,
+                LockKind::Write,
+                Duration::ZERO,
+                L,
+            )
             .unwrap();
         assert_eq!(ls.seqid, 1);
         let open2 = t.open(2, &o, &file(1), 3, 0, Duration::ZERO, L).unwrap();
-        match t.lock(2, Some(&lo), &open2, &file(1), 10, 20, LockKind::Read, Duration::ZERO, L) {
+        match t.lock(
+            2,
+            Some(&lo),
+            &open2,
+            &file(1),
+            10,
+            20,
+            LockKind::Read,
+            Duration::ZERO,
+            L,
+        ) {
             Err(LockError::Denied(h)) => assert_eq!(h.owner, (1, lo.clone())),
             other => panic!("{other:?}"),
         }
@@ -628,7 +689,17 @@ mod tests {
         assert_eq!(t.test_stateid(&ls2), NfsStat4::Nfs4errBadStateid);
         // client 2 can lock now; its lease has expired by t=11 but it is the requester
         assert!(t
-            .lock(2, Some(&lo), &open2, &file(1), 10, 20, LockKind::Read, Duration::from_secs(11), L)
+            .lock(
+                2,
+                Some(&lo),
+                &open2,
+                &file(1),
+                10,
+                20,
+                LockKind::Read,
+                Duration::from_secs(11),
+                L
+            )
             .is_ok());
     }
 
@@ -640,25 +711,66 @@ mod tests {
         const W: u32 = OPEN4_SHARE_ACCESS_WRITE;
         // anonymous I/O is fine until someone denies it
         assert_eq!(t.check_io(1, &StateId4::ANONYMOUS, &file(1), W), Ok(true));
-        let ro = t.open(1, &o, &file(1), R, OPEN4_SHARE_DENY_WRITE, Duration::ZERO, L).unwrap();
-        assert_eq!(t.check_io(2, &StateId4::ANONYMOUS, &file(1), W), Err(NfsStat4::Nfs4errLocked));
+        let ro = t
+            .open(
+                1,
+                &o,
+                &file(1),
+                R,
+                OPEN4_SHARE_DENY_WRITE,
+                Duration::ZERO,
+                L,
+            )
+            .unwrap();
+        assert_eq!(
+            t.check_io(2, &StateId4::ANONYMOUS, &file(1), W),
+            Err(NfsStat4::Nfs4errLocked)
+        );
         assert_eq!(t.check_io(2, &StateId4::ANONYMOUS, &file(1), R), Ok(true));
-        assert_eq!(t.check_io(2, &StateId4::BYPASS, &file(1), W), Err(NfsStat4::Nfs4errLocked));
+        assert_eq!(
+            t.check_io(2, &StateId4::BYPASS, &file(1), W),
+            Err(NfsStat4::Nfs4errLocked)
+        );
         // malformed special stateids
-        let bad = StateId4 { seqid: 5, ..StateId4::ANONYMOUS };
-        assert_eq!(t.check_io(1, &bad, &file(1), R), Err(NfsStat4::Nfs4errBadStateid));
+        let bad = StateId4 {
+            seqid: 5,
+            ..StateId4::ANONYMOUS
+        };
+        assert_eq!(
+            t.check_io(1, &bad, &file(1), R),
+            Err(NfsStat4::Nfs4errBadStateid)
+        );
         // a read-only open may read, not write; other clients may not use it
         assert_eq!(t.check_io(1, &ro, &file(1), R), Ok(false));
-        assert_eq!(t.check_io(1, &ro, &file(1), W), Err(NfsStat4::Nfs4errOpenmode));
-        assert_eq!(t.check_io(2, &ro, &file(1), R), Err(NfsStat4::Nfs4errBadStateid));
-        assert_eq!(t.check_io(1, &ro, &file(2), R), Err(NfsStat4::Nfs4errBadStateid));
+        assert_eq!(
+            t.check_io(1, &ro, &file(1), W),
+            Err(NfsStat4::Nfs4errOpenmode)
+        );
+        assert_eq!(
+            t.check_io(2, &ro, &file(1), R),
+            Err(NfsStat4::Nfs4errBadStateid)
+        );
+        assert_eq!(
+            t.check_io(1, &ro, &file(2), R),
+            Err(NfsStat4::Nfs4errBadStateid)
+        );
         // a write-only open may read too (§18.22.3 allows it)
         let wo = t.open(2, &o, &file(2), W, 0, Duration::ZERO, L).unwrap();
         assert_eq!(t.check_io(2, &wo, &file(2), R), Ok(false));
         // a lock stateid carries its open's access
         let lo = Bytes::from_static(b"lo");
         let ls = t
-            .lock(2, Some(&lo), &wo, &file(2), 0, 10, LockKind::Write, Duration::ZERO, L)
+            .lock(
+                2,
+                Some(&lo),
+                &wo,
+                &file(2),
+                0,
+                10,
+                LockKind::Write,
+                Duration::ZERO,
+                L,
+            )
             .unwrap();
         assert_eq!(t.check_io(2, &ls, &file(2), W), Ok(false));
     }

@@ -59,8 +59,13 @@ impl Session {
 
     pub fn bind_back(&self, conn: &Arc<Connection>) {
         if let Ok(mut b) = self.back.lock() {
-            b.conns.retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
-            if !b.conns.iter().any(|w| w.upgrade().is_some_and(|c| c.id() == conn.id())) {
+            b.conns
+                .retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
+            if !b
+                .conns
+                .iter()
+                .any(|w| w.upgrade().is_some_and(|c| c.id() == conn.id()))
+            {
                 b.conns.push(Arc::downgrade(conn));
             }
         }

@@ -118,7 +118,12 @@ impl SlotTable {
 
     /// Admits a request on `slotid` with `seqid`; `digest` identifies the
     /// request's content for false-retry detection.
-    pub fn begin(&mut self, slotid: u32, seqid: u32, digest: u64) -> Result<SlotDecision, SlotError> {
+    pub fn begin(
+        &mut self,
+        slotid: u32,
+        seqid: u32,
+        digest: u64,
+    ) -> Result<SlotDecision, SlotError> {
         let slot = self
             .slots
             .get_mut(slotid as usize)
