@@ -142,7 +142,7 @@ impl Nfs4Server {
                     tracing::info!(clients = n, "expired clients removed");
                 }
                 // The reply cache's memory, reported when it crosses its
-                // budget and once a minute while anything is cached.
+                // budget (and once a minute at debug level).
                 let used = srv.drc.used();
                 let pressed = srv.drc.under_pressure();
                 if pressed != was_pressed {
@@ -157,7 +157,7 @@ impl Nfs4Server {
                 }
                 ticks += 1;
                 if ticks % 60 == 0 && used > 0 {
-                    tracing::info!(used, budget = srv.drc.budget, sessions, "reply cache");
+                    tracing::debug!(used, budget = srv.drc.budget, sessions, "reply cache");
                 }
             }
         });
