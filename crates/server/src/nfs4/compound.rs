@@ -198,15 +198,18 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
     let mut resp_size = 12 + tag.len() + 4;
     for i in 0..nops {
         cx.index = i;
+        // The opcode, for the error result if the arguments do not decode.
+        let peeked = args
+            .rest()
+            .get(..4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .filter(|n| <OpNum4 as xdr::Discriminant>::from_u32(*n).is_ok())
+            .unwrap_or(OpNum4::Illegal as u32);
         let op = match NfsArgOp4::unpack(&mut args) {
             Ok(op) => op,
             Err(e) => {
                 debug!(xid, op = i, "undecodable operation: {e}");
-                // Peek at the opcode for the error result.
-                results.push(OpResult::Error(
-                    OpNum4::Illegal as u32,
-                    NfsStat4::Nfs4errBadxdr,
-                ));
+                results.push(OpResult::Error(peeked, NfsStat4::Nfs4errBadxdr));
                 status = NfsStat4::Nfs4errBadxdr;
                 break;
             }
