@@ -7,7 +7,8 @@
 #
 # Env: GANESHA_PORT (default 12050), GANESHA_STATE (default
 # /var/tmp/ferrite-rc-ganesha), GANESHA_EXPORT_DIR (default $GANESHA_STATE/export,
-# wiped on `start`, kept on `restart`), GANESHA_PSEUDO (default /).
+# wiped on `start`, kept on `restart`), GANESHA_PSEUDO (default /),
+# GANESHA_SQUASH (default No_Root_Squash; e.g. Root_Squash for a negative control).
 # Only the ganesha.nfsd this script started (pid file + matching command line)
 # is ever signalled.
 set -euo pipefail
@@ -15,6 +16,7 @@ PORT="${GANESHA_PORT:-12050}"
 STATE="${GANESHA_STATE:-/var/tmp/ferrite-rc-ganesha}"
 EXPORT_DIR="${GANESHA_EXPORT_DIR:-$STATE/export}"
 PSEUDO="${GANESHA_PSEUDO:-/}"
+SQUASH="${GANESHA_SQUASH:-No_Root_Squash}"
 CONF="$STATE/ganesha.conf"
 PIDF="$STATE/ganesha.pid"
 
@@ -56,7 +58,7 @@ EXPORT {
     Protocols = 4;
     Transports = TCP;
     Access_Type = RW;
-    Squash = No_Root_Squash;
+    Squash = $SQUASH;
     SecType = sys;
     PrivilegedPort = false;        # slirp connects from unprivileged ports
     Delegations = RW;

@@ -101,7 +101,10 @@ fi
 
 # --- per-run directories ----------------------------------------------------------
 runid="$(date +%Y%m%d-%H%M%S)-$$"
-[ -n "$out" ] || out="/var/tmp/ferrite-realclient/runs/$runid"
+if [ -z "$out" ]; then   # default location: keep the newest 20 runs
+    out="/var/tmp/ferrite-realclient/runs/$runid"
+    { ls -1dt /var/tmp/ferrite-realclient/runs/*/ 2>/dev/null || true; } | tail -n +20 | xargs -r rm -rf
+fi
 mkdir -p "$out" || { say "cannot create --out $out"; exit 2; }
 out="$(cd "$out" && pwd)"
 case "$out/" in "$(cd "$RC_DIR/../.." && pwd)/"*) say "note: --out is inside the repository";; esac
@@ -147,7 +150,8 @@ t0=$(now)
 : > "$out/console.log"; : > "$out/output.log"; : > "$out/status.log"
 TMPDIR=/var/tmp timeout -k 10 "$timeout" "${qemu[@]}" </dev/null 2>"$out/qemu.stderr" &
 qpid=$!
-tail -n +1 -F --pid="$qpid" "$out/output.log" 2>/dev/null | tr -d '\r' &
+trap 'kill "$qpid" 2>/dev/null; say "interrupted"; exit 130' INT TERM
+tail -n +1 -F --pid="$qpid" "$out/output.log" 2>/dev/null | sed -u 's/\r$//' &
 tailpid=$!
 ctailpid=""
 if [ $console = 1 ]; then
@@ -180,6 +184,7 @@ while kill -0 "$qpid" 2>/dev/null; do
     sleep 0.2
 done
 wait "$qpid"; qrc=$?
+trap - INT TERM
 t_end=$(now)
 wait "$tailpid" 2>/dev/null
 [ -n "$ctailpid" ] && wait "$ctailpid" 2>/dev/null
