@@ -1,6 +1,6 @@
 //! The client's callback service (RFC 8881 §20): CB_NULL and CB_COMPOUND
-//! with CB_SEQUENCE and CB_RECALL; other callback operations are answered
-//! NFS4ERR_NOTSUPP. A recalled delegation is returned asynchronously with
+//! with CB_SEQUENCE, CB_RECALL and CB_NOTIFY_LOCK (recorded); other
+//! callback operations are answered NFS4ERR_NOTSUPP. A recalled delegation is returned asynchronously with
 //! DELEGRETURN over the fore channel.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +39,7 @@ pub struct CallbackState {
     recall_tx: mpsc::UnboundedSender<Recall>,
     recall_rx: Mutex<Option<mpsc::UnboundedReceiver<Recall>>>,
     recalls: Mutex<Vec<Recall>>,
+    lock_notices: Mutex<Vec<CbNotifyLock4Args>>,
     cb_nulls: AtomicU64,
     cb_compounds: AtomicU64,
     delegreturns: AtomicU64,
@@ -53,6 +54,7 @@ impl CallbackState {
             recall_tx: tx,
             recall_rx: Mutex::new(Some(rx)),
             recalls: Mutex::new(Vec::new()),
+            lock_notices: Mutex::new(Vec::new()),
             cb_nulls: AtomicU64::new(0),
             cb_compounds: AtomicU64::new(0),
             delegreturns: AtomicU64::new(0),
@@ -70,6 +72,15 @@ impl CallbackState {
     /// Every CB_RECALL received so far.
     pub fn recalls(&self) -> Vec<Recall> {
         self.recalls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Every CB_NOTIFY_LOCK received so far (RFC 8881 §20.11): a lock a
+    /// blocking LOCK waited for may be free now.
+    pub fn lock_notices(&self) -> Vec<CbNotifyLock4Args> {
+        self.lock_notices
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -174,6 +185,14 @@ impl CallbackState {
                     .push(r.clone());
                 let _ = self.recall_tx.send(r);
                 NfsCbResOp4::CbRecall(Res4::Ok(()))
+            }
+            (_, NfsCbArgOp4::CbNotifyLock(a)) => {
+                debug!(owner = ?a.lock_owner, "CB_NOTIFY_LOCK");
+                self.lock_notices
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(a);
+                NfsCbResOp4::CbNotifyLock(Res4::Ok(()))
             }
             (_, op) => error_result(op.opnum(), NfsStat4::Nfs4errNotsupp),
         }

@@ -14,6 +14,7 @@ pub mod callback;
 mod error;
 pub mod ops;
 pub mod slots;
+pub mod v3;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -209,11 +210,21 @@ impl Client {
     /// Connects to `addr`: EXCHANGE_ID, CREATE_SESSION (with the back
     /// channel on this connection) and RECLAIM_COMPLETE.
     pub async fn connect(addr: SocketAddr, opts: ClientOptions) -> Result<Client> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        Self::connect_stream(stream, opts).await
+    }
+
+    /// [`Client::connect`] over a TCP connection already made (for
+    /// example from a chosen local port).
+    pub async fn connect_stream(
+        stream: tokio::net::TcpStream,
+        opts: ClientOptions,
+    ) -> Result<Client> {
         let callbacks = callback::CallbackState::new(CB_PROGRAM);
         let service: Arc<dyn rpc::Service> = Arc::new(callback::CallbackService {
             state: callbacks.clone(),
         });
-        let conn = rpc::connect(addr, Some(service), opts.conn.clone()).await?;
+        let conn = rpc::start(stream, Some(service), opts.conn.clone())?;
         let cred = opts.auth.to_opaque();
         let minor = opts.minorversion;
 
