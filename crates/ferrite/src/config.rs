@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
+use server::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash, NOBODY};
 use server::run::{ExportConfig, ServerConfig};
 
 #[derive(clap::Args, Debug)]
@@ -25,6 +26,13 @@ pub struct ServeArgs {
     /// Configuration file (TOML); command-line options override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// With DIR: map uid 0 and gid 0 to 65534 (root_squash) instead of
+    /// serving root as root.
+    #[arg(long, requires = "dir")]
+    pub root_squash: bool,
+    /// With DIR: accept only clients on privileged source ports (< 1024).
+    #[arg(long, requires = "dir")]
+    pub secure: bool,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -49,10 +57,35 @@ pub struct FileConfig {
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct FileExport {
-    /// Where clients see the export.
+    /// Where clients see the export ("/data", "/home/shared", or "/" for
+    /// a single export that is the whole namespace).
     pub path: String,
     /// The local directory exported.
     pub dir: PathBuf,
+    /// Accepted security flavors, preferred first: "sys", "none".
+    /// Default: ["sys"].
+    pub sec: Option<Vec<String>>,
+    /// Client rules, first match wins; a client no rule matches cannot
+    /// use the export. Default: one rule for "*" with the rule defaults.
+    pub clients: Option<Vec<FileClient>>,
+}
+
+/// One client rule of an export (the fields of exports(5) that apply).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct FileClient {
+    /// "*", an address, a network ("10.0.0.0/8") or a host name
+    /// (resolved when the configuration is loaded).
+    #[serde(rename = "match")]
+    pub match_: String,
+    /// "rw" (default) or "ro".
+    pub access: Option<String>,
+    /// "root" (default), "none" or "all".
+    pub squash: Option<String>,
+    pub anonuid: Option<u32>,
+    pub anongid: Option<u32>,
+    /// Require a privileged source port (default true).
+    pub secure: Option<bool>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:2049";
@@ -73,25 +106,22 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         Some(p) => parse_file(p)?,
         None => FileConfig::default(),
     };
-    let mut exports: Vec<ExportConfig> = file
-        .export
-        .iter()
-        .map(|e| ExportConfig {
-            path: e.path.clone(),
-            dir: e.dir.clone(),
-        })
-        .collect();
-    if let Some(d) = &args.dir {
-        exports = vec![ExportConfig {
-            path: "/".into(),
-            dir: d.clone(),
-        }];
-    }
+    let exports = match &args.dir {
+        Some(d) => {
+            // The quick form: one export at "/", open to everyone
+            // (a development default; see README).
+            let mut e = ExportConfig::open("/", d.clone());
+            let rule = &mut e.rules.clients[0];
+            if args.root_squash {
+                rule.squash = Squash::Root;
+            }
+            rule.secure = args.secure;
+            vec![e]
+        }
+        None => exports_of(&file.export)?,
+    };
     if exports.is_empty() {
         bail!("nothing to export: give a directory (ferrite serve DIR) or [[export]] entries in --config");
-    }
-    if exports.len() > 1 || exports[0].path != "/" {
-        bail!("this version exports exactly one directory, at \"/\"");
     }
     let mut nfs4 = server::nfs4::Nfs4Config::default();
     if let Some(l) = args.lease.or(file.lease_seconds) {
@@ -131,7 +161,255 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     })
 }
 
+/// Checks and converts the `[[export]]` tables.
+pub fn exports_of(file: &[FileExport]) -> anyhow::Result<Vec<ExportConfig>> {
+    let mut out: Vec<ExportConfig> = Vec::new();
+    for e in file {
+        let path = normalize_path(&e.path)?;
+        if let Some(other) = out.iter().find(|o| o.path == path) {
+            bail!(
+                "two exports at {path}: {} and {}",
+                other.dir.display(),
+                e.dir.display()
+            );
+        }
+        let sec = match &e.sec {
+            None => vec![Flavor::Sys],
+            Some(v) if v.is_empty() => bail!("export {path}: sec = [] accepts no one"),
+            Some(v) => v
+                .iter()
+                .map(|f| match f.as_str() {
+                    "sys" => Ok(Flavor::Sys),
+                    "none" => Ok(Flavor::None),
+                    other => bail!(
+                        "export {path}: unknown security flavor {other:?} (\"sys\" or \"none\")"
+                    ),
+                })
+                .collect::<anyhow::Result<_>>()?,
+        };
+        let clients = match &e.clients {
+            None => vec![ClientRule::new(ClientMatch::Any)],
+            Some(v) => v
+                .iter()
+                .map(|c| client_rule(c).with_context(|| format!("export {path}")))
+                .collect::<anyhow::Result<_>>()?,
+        };
+        out.push(ExportConfig {
+            path,
+            dir: e.dir.clone(),
+            rules: ExportRules { clients, sec },
+        });
+    }
+    if out.len() > 1 && out.iter().any(|e| e.path == "/") {
+        bail!(
+            "an export at \"/\" is the whole namespace and cannot be combined with other \
+             exports: give every export its own path (\"/data\", \"/home\", ...) and \
+             clients see them under a read-only pseudo root"
+        );
+    }
+    Ok(out)
+}
+
+/// "/data/", "//data" -> "/data"; relative paths and "." or ".."
+/// components are refused.
+fn normalize_path(p: &str) -> anyhow::Result<String> {
+    if !p.starts_with('/') {
+        bail!("export path {p:?} must be absolute (start with \"/\")");
+    }
+    let comps: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+    if comps
+        .iter()
+        .any(|c| *c == "." || *c == ".." || c.len() > 255)
+    {
+        bail!("export path {p:?}: components \".\" and \"..\" are not allowed");
+    }
+    Ok(format!("/{}", comps.join("/")))
+}
+
+fn client_rule(c: &FileClient) -> anyhow::Result<ClientRule> {
+    let m = ClientMatch::parse(&c.match_).with_context(|| format!("client {:?}", c.match_))?;
+    let mut r = ClientRule::new(m);
+    r.read_only = match c.access.as_deref() {
+        None | Some("rw") => false,
+        Some("ro") => true,
+        Some(o) => bail!(
+            "client {:?}: access {o:?} is not \"rw\" or \"ro\"",
+            c.match_
+        ),
+    };
+    r.squash = match c.squash.as_deref() {
+        None | Some("root") => Squash::Root,
+        Some("none") => Squash::None,
+        Some("all") => Squash::All,
+        Some(o) => bail!(
+            "client {:?}: squash {o:?} is not \"root\", \"none\" or \"all\"",
+            c.match_
+        ),
+    };
+    r.anonuid = c.anonuid.unwrap_or(NOBODY);
+    r.anongid = c.anongid.unwrap_or(NOBODY);
+    r.secure = c.secure.unwrap_or(true);
+    Ok(r)
+}
+
 fn parse_file(p: &Path) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
     toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> anyhow::Result<Vec<ExportConfig>> {
+        let f: FileConfig = toml::from_str(text)?;
+        exports_of(&f.export)
+    }
+
+    #[test]
+    fn several_exports_with_rules() {
+        let e = parse(
+            r#"
+            [[export]]
+            path = "/data/"
+            dir = "/srv/data"
+            [[export.clients]]
+            match = "10.0.0.0/8"
+            [[export.clients]]
+            match = "*"
+            access = "ro"
+            squash = "all"
+            anonuid = 1234
+            anongid = 1235
+            secure = false
+
+            [[export]]
+            path = "/home/shared"
+            dir = "/srv/shared"
+            sec = ["sys", "none"]
+
+            [[export]]
+            path = "/data/archive"
+            dir = "/srv/archive"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[0].path, "/data");
+        let c = &e[0].rules.clients;
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            c[0].matches,
+            ClientMatch::Net {
+                addr: "10.0.0.0".parse().unwrap(),
+                prefix: 8
+            }
+        );
+        assert!(!c[0].read_only && c[0].secure && c[0].squash == Squash::Root);
+        assert_eq!((c[0].anonuid, c[0].anongid), (NOBODY, NOBODY));
+        assert!(c[1].read_only && !c[1].secure && c[1].squash == Squash::All);
+        assert_eq!((c[1].anonuid, c[1].anongid), (1234, 1235));
+        assert_eq!(e[0].rules.sec, vec![Flavor::Sys]);
+        assert_eq!(e[1].rules.sec, vec![Flavor::Sys, Flavor::None]);
+        // No rules: everyone, with the defaults.
+        assert_eq!(e[1].rules.clients, vec![ClientRule::new(ClientMatch::Any)]);
+    }
+
+    #[test]
+    fn refused_configurations() {
+        let dup = r#"
+            [[export]]
+            path = "/data"
+            dir = "/a"
+            [[export]]
+            path = "/data/"
+            dir = "/b"
+        "#;
+        assert!(format!("{:#}", parse(dup).unwrap_err()).contains("two exports at /data"));
+        let root_and_more = r#"
+            [[export]]
+            path = "/"
+            dir = "/a"
+            [[export]]
+            path = "/b"
+            dir = "/b"
+        "#;
+        assert!(format!("{:#}", parse(root_and_more).unwrap_err()).contains("cannot be combined"));
+        for bad in [
+            r#"path = "data""#,
+            r#"path = "/a/../b""#,
+            "path = \"/a\"\nsec = [\"krb5\"]",
+            "path = \"/a\"\nsec = []",
+            "path = \"/a\"\n[[export.clients]]\nmatch = \"10.0.0.0/40\"",
+            "path = \"/a\"\n[[export.clients]]\nmatch = \"10.0.0/8\"",
+            "path = \"/a\"\n[[export.clients]]\nmatch = \"*\"\naccess = \"rx\"",
+            "path = \"/a\"\n[[export.clients]]\nmatch = \"*\"\nsquash = \"some\"",
+            "path = \"/a\"\n[[export.clients]]\nmatch = \"*\"\nfoo = 1",
+            "path = \"/a\"\n[[export.clients]]\nmatch = \"no-such-host.invalid\"",
+        ] {
+            let text = format!("[[export]]\ndir = \"/x\"\n{bad}");
+            assert!(parse(&text).is_err(), "accepted: {bad}");
+        }
+        // A single "/" export is fine.
+        let one = parse("[[export]]\npath = \"/\"\ndir = \"/x\"").unwrap();
+        assert_eq!(one[0].path, "/");
+    }
+
+    #[test]
+    fn client_matches() {
+        let e = parse(
+            r#"
+            [[export]]
+            path = "/a"
+            dir = "/x"
+            clients = [
+                { match = "192.168.1.7" },
+                { match = "fd00::/8" },
+                { match = "localhost" },
+                { match = "*" },
+            ]
+            "#,
+        )
+        .unwrap();
+        let c = &e[0].rules.clients;
+        assert!(c[0].matches.matches("192.168.1.7".parse().unwrap()));
+        assert!(!c[0].matches.matches("192.168.1.8".parse().unwrap()));
+        assert!(c[1].matches.matches("fd00::5".parse().unwrap()));
+        assert!(matches!(c[2].matches, ClientMatch::Host { .. }));
+        assert_eq!(c[3].matches, ClientMatch::Any);
+    }
+
+    #[test]
+    fn example_file_loads() {
+        let f: FileConfig =
+            toml::from_str(include_str!("../../../docs/ferrite.example.toml")).unwrap();
+        let e = exports_of(&f.export).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].rules.clients.len(), 2);
+    }
+
+    #[test]
+    fn quick_form_is_open() {
+        let args = ServeArgs {
+            dir: Some("/tmp/x".into()),
+            listen: None,
+            state_dir: Some("/tmp/s".into()),
+            lease: None,
+            config: None,
+            root_squash: false,
+            secure: false,
+        };
+        let cfg = load(&args).unwrap();
+        assert_eq!(cfg.exports.len(), 1);
+        assert_eq!(cfg.exports[0].path, "/");
+        assert_eq!(cfg.exports[0].rules, ExportRules::open());
+        let cfg = load(&ServeArgs {
+            root_squash: true,
+            secure: true,
+            ..args
+        })
+        .unwrap();
+        let r = &cfg.exports[0].rules.clients[0];
+        assert!(r.secure && r.squash == Squash::Root);
+    }
 }

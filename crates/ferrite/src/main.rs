@@ -17,6 +17,8 @@ struct Cli {
 enum Cmd {
     /// Export a directory over NFSv4.1/4.2 (created if missing).
     Serve(config::ServeArgs),
+    /// Benchmark an NFS server: run, prepare, report, compare.
+    Bench(bench::cli::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -30,6 +32,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Serve(args) => serve(args),
+        Cmd::Bench(args) => Ok(bench::cli::main(args)?),
     }
 }
 

@@ -129,6 +129,25 @@ impl<O: Clone + Eq + Hash> FileLocks<O> {
         }
     }
 
+    /// Whether `owner`'s locks (of any kind) cover all of `[start, end)`.
+    pub fn covers(&self, owner: &O, start: u64, end: u64) -> bool {
+        let Some(ranges) = self.owners.get(owner) else {
+            return false;
+        };
+        let mut pos = match ranges.range(..=start).next_back() {
+            Some((_, &(e, _))) if e > start => e,
+            _ => return false,
+        };
+        // Held ranges touching each other differ in kind (same kinds join).
+        while pos < end {
+            match ranges.get(&pos) {
+                Some(&(e, _)) => pos = e,
+                None => return false,
+            }
+        }
+        true
+    }
+
     /// Whether `owner` holds any lock here.
     pub fn holds_any(&self, owner: &O) -> bool {
         self.owners.get(owner).is_some_and(|r| !r.is_empty())
@@ -243,6 +262,20 @@ mod tests {
         f.unlock(&1, 0, u64::MAX);
         assert!(!f.holds_any(&1));
         assert!(f.is_empty());
+    }
+
+    #[test]
+    fn covering() {
+        let mut f = FileLocks::default();
+        f.lock(&1, 10, 20, Read).unwrap();
+        f.lock(&1, 20, 30, Write).unwrap();
+        f.lock(&1, 40, u64::MAX, Read).unwrap();
+        assert!(f.covers(&1, 10, 30));
+        assert!(f.covers(&1, 15, 25));
+        assert!(!f.covers(&1, 5, 15));
+        assert!(!f.covers(&1, 25, 45));
+        assert!(f.covers(&1, 50, u64::MAX));
+        assert!(!f.covers(&2, 10, 11));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use crate::export::Export;
+use crate::export::{Export, ExportRules};
 use crate::nfs4::filehandle::FhKey;
 use crate::nfs4::state::clock::SystemClock;
 use crate::nfs4::{Nfs4Config, Nfs4Server, Nfs4Service};
@@ -21,6 +21,20 @@ pub struct ExportConfig {
     pub path: String,
     /// The local directory served.
     pub dir: PathBuf,
+    /// Which clients may use it, and how.
+    pub rules: ExportRules,
+}
+
+impl ExportConfig {
+    /// An export open to every client: read-write, no squashing, any
+    /// port, AUTH_SYS or AUTH_NONE (the development default).
+    pub fn open(path: impl Into<String>, dir: impl Into<PathBuf>) -> Self {
+        ExportConfig {
+            path: path.into(),
+            dir: dir.into(),
+            rules: ExportRules::open(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +77,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             path: e.path.clone(),
             vfs: Arc::new(fs),
             fsid: (0x4645_5252, id as u64 + 1),
+            rules: e.rules.clone(),
         });
     }
     let nfs4 = Nfs4Server::new(

@@ -267,4 +267,36 @@ pub trait Vfs: Send + Sync + 'static {
     fn seek(&self, _c: &Creds, _h: &Handle, _offset: u64, _what: SeekWhat) -> Result<Option<u64>> {
         Err(Errno(libc::EOPNOTSUPP))
     }
+    /// Copies `count` bytes (0: through the end of the source) from `src`
+    /// at `src_off` to `dst` at `dst_off` (RFC 7862 §15.2 COPY); returns
+    /// the bytes copied, which may be fewer than asked. EINVAL when the
+    /// source range runs past the end of the source or the ranges of one
+    /// file overlap.
+    #[allow(clippy::too_many_arguments)]
+    fn copy(
+        &self,
+        _c: &Creds,
+        _src: &Handle,
+        _src_off: u64,
+        _dst: &Handle,
+        _dst_off: u64,
+        _count: u64,
+    ) -> Result<u64> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Makes `dst`'s range share `src`'s blocks (RFC 7862 §15.13 CLONE,
+    /// FICLONERANGE): EOPNOTSUPP or EXDEV when the file system cannot,
+    /// EINVAL for unaligned ranges; ranges are checked as by [`Vfs::copy`].
+    #[allow(clippy::too_many_arguments)]
+    fn clone_range(
+        &self,
+        _c: &Creds,
+        _src: &Handle,
+        _src_off: u64,
+        _dst: &Handle,
+        _dst_off: u64,
+        _count: u64,
+    ) -> Result<()> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
 }

@@ -39,6 +39,7 @@
 //! offsets are non-negative `off_t`s so they never have bit 63 set.
 
 mod cache;
+mod copy;
 mod ident;
 mod space;
 mod sys;
@@ -1157,6 +1158,22 @@ impl Vfs for LocalFs {
 
     fn seek(&self, c: &Creds, h: &Handle, offset: u64, what: SeekWhat) -> Result<Option<u64>> {
         self.seek_content(c, h, offset, what)
+    }
+
+    fn copy(&self, c: &Creds, s: &Handle, so: u64, d: &Handle, dof: u64, n: u64) -> Result<u64> {
+        self.copy_range(c, s, so, d, dof, n)
+    }
+
+    fn clone_range(
+        &self,
+        c: &Creds,
+        s: &Handle,
+        so: u64,
+        d: &Handle,
+        dof: u64,
+        n: u64,
+    ) -> Result<()> {
+        self.clone_file_range(c, s, so, d, dof, n)
     }
 
     fn fsstat(&self, h: &Handle) -> Result<FsStat> {

@@ -26,10 +26,7 @@ fn config(export: &TempDir, state: &TempDir) -> ServerConfig {
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
         state_dir: state.path().to_path_buf(),
-        exports: vec![ExportConfig {
-            path: "/".into(),
-            dir: export.path().to_path_buf(),
-        }],
+        exports: vec![ExportConfig::open("/", export.path())],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             ..Default::default()

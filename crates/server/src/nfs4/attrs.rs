@@ -132,6 +132,73 @@ pub fn build(
     fs: Option<&vfs::FsStat>,
     want: &Bitmap4,
 ) -> Fattr4 {
+    let mounted_on = srv.ns.root_mounted_on(export.id, a.fileid);
+    build_full(srv, minorversion, export.fsid, fh, a, fs, want, mounted_on)
+}
+
+/// The attributes of a pseudo directory (RFC 8881 §7.4): read-only, owned
+/// by root, constant.
+pub fn pseudo_attr(srv: &Nfs4Server, node: u16) -> Option<vfs::Attr> {
+    let n = srv.ns.node(node)?;
+    let subdirs = n.children.len() as u32;
+    let t = vfs::Timespec {
+        sec: srv.started.as_secs() as i64,
+        nsec: 0,
+    };
+    Some(vfs::Attr {
+        ftype: vfs::FileType::Directory,
+        mode: 0o555,
+        nlink: 2 + subdirs,
+        uid: 0,
+        gid: 0,
+        size: 4096,
+        used: 4096,
+        rdev: (0, 0),
+        fileid: n.fileid,
+        atime: t,
+        mtime: t,
+        ctime: t,
+        change: n.change,
+    })
+}
+
+/// The attributes of pseudo node `node`, restricted to `want`.
+pub fn build_pseudo(
+    srv: &Nfs4Server,
+    minorversion: u32,
+    node: u16,
+    fh: &Bytes,
+    want: &Bitmap4,
+) -> Result<Fattr4, NfsStat4> {
+    let a = pseudo_attr(srv, node).ok_or(NfsStat4::Nfs4errStale)?;
+    let fs = vfs::FsStat {
+        max_name: 255,
+        ..Default::default()
+    };
+    Ok(build_full(
+        srv,
+        minorversion,
+        super::pseudo::PSEUDO_FSID,
+        fh,
+        &a,
+        Some(&fs),
+        want,
+        None,
+    ))
+}
+
+/// [`build`] with the fsid given and mounted_on_fileid overridden.
+#[allow(clippy::too_many_arguments)]
+pub fn build_full(
+    srv: &Nfs4Server,
+    minorversion: u32,
+    fsid: (u64, u64),
+    fh: &Bytes,
+    a: &vfs::Attr,
+    fs: Option<&vfs::FsStat>,
+    want: &Bitmap4,
+    mounted_on: Option<u64>,
+) -> Fattr4 {
     let w = |n| want.contains(n);
     let mut r = Attrs::default();
     if w(FATTR4_SUPPORTED_ATTRS) {
@@ -145,8 +212,8 @@ pub fn build(
     r.symlink_support = Some(true);
     r.named_attr = Some(false);
     r.fsid = Some(FsId4 {
-        major: export.fsid.0,
-        minor: export.fsid.1,
+        major: fsid.0,
+        minor: fsid.1,
     });
     r.unique_handles = Some(true);
     r.lease_time = Some(srv.cfg.lease.as_secs() as u32);
@@ -205,7 +272,7 @@ pub fn build(
     });
     r.time_metadata = Some(time(a.ctime));
     r.time_modify = Some(time(a.mtime));
-    r.mounted_on_fileid = Some(a.fileid);
+    r.mounted_on_fileid = Some(mounted_on.unwrap_or(a.fileid));
     r.suppattr_exclcreat = Some(Bitmap4::from_attrs(EXCLCREAT));
     if minorversion >= 2 {
         r.xattr_support = Some(false);
@@ -215,6 +282,9 @@ pub fn build(
 
 /// GETATTR's work for the object `fh` (RFC 8881 §18.7).
 pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
+    if let Some(node) = fh.pseudo {
+        return build_pseudo(&cx.srv, cx.minorversion, node, &fh.wire, want);
+    }
     let handle = fh.handle.clone();
     let with_fs = needs_fsstat(want);
     let (a, fs) = cx

@@ -17,17 +17,22 @@ use xdr::{Encoder, Pack, Unpack};
 
 use super::filehandle::FhTarget;
 use super::ops;
+use super::pseudo::PSEUDO_EXPORT;
 use super::state::session::Session;
 use super::Nfs4Server;
-use crate::export::Export;
+use crate::export::{ClientRule, Export, Flavor};
 
-/// The current (or saved) filehandle.
+/// The current (or saved) filehandle: an object of an export, or a node
+/// of the pseudo filesystem (`pseudo` set, `export` = [`PSEUDO_EXPORT`],
+/// empty `handle`).
 #[derive(Debug, Clone)]
 pub struct Fh {
     pub export: u16,
     pub handle: vfs::Handle,
     /// The filehandle as the client sees it.
     pub wire: Bytes,
+    /// The pseudo node this is (RFC 8881 §7.3).
+    pub pseudo: Option<u16>,
 }
 
 impl Fh {
@@ -48,6 +53,8 @@ pub struct Compound {
     pub srv: Arc<Nfs4Server>,
     pub conn: Arc<Connection>,
     pub auth: rpc::Auth,
+    /// The credential's identity as sent, before any export's squashing;
+    /// backend calls use [`Compound::creds_for`] instead.
     pub creds: vfs::Creds,
     pub minorversion: u32,
     pub cfh: Option<Fh>,
@@ -66,6 +73,10 @@ pub struct Compound {
     /// Set by SEQUENCE when the request is a retransmission: the reply to
     /// send again as it was.
     pub replay: Option<Vec<Bytes>>,
+    /// The previous operation set the current filehandle (PUTFH,
+    /// PUTROOTFH, PUTPUBFH, RESTOREFH) without checking its security
+    /// flavor (RFC 8881 §2.6.3.1.1).
+    pub sec_pending: bool,
 }
 
 /// The result of one operation: typed, or just an opcode and error status
@@ -108,6 +119,46 @@ fn sessionless(op: &NfsArgOp4) -> bool {
             | NfsArgOp4::DestroySession(_)
             | NfsArgOp4::DestroyClientId(_)
             | NfsArgOp4::BindConnToSession(_)
+    )
+}
+
+/// Operations that check the security flavor themselves, so a put-
+/// filehandle operation before them does not (RFC 8881 §2.6.3.1.1.1 -
+/// §2.6.3.1.1.5; OPEN of an existing name like LOOKUP).
+fn handles_wrongsec(op: &NfsArgOp4) -> bool {
+    matches!(
+        op,
+        NfsArgOp4::PutFh(_)
+            | NfsArgOp4::PutRootFh
+            | NfsArgOp4::PutPubFh
+            | NfsArgOp4::RestoreFh
+            | NfsArgOp4::SaveFh
+            | NfsArgOp4::Lookup(_)
+            | NfsArgOp4::LookupP
+            | NfsArgOp4::SecInfo(_)
+            | NfsArgOp4::SecInfoNoName(_)
+            | NfsArgOp4::Open(_)
+    )
+}
+
+/// Operations that modify the current filehandle's object and do not
+/// check for a read-only export or pseudo directory themselves (their
+/// results are unions on the status, so an error result is just it).
+fn modifies_cfh(op: &NfsArgOp4) -> bool {
+    matches!(
+        op,
+        NfsArgOp4::Copy(_)
+            | NfsArgOp4::Clone(_)
+            | NfsArgOp4::WriteSame(_)
+            | NfsArgOp4::SetXattr(_)
+            | NfsArgOp4::RemoveXattr(_)
+    )
+}
+
+fn puts_fh(op: &NfsArgOp4) -> bool {
+    matches!(
+        op,
+        NfsArgOp4::PutFh(_) | NfsArgOp4::PutRootFh | NfsArgOp4::PutPubFh | NfsArgOp4::RestoreFh
     )
 }
 
@@ -192,10 +243,12 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         request_size,
         digest: req_digest,
         replay: None,
+        sec_pending: false,
     };
     let mut results: Vec<OpResult> = Vec::with_capacity(nops.min(64));
     let mut status = NfsStat4::Nfs4Ok;
     let mut resp_size = 12 + tag.len() + 4;
+    let mut last_opnum = 0;
     for i in 0..nops {
         cx.index = i;
         // The opcode, for the error result if the arguments do not decode.
@@ -218,8 +271,30 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
             NfsArgOp4::Illegal | NfsArgOp4::Unknown(_) => OpNum4::Illegal as u32,
             _ => op.opnum(),
         };
+        // §2.6.3.1.1.7: a put-filehandle operation followed by one that
+        // uses the filehandle fails with NFS4ERR_WRONGSEC itself when the
+        // flavor is not one the filehandle's export accepts.
+        if std::mem::take(&mut cx.sec_pending) && !handles_wrongsec(&op) {
+            if let Some(fh) = &cx.cfh {
+                if let (Err(s), Some(last)) = (cx.check_flavor(fh), results.last_mut()) {
+                    *last = OpResult::Error(last_opnum, s);
+                    status = s;
+                    break;
+                }
+            }
+        }
+        let puts = puts_fh(&op);
+        last_opnum = opnum;
+        let readonly = match &cx.cfh {
+            Some(fh) if i > 0 && cx.session.is_some() && modifies_cfh(&op) => {
+                cx.check_writable(fh).err()
+            }
+            _ => None,
+        };
         let r = if let NfsArgOp4::Illegal | NfsArgOp4::Unknown(_) = op {
             OpResult::Error(OpNum4::Illegal as u32, NfsStat4::Nfs4errOpIllegal)
+        } else if let Some(s) = readonly {
+            OpResult::Error(opnum, s)
         } else if i == 0 {
             match &op {
                 NfsArgOp4::Sequence(_) => ops::dispatch(&mut cx, op).await,
@@ -251,6 +326,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
             }
         }
         status = r.status();
+        cx.sec_pending = puts && status == NfsStat4::Nfs4Ok;
         results.push(r);
         if status != NfsStat4::Nfs4Ok {
             break;
@@ -294,39 +370,141 @@ impl Compound {
             export,
             handle,
             wire,
+            pseudo: None,
         }
     }
 
-    /// The root of the server's namespace.
-    pub fn root_fh(&self) -> Result<Fh, NfsStat4> {
-        let e = self.srv.exports.first().ok_or(NfsStat4::Nfs4errNoent)?;
+    /// The filehandle of pseudo node `node`.
+    pub fn pseudo_fh(&self, node: u16) -> Fh {
+        Fh {
+            export: PSEUDO_EXPORT,
+            handle: vfs::Handle(Bytes::new()),
+            wire: self.srv.fh.encode(&FhTarget::Pseudo(node)),
+            pseudo: Some(node),
+        }
+    }
+
+    /// The root of an export, for a client entering it: checked against
+    /// the export's client rules (but not its flavors: see
+    /// [`Compound::check_flavor`]).
+    pub fn export_root_fh(&self, export: u16) -> Result<Fh, NfsStat4> {
+        self.admit(export)?;
+        let e = self.export(export)?;
         Ok(self.make_fh(e.id, e.vfs.root()))
     }
 
-    /// Decodes a filehandle a client presented.
+    /// The root of the server's namespace: the pseudo root, or the export
+    /// at "/".
+    pub fn root_fh(&self) -> Result<Fh, NfsStat4> {
+        if let Some(id) = self.srv.ns.root_export {
+            return self.export_root_fh(id);
+        }
+        if self.srv.ns.active() {
+            return Ok(self.pseudo_fh(0));
+        }
+        Err(NfsStat4::Nfs4errNoent)
+    }
+
+    /// Decodes a filehandle a client presented, checking the client may
+    /// use its export.
     pub fn parse_fh(&self, wire: &Bytes) -> Result<Fh, NfsStat4> {
         match self.srv.fh.decode(wire) {
             Ok(FhTarget::Object { export, handle }) => {
-                self.export(export)?;
+                self.admit(export)?;
                 Ok(Fh {
                     export,
                     handle,
                     wire: wire.clone(),
+                    pseudo: None,
                 })
             }
-            Ok(FhTarget::Pseudo(_)) | Err(_) => Err(NfsStat4::Nfs4errBadhandle),
+            // A pseudo node of another configuration.
+            Ok(FhTarget::Pseudo(n)) if self.srv.ns.node(n).is_none() => Err(NfsStat4::Nfs4errStale),
+            Ok(FhTarget::Pseudo(n)) => Ok(self.pseudo_fh(n)),
+            Err(_) => Err(NfsStat4::Nfs4errBadhandle),
         }
     }
 
-    /// Runs a backend call for `fh`'s export on the blocking pool, with this
-    /// compound's credentials.
+    /// The client rule this compound's client is under for `export`:
+    /// NFS4ERR_ACCESS without one, NFS4ERR_PERM from an unprivileged port
+    /// when the rule asks for a privileged one.
+    pub fn admit(&self, export: u16) -> Result<&ClientRule, NfsStat4> {
+        self.export(export)?.rules.admit(self.conn.peer())
+    }
+
+    /// NFS4ERR_WRONGSEC unless the credential's flavor is one `fh`'s
+    /// export accepts; pseudo nodes accept every flavor.
+    pub fn check_flavor(&self, fh: &Fh) -> Result<(), NfsStat4> {
+        if fh.pseudo.is_some() {
+            return Ok(());
+        }
+        if self.export(fh.export)?.rules.allows(Flavor::of(&self.auth)) {
+            Ok(())
+        } else {
+            Err(NfsStat4::Nfs4errWrongsec)
+        }
+    }
+
+    /// The flavors `fh`'s export accepts, as SECINFO lists them.
+    pub fn flavors(&self, fh: &Fh) -> Result<Vec<SecInfo4>, NfsStat4> {
+        let sec = match fh.pseudo {
+            Some(_) => vec![Flavor::Sys, Flavor::None],
+            None => self.export(fh.export)?.rules.sec.clone(),
+        };
+        Ok(sec
+            .into_iter()
+            .map(|f| SecInfo4::Flavor(f.number()))
+            .collect())
+    }
+
+    /// NFS4ERR_ROFS if `fh` may not be modified by this client: a pseudo
+    /// node, or an object of an export it may only read.
+    pub fn check_writable(&self, fh: &Fh) -> Result<(), NfsStat4> {
+        if fh.pseudo.is_some() || self.admit(fh.export)?.read_only {
+            return Err(NfsStat4::Nfs4errRofs);
+        }
+        Ok(())
+    }
+
+    /// The identity backend calls on `export` act with: the credential's,
+    /// squashed as the client's rule says.
+    pub fn creds_for(&self, export: u16) -> Result<vfs::Creds, NfsStat4> {
+        let rule = self.admit(export)?;
+        if !self.export(export)?.rules.allows(Flavor::of(&self.auth)) {
+            return Err(NfsStat4::Nfs4errWrongsec);
+        }
+        Ok(rule.creds(&self.auth))
+    }
+
+    /// Runs a backend call for `fh`'s export on the blocking pool, with the
+    /// identity the export's rules give this compound's client. A pseudo
+    /// node has no backend: such calls answer NFS4ERR_ISDIR (operations
+    /// that mean something for a pseudo directory handle it before).
     pub async fn vfs<T, F>(&self, export: u16, f: F) -> Result<T, NfsStat4>
     where
         T: Send + 'static,
         F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> vfs::Result<T> + Send + 'static,
     {
+        if export == PSEUDO_EXPORT {
+            return Err(NfsStat4::Nfs4errIsdir);
+        }
         let fs = self.export(export)?.vfs.clone();
-        let creds = self.creds.clone();
+        let creds = self.creds_for(export)?;
+        self.blocking(fs, creds, f).await
+    }
+
+    /// Runs a backend call on the blocking pool with `creds`, no rules
+    /// applied.
+    pub async fn blocking<T, F>(
+        &self,
+        fs: std::sync::Arc<dyn vfs::Vfs>,
+        creds: vfs::Creds,
+        f: F,
+    ) -> Result<T, NfsStat4>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> vfs::Result<T> + Send + 'static,
+    {
         match tokio::task::spawn_blocking(move || f(fs.as_ref(), &creds)).await {
             Ok(r) => r.map_err(super::errors::from_errno),
             Err(e) => {

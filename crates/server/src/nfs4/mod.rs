@@ -1,10 +1,12 @@
 //! The NFSv4.1/4.2 server (RFC 8881, RFC 7862).
 
 pub mod attrs;
+pub mod callback;
 pub mod compound;
 pub mod errors;
 pub mod filehandle;
 pub mod ops;
+pub mod pseudo;
 pub mod state;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -68,6 +70,8 @@ pub struct Nfs4Server {
     pub cfg: Nfs4Config,
     pub fh: FhKey,
     pub exports: Vec<Export>,
+    /// The pseudo filesystem joining the exports (RFC 8881 §7.3).
+    pub ns: pseudo::Namespace,
     pub clock: Arc<dyn Clock>,
     pub drc: Arc<CacheMemory>,
     pub ids: IdMap,
@@ -75,6 +79,9 @@ pub struct Nfs4Server {
     pub write_verf: Verifier4,
     pub server_owner: ServerOwner4,
     pub server_scope: Bytes,
+    /// When this server instance started (since the epoch): the pseudo
+    /// directories' times.
+    pub started: Duration,
     state: Mutex<Tables>,
 }
 
@@ -87,16 +94,18 @@ impl Nfs4Server {
     ) -> Arc<Self> {
         let mut verf = [0u8; 8];
         let _ = getrandom::getrandom(&mut verf);
-        let epoch = std::time::SystemTime::now()
+        let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as u32)
-            .unwrap_or(1);
+            .unwrap_or(Duration::from_secs(1));
+        let epoch = started.as_secs() as u32;
         let host = hostname();
+        let ns = pseudo::Namespace::build(&exports);
         Arc::new(Nfs4Server {
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,
             exports,
+            ns,
             clock,
             ids: IdMap::default(),
             write_verf: verf,
@@ -105,6 +114,7 @@ impl Nfs4Server {
                 major_id: Bytes::from(format!("ferrite:{host}")),
             },
             server_scope: Bytes::from(format!("ferrite:{host}")),
+            started,
             state: Mutex::new(Tables::new(epoch)),
         })
     }
@@ -156,7 +166,7 @@ impl Nfs4Server {
                     was_pressed = pressed;
                 }
                 ticks += 1;
-                if ticks % 60 == 0 && used > 0 {
+                if ticks.is_multiple_of(60) && used > 0 {
                     tracing::debug!(used, budget = srv.drc.budget, sessions, "reply cache");
                 }
             }

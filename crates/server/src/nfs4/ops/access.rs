@@ -32,54 +32,71 @@ async fn access(cx: &mut Compound, args: Access4Args) -> Result<Access4ResOk, Nf
     if want & !valid != 0 {
         return Err(NfsStat4::Nfs4errInval);
     }
+    if fh.pseudo.is_some() {
+        // A pseudo directory (RFC 8881 §7.4) may be read and searched by
+        // anyone, and modified by no one.
+        let dir = ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_DELETE;
+        return Ok(Access4ResOk {
+            supported: want & dir,
+            access: want & (ACCESS4_READ | ACCESS4_LOOKUP),
+        });
+    }
+    // On a read-only export nothing may be modified, whatever the
+    // file's permissions say.
+    let read_only = cx.admit(fh.export)?.read_only;
     let h = fh.handle.clone();
-    cx.vfs(fh.export, move |fs, c| {
-        let is_dir = fs.getattr(&h)?.ftype == vfs::FileType::Directory;
-        // Each access bit and the permission (R_OK, W_OK, X_OK) it needs;
-        // the bits with no meaning for this type are left out.
-        let table: &[(u32, i32)] = if is_dir {
-            &[
-                (ACCESS4_READ, libc::R_OK),
-                (ACCESS4_LOOKUP, libc::X_OK),
-                (ACCESS4_MODIFY, libc::W_OK | libc::X_OK),
-                (ACCESS4_EXTEND, libc::W_OK | libc::X_OK),
-                (ACCESS4_DELETE, libc::W_OK | libc::X_OK),
-            ]
-        } else {
-            &[
-                (ACCESS4_READ, libc::R_OK),
-                (ACCESS4_MODIFY, libc::W_OK),
-                (ACCESS4_EXTEND, libc::W_OK),
-                (ACCESS4_EXECUTE, libc::X_OK),
-            ]
-        };
-        let mut known: Vec<(i32, bool)> = Vec::with_capacity(4);
-        let mut res = Access4ResOk {
-            supported: 0,
-            access: 0,
-        };
-        for &(bit, mask) in table {
-            if want & bit == 0 {
-                continue;
-            }
-            res.supported |= bit;
-            let ok = match known.iter().find(|(m, _)| *m == mask) {
-                Some(&(_, ok)) => ok,
-                None => {
-                    let ok = match fs.access(c, &h, mask) {
-                        Ok(ok) => ok,
-                        Err(vfs::Errno(libc::EACCES | libc::EPERM | libc::EROFS)) => false,
-                        Err(e) => return Err(e),
-                    };
-                    known.push((mask, ok));
-                    ok
-                }
+    let mut res = cx
+        .vfs(fh.export, move |fs, c| {
+            let is_dir = fs.getattr(&h)?.ftype == vfs::FileType::Directory;
+            // Each access bit and the permission (R_OK, W_OK, X_OK) it needs;
+            // the bits with no meaning for this type are left out.
+            let table: &[(u32, i32)] = if is_dir {
+                &[
+                    (ACCESS4_READ, libc::R_OK),
+                    (ACCESS4_LOOKUP, libc::X_OK),
+                    (ACCESS4_MODIFY, libc::W_OK | libc::X_OK),
+                    (ACCESS4_EXTEND, libc::W_OK | libc::X_OK),
+                    (ACCESS4_DELETE, libc::W_OK | libc::X_OK),
+                ]
+            } else {
+                &[
+                    (ACCESS4_READ, libc::R_OK),
+                    (ACCESS4_MODIFY, libc::W_OK),
+                    (ACCESS4_EXTEND, libc::W_OK),
+                    (ACCESS4_EXECUTE, libc::X_OK),
+                ]
             };
-            if ok {
-                res.access |= bit;
+            let mut known: Vec<(i32, bool)> = Vec::with_capacity(4);
+            let mut res = Access4ResOk {
+                supported: 0,
+                access: 0,
+            };
+            for &(bit, mask) in table {
+                if want & bit == 0 {
+                    continue;
+                }
+                res.supported |= bit;
+                let ok = match known.iter().find(|(m, _)| *m == mask) {
+                    Some(&(_, ok)) => ok,
+                    None => {
+                        let ok = match fs.access(c, &h, mask) {
+                            Ok(ok) => ok,
+                            Err(vfs::Errno(libc::EACCES | libc::EPERM | libc::EROFS)) => false,
+                            Err(e) => return Err(e),
+                        };
+                        known.push((mask, ok));
+                        ok
+                    }
+                };
+                if ok {
+                    res.access |= bit;
+                }
             }
-        }
-        Ok(res)
-    })
-    .await
+            Ok(res)
+        })
+        .await?;
+    if read_only {
+        res.access &= !(ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_DELETE);
+    }
+    Ok(res)
 }

@@ -24,6 +24,7 @@ pub(crate) async fn space(
         return Err(NfsStat4::Nfs4errNotsupp);
     }
     let fh = cx.cfh()?.clone();
+    cx.check_writable(&fh)?;
     let special = check_io(cx, &stateid, OPEN4_SHARE_ACCESS_WRITE)?;
     if length == 0 {
         return Err(NfsStat4::Nfs4errInval);

@@ -23,6 +23,7 @@ fn default_mode(kind: &vfs::CreateKind) -> u32 {
 
 async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, NfsStat4> {
     let dir = cx.cfh()?.clone();
+    cx.check_writable(&dir)?;
     let name = check_name(&args.objname)?;
     let kind = match args.objtype {
         CreateType4::Dir => vfs::CreateKind::Directory,

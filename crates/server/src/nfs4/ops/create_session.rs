@@ -103,6 +103,7 @@ pub async fn run(cx: &mut Compound, args: CreateSession4Args) -> CreateSession4R
             fore_conns: Mutex::new(Vec::new()),
             cb_down: AtomicBool::new(false),
             minorversion: AtomicU32::new(cx.minorversion),
+            cb_slot: Default::default(),
         });
         session.bind_fore(&cx.conn);
         if flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 {

@@ -17,6 +17,7 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
     if src.export != dir.export {
         return Err(NfsStat4::Nfs4errXdev);
     }
+    cx.check_writable(&dir)?;
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx
         .vfs(dir.export, move |fs, c| {

@@ -1,5 +1,8 @@
-//! LOCK (RFC 8881 §18.10). Blocking lock types are treated as their
-//! non-blocking kinds: the client polls.
+//! LOCK (RFC 8881 §18.10). A denied blocking request (READW_LT,
+//! WRITEW_LT) queues its owner as a waiter on the file: the client polls,
+//! later requests of other owners do not overtake it, and an unlock that
+//! makes it grantable sends CB_NOTIFY_LOCK (RFC 8881 §9.6, §20.11; see
+//! `state::waiters`).
 
 use proto::nfs4::*;
 
@@ -44,6 +47,10 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
     let client = cx.clientid()?;
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
     let kind = kind(args.locktype);
+    let blocking = matches!(
+        args.locktype,
+        NfsLockType4::ReadwLt | NfsLockType4::WritewLt
+    );
     let (presented, owner) = match &args.locker {
         Locker4::OpenOwner(o) => (
             cx.resolve_stateid(&o.open_stateid)?,
@@ -85,6 +92,7 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
             start,
             end,
             kind,
+            blocking,
             now,
             lease,
         )?

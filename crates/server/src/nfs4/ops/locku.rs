@@ -1,8 +1,10 @@
-//! LOCKU (RFC 8881 §18.12).
+//! LOCKU (RFC 8881 §18.12). Waiters for a blocking lock that the unlock
+//! made grantable are told with CB_NOTIFY_LOCK (RFC 8881 §20.11).
 
 use proto::nfs4::*;
 
 use crate::locks;
+use crate::nfs4::callback;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: LockU4Args) -> LockU4Res {
@@ -14,13 +16,20 @@ fn locku(cx: &mut Compound, args: LockU4Args) -> Result<StateId4, NfsStat4> {
     let client = cx.clientid()?;
     let sid = cx.resolve_stateid(&args.lock_stateid)?;
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
-    let sid = {
+    let now = cx.srv.now();
+    let lease = cx.srv.cfg.lease;
+    let (sid, notes) = {
         let mut t = cx.srv.state();
         if t.check_stateid(&sid, &key)?.client != client {
             return Err(NfsStat4::Nfs4errBadStateid);
         }
-        t.unlock(&sid, &key, start, end)?
+        let sid = t.unlock(&sid, &key, start, end)?;
+        (sid, t.lock_notifications(&key, now, lease))
     };
+    if !notes.is_empty() {
+        let fh = NfsFh4(cx.cfh()?.wire.clone());
+        callback::notify_locks(notes, &fh);
+    }
     cx.cur_stateid = Some(sid);
     Ok(sid)
 }

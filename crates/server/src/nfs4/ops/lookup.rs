@@ -1,9 +1,15 @@
 //! LOOKUP (RFC 8881 §18.13): replaces the current filehandle, a directory,
-//! with that of the named object in it.
+//! with that of the named object in it. Crossing from a pseudo directory
+//! or a junction into an export checks the export's rules: no rule for
+//! the client is NFS4ERR_ACCESS, an unprivileged port where a privileged
+//! one is required NFS4ERR_PERM, a security flavor the export does not
+//! accept NFS4ERR_WRONGSEC (§2.6.3.1.1.3).
 
+use bytes::Bytes;
 use proto::nfs4::*;
 
-use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::compound::{check_name, Compound, Fh};
+use crate::nfs4::pseudo::Child;
 
 pub async fn run(cx: &mut Compound, args: Lookup4Args) -> Lookup4Res {
     lookup(cx, args).await.into()
@@ -12,6 +18,22 @@ pub async fn run(cx: &mut Compound, args: Lookup4Args) -> Lookup4Res {
 async fn lookup(cx: &mut Compound, args: Lookup4Args) -> Result<(), NfsStat4> {
     let dir = cx.cfh()?.clone();
     let name = check_name(&args.objname)?;
+    let fh = lookup_fh(cx, &dir, name).await?;
+    cx.set_cfh(fh);
+    Ok(())
+}
+
+/// The filehandle `name` in `dir` leads to, crossing into another export
+/// where one is mounted, with the checks for entering it.
+pub(crate) async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4> {
+    if let Some(node) = dir.pseudo {
+        let fh = match pseudo_child(cx, node, &name)? {
+            Child::Node(n) => cx.pseudo_fh(n),
+            Child::Export(e) => cx.export_root_fh(e)?,
+        };
+        cx.check_flavor(&fh)?;
+        return Ok(fh);
+    }
     let h = dir.handle.clone();
     let (obj, _) = cx
         .vfs(dir.export, move |fs, c| {
@@ -19,9 +41,24 @@ async fn lookup(cx: &mut Compound, args: Lookup4Args) -> Result<(), NfsStat4> {
             fs.lookup(c, &h, &name)
         })
         .await?;
-    let fh = cx.make_fh(dir.export, obj);
-    cx.set_cfh(fh);
-    Ok(())
+    if let Some(&inner) = cx.srv.ns.junctions.get(&(dir.export, obj.clone())) {
+        let fh = cx.export_root_fh(inner)?;
+        cx.check_flavor(&fh)?;
+        return Ok(fh);
+    }
+    Ok(cx.make_fh(dir.export, obj))
+}
+
+/// The entry `name` of pseudo directory `node`, as this client sees it:
+/// NFS4ERR_NOENT if there is none, NFS4ERR_ACCESS if it leads only to
+/// exports the client has no rule for.
+pub(crate) fn pseudo_child(cx: &Compound, node: u16, name: &[u8]) -> Result<Child, NfsStat4> {
+    let ns = &cx.srv.ns;
+    let child = ns.child(node, name).ok_or(NfsStat4::Nfs4errNoent)?;
+    if !ns.visible(&cx.srv.exports, child, cx.conn.peer().ip()) {
+        return Err(NfsStat4::Nfs4errAccess);
+    }
+    Ok(child)
 }
 
 /// Fails unless `a` is a directory: a symbolic link gives ELOOP

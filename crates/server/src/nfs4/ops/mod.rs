@@ -10,8 +10,10 @@ pub mod access;
 pub mod allocate;
 pub mod backchannel_ctl;
 pub mod bind_conn_to_session;
+pub mod clone;
 pub mod close;
 pub mod commit;
+pub mod copy;
 pub mod create;
 pub mod create_session;
 pub mod deallocate;
@@ -29,6 +31,8 @@ pub mod locku;
 pub mod lookup;
 pub mod lookupp;
 pub mod nverify;
+pub mod offload_cancel;
+pub mod offload_status;
 pub mod open;
 pub mod open_downgrade;
 pub mod putfh;
@@ -122,18 +126,18 @@ pub async fn dispatch(cx: &mut Compound, op: NfsArgOp4) -> OpResult {
             NfsResOp4::ReclaimComplete(reclaim_complete::run(cx, a).await)
         }
         NfsArgOp4::Allocate(a) => NfsResOp4::Allocate(allocate::run(cx, a).await),
-        NfsArgOp4::Copy(_) => return notsupp(OpNum4::Copy),
+        NfsArgOp4::Copy(a) => NfsResOp4::Copy(copy::run(cx, a).await),
         NfsArgOp4::CopyNotify(_) => return notsupp(OpNum4::CopyNotify),
         NfsArgOp4::Deallocate(a) => NfsResOp4::Deallocate(deallocate::run(cx, a).await),
         NfsArgOp4::IoAdvise(_) => return notsupp(OpNum4::IoAdvise),
         NfsArgOp4::LayoutError(_) => return notsupp(OpNum4::LayoutError),
         NfsArgOp4::LayoutStats(_) => return notsupp(OpNum4::LayoutStats),
-        NfsArgOp4::OffloadCancel(_) => return notsupp(OpNum4::OffloadCancel),
-        NfsArgOp4::OffloadStatus(_) => return notsupp(OpNum4::OffloadStatus),
+        NfsArgOp4::OffloadCancel(a) => NfsResOp4::OffloadCancel(offload_cancel::run(cx, a).await),
+        NfsArgOp4::OffloadStatus(a) => NfsResOp4::OffloadStatus(offload_status::run(cx, a).await),
         NfsArgOp4::ReadPlus(_) => return notsupp(OpNum4::ReadPlus),
         NfsArgOp4::Seek(a) => NfsResOp4::Seek(seek::run(cx, a).await),
         NfsArgOp4::WriteSame(_) => return notsupp(OpNum4::WriteSame),
-        NfsArgOp4::Clone(_) => return notsupp(OpNum4::Clone),
+        NfsArgOp4::Clone(a) => NfsResOp4::Clone(clone::run(cx, a).await),
         NfsArgOp4::GetXattr(_) => return notsupp(OpNum4::GetXattr),
         NfsArgOp4::SetXattr(_) => return notsupp(OpNum4::SetXattr),
         NfsArgOp4::ListXattrs(_) => return notsupp(OpNum4::ListXattrs),

@@ -54,6 +54,27 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         _ if !reclaim_done => return Err(NfsStat4::Nfs4errGrace),
         _ => {}
     }
+    let creates = matches!(
+        (&args.claim, &args.openhow),
+        (OpenClaim4::Null(_), OpenFlag4::Create(_))
+    );
+    if let Some(node) = fh.pseudo {
+        // Pseudo directories hold only directories (RFC 8881 §7.4).
+        return Err(match args.claim {
+            OpenClaim4::Null(_) if creates => NfsStat4::Nfs4errRofs,
+            OpenClaim4::Null(name) => {
+                let name = check_name(&name)?;
+                super::lookup::pseudo_child(cx, node, &name)?;
+                NfsStat4::Nfs4errIsdir
+            }
+            _ => NfsStat4::Nfs4errIsdir,
+        });
+    }
+    // A read-only export (or rule) refuses creation and opens for
+    // writing, as the Linux server does.
+    if creates || access & OPEN4_SHARE_ACCESS_WRITE != 0 {
+        cx.check_writable(&fh)?;
+    }
     let target = match args.claim {
         OpenClaim4::Null(name) => {
             let name = check_name(&name)?;
@@ -110,7 +131,8 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     Ok(Open4ResOk {
         stateid,
         cinfo: target.cinfo,
-        rflags: OPEN4_RESULT_LOCKTYPE_POSIX,
+        // §9.6: blocking-lock waiters get CB_NOTIFY_LOCK.
+        rflags: OPEN4_RESULT_LOCKTYPE_POSIX | OPEN4_RESULT_MAY_NOTIFY_LOCK,
         attrset,
         delegation,
     })

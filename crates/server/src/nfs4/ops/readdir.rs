@@ -6,6 +6,11 @@
 //! would not fit, so a reply never holds more than `maxcount` bytes however
 //! large the directory. Cookies come from the backend and survive server
 //! restarts, so the cookie verifier is constant.
+//!
+//! A pseudo directory lists its child pseudo directories and the roots of
+//! the exports mounted on it that the client has a rule for (RFC 8881
+//! §7.3); an export root is reported with its own fsid and the
+//! mounted_on_fileid of the place it is mounted on.
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -15,6 +20,8 @@ use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::errors::from_errno;
 use crate::nfs4::filehandle::FhTarget;
+use crate::nfs4::pseudo::Child;
+use crate::nfs4::Nfs4Server;
 
 /// The cookie verifier this server hands out (RFC 8881 §18.23.3).
 const COOKIEVERF: Verifier4 = [0; NFS4_VERIFIER_SIZE];
@@ -62,6 +69,9 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
     }
     let budget = maxcount - FIXED;
     let dircount = args.dircount as usize;
+    if let Some(node) = dir.pseudo {
+        return pseudo(cx, node, cookie, &want, budget, dircount).await;
+    }
     let with_attrs = !want.is_empty();
     let with_fs = with_attrs && attrs::needs_fsstat(&want);
     let with_fh = want.contains(FATTR4_FILEHANDLE);
@@ -91,6 +101,24 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
                         None => fs.lookup(c, &h, &e.name),
                     };
                     match obj {
+                        Ok((eh, _))
+                            if !srv.ns.junctions.is_empty()
+                                && srv.ns.junctions.contains_key(&(export, eh.clone())) =>
+                        {
+                            match mounted(&srv, minorversion, export, &eh, &want, with_fs) {
+                                Ok(attrs) => attrs,
+                                Err(err) if rdattr_error => Attrs {
+                                    rdattr_error: Some(from_errno(err)),
+                                    ..Default::default()
+                                }
+                                .encode_only(&want),
+                                Err(err) => {
+                                    failed = Some(err);
+                                    stopped = true;
+                                    return false;
+                                }
+                            }
+                        }
                         Ok((eh, ea)) => {
                             let wire = if with_fh {
                                 srv.fh.encode(&FhTarget::Object { export, handle: eh })
@@ -161,5 +189,141 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
             entries: r.entries,
             eof: r.eof,
         },
+    })
+}
+
+/// The attributes of the root of the export mounted on `junction`, a
+/// directory of `export` (read inside a backend call).
+fn mounted(
+    srv: &Nfs4Server,
+    minorversion: u32,
+    export: u16,
+    junction: &vfs::Handle,
+    want: &Bitmap4,
+    with_fs: bool,
+) -> vfs::Result<Fattr4> {
+    let inner = srv
+        .ns
+        .junctions
+        .get(&(export, junction.clone()))
+        .and_then(|&id| srv.export(id))
+        .ok_or(vfs::Errno(libc::ESTALE))?;
+    export_root_attrs(srv, minorversion, inner, want, with_fs)
+}
+
+/// The attributes of an export's root as a directory entry of the place
+/// it is mounted on (blocking).
+fn export_root_attrs(
+    srv: &Nfs4Server,
+    minorversion: u32,
+    e: &crate::export::Export,
+    want: &Bitmap4,
+    with_fs: bool,
+) -> vfs::Result<Fattr4> {
+    let root = e.vfs.root();
+    let a = e.vfs.getattr(&root)?;
+    let fs = if with_fs {
+        Some(e.vfs.fsstat(&root)?)
+    } else {
+        None
+    };
+    let wire = if want.contains(FATTR4_FILEHANDLE) {
+        srv.fh.encode(&FhTarget::Object {
+            export: e.id,
+            handle: root,
+        })
+    } else {
+        Bytes::new()
+    };
+    Ok(attrs::build(
+        srv,
+        minorversion,
+        e,
+        &wire,
+        &a,
+        fs.as_ref(),
+        want,
+    ))
+}
+
+/// READDIR of pseudo directory `node`: entry k has cookie k + 3.
+async fn pseudo(
+    cx: &Compound,
+    node: u16,
+    cookie: u64,
+    want: &Bitmap4,
+    budget: usize,
+    dircount: usize,
+) -> Result<ReadDir4ResOk, NfsStat4> {
+    let srv = cx.srv.clone();
+    let n = srv.ns.node(node).ok_or(NfsStat4::Nfs4errStale)?;
+    if cookie > n.children.len() as u64 + 2 {
+        return Err(NfsStat4::Nfs4errBadCookie);
+    }
+    let peer = cx.conn.peer().ip();
+    let with_fs = attrs::needs_fsstat(want);
+    let rdattr_error = want.contains(FATTR4_RDATTR_ERROR);
+    let mut entries = Vec::new();
+    let (mut used, mut dirused) = (0usize, 0usize);
+    let mut eof = true;
+    for (k, (name, child)) in n.children.iter().enumerate() {
+        let c = k as u64 + 3;
+        if c <= cookie || !srv.ns.visible(&srv.exports, *child, peer) {
+            continue;
+        }
+        let attrs = if want.is_empty() {
+            Fattr4::default()
+        } else {
+            match *child {
+                Child::Node(m) => {
+                    let wire = srv.fh.encode(&FhTarget::Pseudo(m));
+                    attrs::build_pseudo(&srv, cx.minorversion, m, &wire, want)?
+                }
+                Child::Export(id) => {
+                    let e = cx.export(id)?;
+                    let (s2, w2, minor) = (srv.clone(), want.clone(), cx.minorversion);
+                    let r = cx
+                        .blocking(e.vfs.clone(), vfs::Creds::root(), move |_, _| {
+                            let e = s2.export(id).ok_or(vfs::Errno(libc::ESTALE))?;
+                            Ok(export_root_attrs(&s2, minor, e, &w2, with_fs))
+                        })
+                        .await?;
+                    match r {
+                        Ok(a) => a,
+                        Err(err) if rdattr_error => Attrs {
+                            rdattr_error: Some(from_errno(err)),
+                            ..Default::default()
+                        }
+                        .encode_only(want),
+                        Err(err) => return Err(from_errno(err)),
+                    }
+                }
+            }
+        };
+        let dirlen = 8 + 4 + name.len() + xdr::pad_len(name.len());
+        let entry = Entry4 {
+            cookie: c,
+            name: name.clone(),
+            attrs,
+        };
+        let len = DirList4::entry_wire_len(&entry);
+        if used + len > budget {
+            if entries.is_empty() {
+                return Err(NfsStat4::Nfs4errToosmall);
+            }
+            eof = false;
+            break;
+        }
+        if dircount > 0 && !entries.is_empty() && dirused + dirlen > dircount {
+            eof = false;
+            break;
+        }
+        used += len;
+        dirused += dirlen;
+        entries.push(entry);
+    }
+    Ok(ReadDir4ResOk {
+        cookieverf: COOKIEVERF,
+        reply: DirList4 { entries, eof },
     })
 }

@@ -11,6 +11,9 @@ pub async fn run(cx: &mut Compound) -> ReadLink4Res {
 
 async fn readlink(cx: &mut Compound) -> Result<ReadLink4ResOk, NfsStat4> {
     let fh = cx.cfh()?.clone();
+    if fh.pseudo.is_some() {
+        return Err(NfsStat4::Nfs4errInval);
+    }
     let h = fh.handle.clone();
     let link = cx
         .vfs(fh.export, move |fs, c| {

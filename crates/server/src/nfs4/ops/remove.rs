@@ -12,6 +12,7 @@ pub async fn run(cx: &mut Compound, args: Remove4Args) -> Remove4Res {
 
 async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, NfsStat4> {
     let dir = cx.cfh()?.clone();
+    cx.check_writable(&dir)?;
     let name = check_name(&args.target)?;
     let h = dir.handle.clone();
     let cinfo = cx

@@ -22,6 +22,7 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     if source.export != target.export {
         return Err(NfsStat4::Nfs4errXdev);
     }
+    cx.check_writable(&target)?;
     let (sh, th) = (source.handle, target.handle.clone());
     let (source_cinfo, target_cinfo) = cx
         .vfs(target.export, move |fs, c| {

@@ -1,11 +1,13 @@
 //! SECINFO (RFC 8881 §18.29): the security flavors to use for a name in
-//! the directory that is the current filehandle. Consumes the current
-//! filehandle (§2.6.3.1.1.8).
+//! the directory that is the current filehandle: those of the export the
+//! name leads to (another export where one is mounted). Consumes the
+//! current filehandle (§2.6.3.1.1.8).
 
 use proto::nfs4::*;
 
-use super::lookup::need_dir;
+use super::lookup::{need_dir, pseudo_child};
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::pseudo::Child;
 
 pub async fn run(cx: &mut Compound, args: SecInfo4Args) -> SecInfo4Res {
     secinfo(cx, args).await.into()
@@ -14,19 +16,33 @@ pub async fn run(cx: &mut Compound, args: SecInfo4Args) -> SecInfo4Res {
 async fn secinfo(cx: &mut Compound, args: SecInfo4Args) -> Result<SecInfo4ResOk, NfsStat4> {
     let dir = cx.cfh()?.clone();
     let name = check_name(&args.name)?;
-    let h = dir.handle.clone();
-    cx.vfs(dir.export, move |fs, c| {
-        need_dir(&fs.getattr(&h)?)?;
-        fs.lookup(c, &h, &name)
-    })
-    .await?;
+    let target = match dir.pseudo {
+        Some(node) => match pseudo_child(cx, node, &name)? {
+            Child::Node(n) => cx.pseudo_fh(n),
+            Child::Export(e) => cx.export_root_fh(e)?,
+        },
+        None => {
+            let h = dir.handle.clone();
+            // The directory is looked in with the export's identity but
+            // without its flavor check: SECINFO is how a client learns
+            // the flavors (§2.6.3.1.1.5).
+            let creds = cx.admit(dir.export)?.creds(&cx.auth);
+            let fs = cx.export(dir.export)?.vfs.clone();
+            let (obj, _) = cx
+                .blocking(fs, creds, move |fs, c| {
+                    need_dir(&fs.getattr(&h)?)?;
+                    fs.lookup(c, &h, &name)
+                })
+                .await?;
+            match cx.srv.ns.junctions.get(&(dir.export, obj.clone())) {
+                Some(&inner) => cx.export_root_fh(inner)?,
+                None => cx.make_fh(dir.export, obj),
+            }
+        }
+    };
+    let flavors = cx.flavors(&target)?;
     consume_cfh(cx);
-    Ok(flavors())
-}
-
-/// The flavors every export accepts, preferred first.
-pub(crate) fn flavors() -> SecInfo4ResOk {
-    vec![SecInfo4::Flavor(AUTH_SYS), SecInfo4::Flavor(AUTH_NONE)]
+    Ok(flavors)
 }
 
 /// After SECINFO and SECINFO_NO_NAME there is no current filehandle

@@ -5,7 +5,8 @@
 use proto::nfs4::*;
 
 use super::lookup::need_dir;
-use super::secinfo::{consume_cfh, flavors};
+use super::lookupp::parent_fh;
+use super::secinfo::consume_cfh;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: SecInfoNoName4Args) -> SecInfoNoName4Res {
@@ -17,22 +18,35 @@ async fn secinfo_no_name(
     style: SecInfoNoName4Args,
 ) -> Result<SecInfo4ResOk, NfsStat4> {
     let fh = cx.cfh()?.clone();
-    let h = fh.handle.clone();
-    match style {
-        SecInfoStyle4::CurrentFh => {
-            cx.vfs(fh.export, move |fs, _| fs.getattr(&h)).await?;
+    let target = match (style, fh.pseudo) {
+        (SecInfoStyle4::CurrentFh, Some(_)) => fh,
+        (SecInfoStyle4::CurrentFh, None) => {
+            // Without the flavor check: this is how a client learns them.
+            let h = fh.handle.clone();
+            let creds = cx.admit(fh.export)?.creds(&cx.auth);
+            let fs = cx.export(fh.export)?.vfs.clone();
+            cx.blocking(fs, creds, move |fs, _| fs.getattr(&h)).await?;
+            fh
         }
-        SecInfoStyle4::Parent => {
-            cx.vfs(fh.export, move |fs, c| {
-                need_dir(&fs.getattr(&h)?)?;
-                if h == fs.root() {
-                    return Err(vfs::Errno(libc::ENOENT));
-                }
-                fs.lookup_parent(c, &h)
-            })
-            .await?;
+        (SecInfoStyle4::Parent, Some(_)) => parent_fh(cx, &fh).await?,
+        (SecInfoStyle4::Parent, None) => {
+            let export = cx.export(fh.export)?;
+            if fh.handle == export.vfs.root() {
+                parent_fh(cx, &fh).await?
+            } else {
+                let h = fh.handle.clone();
+                let creds = cx.admit(fh.export)?.creds(&cx.auth);
+                let fs = export.vfs.clone();
+                cx.blocking(fs, creds, move |fs, c| {
+                    need_dir(&fs.getattr(&h)?)?;
+                    fs.lookup_parent(c, &h)
+                })
+                .await?;
+                fh
+            }
         }
-    }
+    };
+    let flavors = cx.flavors(&target)?;
     consume_cfh(cx);
-    Ok(flavors())
+    Ok(flavors)
 }

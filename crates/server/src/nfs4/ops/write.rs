@@ -27,6 +27,7 @@ fn stable_how(s: vfs::Stability) -> StableHow4 {
 
 async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsStat4> {
     let fh = cx.cfh()?.clone();
+    cx.check_writable(&fh)?;
     let special = check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
     let len = args.data.len();
     if len > cx.srv.cfg.max_io as usize {

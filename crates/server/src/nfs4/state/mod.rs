@@ -6,6 +6,7 @@ pub mod client;
 pub mod clock;
 pub mod session;
 pub mod slots;
+pub mod waiters;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use proto::nfs4::*;
 use crate::locks::{FileLocks, Held, LockKind};
 pub use client::{Client, Principal};
 pub use session::Session;
+pub use waiters::{LockWaiters, Waiter};
 
 /// An object that state attaches to: export id and backend handle.
 pub type FileKey = (u16, vfs::Handle);
@@ -63,6 +65,16 @@ impl StateEntry {
 pub struct FileState {
     pub opens: Vec<[u8; 12]>,
     pub locks: FileLocks<OwnerKey>,
+    /// Lock owners waiting for a blocking lock (RFC 8881 §9.6).
+    pub waiters: LockWaiters<OwnerKey>,
+}
+
+/// A CB_NOTIFY_LOCK to send (RFC 8881 §20.11): the waiter's lock owner,
+/// and a session of its client to call back on.
+#[derive(Debug, Clone)]
+pub struct LockNotify {
+    pub session: Arc<Session>,
+    pub owner: LockOwner4,
 }
 
 /// All state tables, behind one lock.
@@ -138,6 +150,11 @@ impl Tables {
         }
         for other in c.stateids {
             self.drop_stateid(&other);
+        }
+        for f in self.files.values_mut() {
+            if !f.waiters.is_empty() {
+                f.waiters.retain_owners(|o| o.0 != id);
+            }
         }
     }
 
@@ -409,6 +426,7 @@ impl Tables {
         start: u64,
         end: u64,
         kind: LockKind,
+        blocking: bool,
         now: Duration,
         lease: Duration,
     ) -> Result<StateId4, LockError> {
@@ -424,13 +442,52 @@ impl Tables {
         let okey: OwnerKey = (client, owner.clone());
         loop {
             let fs = self.files.entry(file.clone()).or_default();
-            match fs.locks.lock(&okey, start, end, kind) {
-                Ok(()) => break,
-                Err(h) if h.owner.0 != client && self.client_expired(h.owner.0, now, lease) => {
-                    self.purge_client(h.owner.0)
+            fs.waiters.expire(now, lease);
+            // §9.6: a queued blocking request goes first, unless the owner
+            // only re-locks what it already holds.
+            let ahead = fs
+                .waiters
+                .ahead(&okey, start, end, kind)
+                .filter(|_| !fs.locks.covers(&okey, start, end))
+                .cloned();
+            let denied = match ahead {
+                Some(w) => {
+                    if self.client_expired(w.owner.0, now, lease) {
+                        if let Some(fs) = self.files.get_mut(file) {
+                            fs.waiters.remove(&w.owner);
+                        }
+                        continue;
+                    }
+                    // Report a held lock in the way if there is one.
+                    let held = self
+                        .files
+                        .get(file)
+                        .and_then(|f| f.locks.test(&okey, start, end, kind));
+                    held.unwrap_or(Held {
+                        owner: w.owner,
+                        start: w.start,
+                        end: w.end,
+                        kind: w.kind,
+                    })
                 }
-                Err(h) => return Err(LockError::Denied(h)),
+                None => match fs.locks.lock(&okey, start, end, kind) {
+                    Ok(()) => {
+                        fs.waiters.remove(&okey);
+                        break;
+                    }
+                    Err(h) if h.owner.0 != client && self.client_expired(h.owner.0, now, lease) => {
+                        self.purge_client(h.owner.0);
+                        continue;
+                    }
+                    Err(h) => h,
+                },
+            };
+            if blocking {
+                if let Some(fs) = self.files.get_mut(file) {
+                    fs.waiters.wait(&okey, start, end, kind, now);
+                }
             }
+            return Err(LockError::Denied(denied));
         }
         let key = (okey, file.clone());
         if let Some(other) = self.locks_by_owner.get(&key).copied() {
@@ -477,6 +534,44 @@ impl Tables {
             .ok_or(NfsStat4::Nfs4errBadStateid)?;
         e.seqid = next_seqid(e.seqid);
         Ok(e.stateid(sid.other))
+    }
+
+    /// The waiters on `file` an unlock made grantable, each with a session
+    /// of its client to send CB_NOTIFY_LOCK on (RFC 8881 §20.11); each is
+    /// returned once until it asks again.
+    pub fn lock_notifications(
+        &mut self,
+        file: &FileKey,
+        now: Duration,
+        lease: Duration,
+    ) -> Vec<LockNotify> {
+        let Some(fs) = self.files.get_mut(file) else {
+            return Vec::new();
+        };
+        if fs.waiters.is_empty() {
+            return Vec::new();
+        }
+        fs.waiters.expire(now, lease);
+        let ready = fs.waiters.grantable(&fs.locks);
+        ready
+            .into_iter()
+            .filter_map(|w| {
+                let c = self.clients.get(&w.owner.0)?;
+                let session = c
+                    .sessions
+                    .iter()
+                    .filter_map(|id| self.sessions.get(id))
+                    .find(|s| !s.cb_down.load(std::sync::atomic::Ordering::Relaxed))?
+                    .clone();
+                Some(LockNotify {
+                    session,
+                    owner: LockOwner4 {
+                        clientid: w.owner.0,
+                        owner: w.owner.1,
+                    },
+                })
+            })
+            .collect()
     }
 
     /// LOCKT (RFC 8881 §18.11).
@@ -661,6 +756,7 @@ mod tests {
                 0,
                 u64::MAX,
                 LockKind::Write,
+                false,
                 Duration::ZERO,
                 L,
             )
@@ -675,6 +771,7 @@ mod tests {
             10,
             20,
             LockKind::Read,
+            false,
             Duration::ZERO,
             L,
         ) {
@@ -697,10 +794,91 @@ mod tests {
                 10,
                 20,
                 LockKind::Read,
+                false,
                 Duration::from_secs(11),
                 L
             )
             .is_ok());
+    }
+
+    #[test]
+    fn blocking_lock_waiters_go_first_until_stale() {
+        let mut t = tables_with_clients();
+        let owner = ClientOwner4 {
+            verifier: [0; 8],
+            ownerid: Bytes::from_static(b"3"),
+        };
+        t.clients
+            .insert(3, Client::new(3, &owner, Principal::None, Duration::ZERO));
+        let renew = |t: &mut Tables, now: Duration| {
+            for c in t.clients.values_mut() {
+                c.last_renew = now;
+            }
+        };
+        let s = Duration::from_secs;
+        let o = Bytes::from_static(b"o");
+        let lo = Bytes::from_static(b"lo");
+        let f = file(1);
+        let opens: Vec<StateId4> = (1..=3)
+            .map(|c| t.open(c, &o, &f, 3, 0, s(0), L).unwrap())
+            .collect();
+        let lock = |t: &mut Tables, c: u64, sid: &StateId4, start, end, blocking, now| {
+            t.lock(
+                c,
+                Some(&lo),
+                sid,
+                &f,
+                start,
+                end,
+                LockKind::Write,
+                blocking,
+                now,
+                L,
+            )
+        };
+        let denied_by = |r: Result<StateId4, LockError>| match r {
+            Err(LockError::Denied(h)) => h.owner.0,
+            other => panic!("{other:?}"),
+        };
+        let l1 = lock(&mut t, 1, &opens[0], 0, 100, false, s(0)).unwrap();
+        // Client 2 blocks and is queued; client 3 (not blocking) is not.
+        assert_eq!(denied_by(lock(&mut t, 2, &opens[1], 0, 100, true, s(1))), 1);
+        assert_eq!(
+            denied_by(lock(&mut t, 3, &opens[2], 50, 60, false, s(1))),
+            1
+        );
+        assert_eq!(t.files[&f].waiters.len(), 1);
+        // The holder may still re-lock (downgrade) what it holds.
+        let l1 = t
+            .lock(1, None, &l1, &f, 0, 100, LockKind::Read, false, s(1), L)
+            .unwrap();
+        // Client 1 unlocks: client 2 is told (once); client 3 may not jump
+        // the queue, except outside the waiter's range.
+        t.unlock(&l1, &f, 0, 100).unwrap();
+        let _ = t.lock_notifications(&f, s(2), L);
+        assert!(t.files[&f].waiters.iter().all(|w| w.notified));
+        assert_eq!(
+            denied_by(lock(&mut t, 3, &opens[2], 50, 60, false, s(2))),
+            2
+        );
+        assert!(lock(&mut t, 3, &opens[2], 200, 300, false, s(2)).is_ok());
+        // The waiter's retry is granted and leaves the queue.
+        let l2 = lock(&mut t, 2, &opens[1], 0, 100, true, s(3)).unwrap();
+        assert!(t.files[&f].waiters.is_empty());
+        // Client 3 now waits (blocking) behind client 2's lock...
+        assert_eq!(denied_by(lock(&mut t, 3, &opens[2], 0, 10, true, s(4))), 2);
+        t.unlock(&l2, &f, 0, 100).unwrap();
+        // ...so client 1 cannot take [0, 10) while 3's entry is fresh...
+        renew(&mut t, s(13));
+        assert_eq!(denied_by(lock(&mut t, 1, &opens[0], 5, 6, false, s(13))), 3);
+        // ...but can once 3 has not retried for more than a lease.
+        renew(&mut t, s(15));
+        assert!(lock(&mut t, 1, &opens[0], 5, 6, false, s(15)).is_ok());
+        assert!(t.files[&f].waiters.is_empty());
+        // A waiter whose client is purged goes with it.
+        assert_eq!(denied_by(lock(&mut t, 2, &opens[1], 0, 10, true, s(16))), 1);
+        t.purge_client(2);
+        assert!(t.files[&f].waiters.is_empty());
     }
 
     #[test]
@@ -768,6 +946,7 @@ mod tests {
                 0,
                 10,
                 LockKind::Write,
+                false,
                 Duration::ZERO,
                 L,
             )

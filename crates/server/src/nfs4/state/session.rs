@@ -46,6 +46,8 @@ pub struct Session {
     pub cb_down: AtomicBool,
     /// The minor version the session was created with.
     pub minorversion: AtomicU32,
+    /// Held while a callback uses back-channel slot 0 (one at a time).
+    pub cb_slot: tokio::sync::Mutex<()>,
 }
 
 impl Session {

@@ -1,0 +1,278 @@
+//! The `ferrite bench` command line (the binary wires [`BenchArgs`] in as
+//! a subcommand and calls [`main`]).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::results::Results;
+use crate::workload::{Overrides, Params, Workload};
+use crate::{runner, Error, Result};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub cmd: BenchCmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// Run a workload against a target and report the results.
+    Run(RunArgs),
+    /// Build the file set a workload reads (once; `run` reuses it).
+    Prepare(RunArgs),
+    /// Write an HTML report with SVG plots from result files.
+    Report(ReportArgs),
+    /// Compare two result files: per-metric ratios B/A with 95% CIs.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The workload.
+    #[arg(value_enum)]
+    pub workload: Workload,
+    /// nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH?mountport=N or dir:/PATH.
+    #[arg(long)]
+    pub target: String,
+    /// Clients, each with its own client ID, session and TCP connection
+    /// (default 1; deleg-recall 2).
+    #[arg(long)]
+    pub clients: Option<u32>,
+    /// Concurrent workers per client.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Measured period (time-based workloads) or cap (fixed-work ones):
+    /// 10s, 500ms, 2m.
+    #[arg(long, default_value = "10s", value_parser = parse_secs)]
+    pub duration: f64,
+    /// Runs (each with fresh sessions); mean and 95% CI across them.
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// Warm-up before each measured period (time-based workloads).
+    #[arg(long, default_value = "2s", value_parser = parse_secs)]
+    pub warmup: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Bytes per READ/WRITE: 4k .. 1m.
+    #[arg(long, value_parser = parse_size)]
+    pub io_size: Option<u64>,
+    /// Number of files (smallfile-read, locked-read, deleg-recall, dirlist;
+    /// create: per client).
+    #[arg(long)]
+    pub files: Option<u64>,
+    /// File size (large-file workloads: the one file; others: each file).
+    #[arg(long, value_parser = parse_size)]
+    pub file_size: Option<u64>,
+    /// FILE_SYNC writes (dir: fdatasync after each write).
+    #[arg(long)]
+    pub sync: bool,
+    /// locked-read: open-lock-read-unlock-close cycles per file.
+    #[arg(long, default_value_t = 10)]
+    pub iterations: u32,
+    /// One-way delay added by an in-process proxy per client: 10ms.
+    #[arg(long, value_parser = parse_secs)]
+    pub delay: Option<f64>,
+    /// Uniform ± jitter on the delay: 2ms.
+    #[arg(long, value_parser = parse_secs)]
+    pub jitter: Option<f64>,
+    /// Chunk "loss" (an extra 200 ms): 0.1%.
+    #[arg(long, value_parser = parse_fraction)]
+    pub loss: Option<f64>,
+    /// Keep the files `create` made.
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the results as JSON.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Write the results as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files (JSON).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    #[arg(short = 'o', long, default_value = "report.html")]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    pub a: PathBuf,
+    pub b: PathBuf,
+}
+
+/// "10s", "250ms", "2m", "1h", "30us", or plain seconds.
+pub fn parse_secs(s: &str) -> std::result::Result<f64, String> {
+    let s = s.trim();
+    let (num, mul) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad duration {s:?} (try 10s, 250ms, 2m)"))?;
+    if v < 0.0 || !v.is_finite() {
+        return Err(format!("bad duration {s:?}"));
+    }
+    Ok(v * mul)
+}
+
+/// "4096", "4k", "4KiB", "1m", "1MiB", "2g" (binary multiples).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches("ib").trim_end_matches('b');
+    let (num, mul) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad size {s:?} (try 4k, 1m, 256MiB)"))?;
+    if v < 0.0 || !v.is_finite() {
+        return Err(format!("bad size {s:?}"));
+    }
+    Ok((v * mul as f64) as u64)
+}
+
+/// "0.1%" or "0.001".
+pub fn parse_fraction(s: &str) -> std::result::Result<f64, String> {
+    let s = s.trim();
+    let (num, div) = match s.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (s, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("bad fraction {s:?}"))?;
+    let v = v / div;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s:?} is not between 0 and 100%"));
+    }
+    Ok(v)
+}
+
+impl RunArgs {
+    pub fn params(&self) -> Result<Params> {
+        let io_size = match self.io_size {
+            Some(n) => {
+                Some(u32::try_from(n).map_err(|_| Error::Msg("--io-size too large".into()))?)
+            }
+            None => None,
+        };
+        let mut p = Params::new(
+            self.workload,
+            self.target.clone(),
+            Overrides {
+                clients: self.clients,
+                io_size,
+                files: self.files,
+                file_size: self.file_size,
+            },
+        );
+        p.threads = self.threads;
+        p.duration_s = self.duration;
+        p.warmup_s = self.warmup;
+        p.runs = self.runs.max(1);
+        p.seed = self.seed;
+        p.sync = self.sync;
+        p.iterations = self.iterations;
+        p.delay_ms = self.delay.unwrap_or(0.0) * 1e3;
+        p.jitter_ms = self.jitter.unwrap_or(0.0) * 1e3;
+        p.loss = self.loss.unwrap_or(0.0);
+        p.keep = self.keep;
+        // Validates the target syntax early.
+        let _: crate::target::Target = p.target.parse()?;
+        Ok(p)
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Prints to stdout; a closed pipe (`| head`) is not an error.
+fn out(s: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(s.as_bytes());
+}
+
+fn write(path: &PathBuf, s: &str) -> Result<()> {
+    std::fs::write(path, s).map_err(|e| Error::Msg(format!("{}: {e}", path.display())))
+}
+
+/// Runs a `ferrite bench` command.
+pub fn main(args: BenchArgs) -> Result<()> {
+    match args.cmd {
+        BenchCmd::Run(a) => {
+            let p = a.params()?;
+            let res = runtime()?.block_on(runner::run(&p))?;
+            out(&res.render_summary());
+            if let Some(o) = &a.output {
+                write(o, &res.to_json()?)?;
+                out(&format!("results: {}\n", o.display()));
+            }
+            if let Some(c) = &a.csv {
+                write(c, &res.to_csv())?;
+                out(&format!("csv: {}\n", c.display()));
+            }
+            Ok(())
+        }
+        BenchCmd::Prepare(a) => {
+            let p = a.params()?;
+            runtime()?.block_on(runner::prepare(&p))
+        }
+        BenchCmd::Report(a) => {
+            let mut all = Vec::new();
+            for f in &a.results {
+                all.push((f.display().to_string(), Results::load(f)?));
+            }
+            write(&a.output, &crate::report::html(&all))?;
+            out(&format!("report: {}\n", a.output.display()));
+            Ok(())
+        }
+        BenchCmd::Compare(a) => {
+            let (ra, rb) = (Results::load(&a.a)?, Results::load(&a.b)?);
+            out(&crate::compare::compare(&ra, &rb));
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_secs("10s").unwrap(), 10.0);
+        assert!((parse_secs("250ms").unwrap() - 0.25).abs() < 1e-12);
+        assert_eq!(parse_secs("2m").unwrap(), 120.0);
+        assert_eq!(parse_secs("3").unwrap(), 3.0);
+        assert!(parse_secs("x").is_err());
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("256m").unwrap(), 256 << 20);
+        assert_eq!(parse_size("100").unwrap(), 100);
+        assert!((parse_fraction("0.1%").unwrap() - 0.001).abs() < 1e-15);
+        assert_eq!(parse_fraction("0.5").unwrap(), 0.5);
+        assert!(parse_fraction("150%").is_err());
+    }
+}

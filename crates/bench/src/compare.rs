@@ -1,0 +1,63 @@
+//! `ferrite bench compare A.json B.json`: per-metric ratios B/A with a 95%
+//! confidence interval (delta method, Welch–Satterthwaite degrees of
+//! freedom; see [`crate::stats::ratio`]).
+
+use std::fmt::Write as _;
+
+use crate::results::Results;
+use crate::stats::{ratio, Summary};
+
+/// The comparison table as text.
+pub fn compare(a: &Results, b: &Results) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "A: {} on {} ({} runs)\nB: {} on {} ({} runs)",
+        a.workload,
+        a.target,
+        a.runs.len(),
+        b.workload,
+        b.target,
+        b.runs.len()
+    );
+    if a.workload != b.workload {
+        let _ = writeln!(o, "warning: different workloads");
+    }
+    let _ = writeln!(
+        o,
+        "{:<20} {:>14} {:>14} {:>8} {:>20}",
+        "metric", "A mean", "B mean", "B/A", "95% CI of B/A"
+    );
+    let unit_a = a.params.workload.unit_name();
+    let unit_b = b.params.workload.unit_name();
+    let collect = |r: &Results, unit: &str, k: &str| -> Vec<f64> {
+        r.runs
+            .iter()
+            .filter_map(|run| Results::metrics(run, unit).get(k).copied())
+            .collect()
+    };
+    let keys: Vec<String> = a
+        .runs
+        .first()
+        .map(|r| Results::metrics(r, unit_a).into_keys().collect())
+        .unwrap_or_default();
+    for k in keys {
+        let (va, vb) = (collect(a, unit_a, &k), collect(b, unit_b, &k));
+        if va.is_empty() || vb.is_empty() {
+            continue;
+        }
+        let (sa, sb) = (Summary::of(&va), Summary::of(&vb));
+        let r = ratio(&sa, &sb);
+        let ci = if r.low.is_nan() {
+            "n/a (need ≥2 runs)".to_string()
+        } else {
+            format!("[{:.3}, {:.3}]", r.low, r.high)
+        };
+        let _ = writeln!(
+            o,
+            "{:<20} {:>14.2} {:>14.2} {:>8.3} {:>20}",
+            k, sa.mean, sb.mean, r.ratio, ci
+        );
+    }
+    o
+}

@@ -1,0 +1,686 @@
+//! The NFSv4.1 backend: one [`client::Client`] (its own client ID, session
+//! and TCP connection) per benchmark client. COMPOUNDs are sent here rather
+//! than through `Client::compound` so that every transmission is timed and
+//! counted exactly: slot wait (queueing time), round trip, bytes on the
+//! wire and every operation by opcode.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use client::{Client, ClientOptions, SlotOutcome};
+use proto::nfs4::*;
+use xdr::{Encoder, Pack, Unpack};
+
+use crate::fs::{components, BenchFs, Node, OpenFile, OpenMode};
+use crate::record::{current_phase, CallRecord, OpStats, Phase};
+use crate::{Error, Result};
+
+/// The name of an NFSv4 operation number (RFC 8881 §16.2.1, RFC 7862 §15).
+pub fn op_name(opnum: u32) -> &'static str {
+    const NAMES: [&str; 76] = [
+        "?0",
+        "?1",
+        "?2",
+        "ACCESS",
+        "CLOSE",
+        "COMMIT",
+        "CREATE",
+        "DELEGPURGE",
+        "DELEGRETURN",
+        "GETATTR",
+        "GETFH",
+        "LINK",
+        "LOCK",
+        "LOCKT",
+        "LOCKU",
+        "LOOKUP",
+        "LOOKUPP",
+        "NVERIFY",
+        "OPEN",
+        "OPENATTR",
+        "OPEN_CONFIRM",
+        "OPEN_DOWNGRADE",
+        "PUTFH",
+        "PUTPUBFH",
+        "PUTROOTFH",
+        "READ",
+        "READDIR",
+        "READLINK",
+        "REMOVE",
+        "RENAME",
+        "RENEW",
+        "RESTOREFH",
+        "SAVEFH",
+        "SECINFO",
+        "SETATTR",
+        "SETCLIENTID",
+        "SETCLIENTID_CONFIRM",
+        "VERIFY",
+        "WRITE",
+        "RELEASE_LOCKOWNER",
+        "BACKCHANNEL_CTL",
+        "BIND_CONN_TO_SESSION",
+        "EXCHANGE_ID",
+        "CREATE_SESSION",
+        "DESTROY_SESSION",
+        "FREE_STATEID",
+        "GET_DIR_DELEGATION",
+        "GETDEVICEINFO",
+        "GETDEVICELIST",
+        "LAYOUTCOMMIT",
+        "LAYOUTGET",
+        "LAYOUTRETURN",
+        "SECINFO_NO_NAME",
+        "SEQUENCE",
+        "SET_SSV",
+        "TEST_STATEID",
+        "WANT_DELEGATION",
+        "DESTROY_CLIENTID",
+        "RECLAIM_COMPLETE",
+        "ALLOCATE",
+        "COPY",
+        "COPY_NOTIFY",
+        "DEALLOCATE",
+        "IO_ADVISE",
+        "LAYOUTERROR",
+        "LAYOUTSTATS",
+        "OFFLOAD_CANCEL",
+        "OFFLOAD_STATUS",
+        "READ_PLUS",
+        "SEEK",
+        "WRITE_SAME",
+        "CLONE",
+        "GETXATTR",
+        "SETXATTR",
+        "LISTXATTRS",
+        "REMOVEXATTR",
+    ];
+    NAMES.get(opnum as usize).copied().unwrap_or("ILLEGAL")
+}
+
+/// The operation a COMPOUND is named after (as mountstats names an NFSv4
+/// call): the first one that is not a filehandle shuffle.
+fn main_op(ops: &[&'static str]) -> &'static str {
+    ops.iter()
+        .copied()
+        .find(|o| {
+            !matches!(
+                *o,
+                "SEQUENCE" | "PUTFH" | "PUTROOTFH" | "SAVEFH" | "RESTOREFH"
+            )
+        })
+        .unwrap_or("SEQUENCE")
+}
+
+fn pad4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// An NFSv4.1 session used by one benchmark client.
+pub struct Nfs4Fs {
+    client: Client,
+    stats: Arc<OpStats>,
+    root: Node,
+    /// Length of the RPC call header on the wire, record marker included.
+    call_overhead: u64,
+    delegations: AtomicU64,
+    returned: Mutex<HashSet<[u8; 12]>>,
+}
+
+/// Record marker (4) + xid, msg type, accept status, verifier (AUTH_NONE:
+/// 8) + reply status: what precedes the COMPOUND result.
+const REPLY_OVERHEAD: u64 = 4 + 4 + 4 + 4 + 8 + 4;
+
+impl Nfs4Fs {
+    /// Connects (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE: counted as
+    /// setup) and looks up `path` (PUTROOTFH, LOOKUP per component, GETFH).
+    pub async fn connect(
+        addr: SocketAddr,
+        path: &str,
+        owner: String,
+        stats: Arc<OpStats>,
+    ) -> Result<Arc<Nfs4Fs>> {
+        let mut opts = ClientOptions::new(owner.into_bytes());
+        opts.delay_retry = Duration::from_secs(60);
+        let client = Client::connect(addr, opts).await?;
+        stats.count_ops(Phase::Setup, "EXCHANGE_ID", &["EXCHANGE_ID"]);
+        stats.count_ops(Phase::Setup, "CREATE_SESSION", &["CREATE_SESSION"]);
+        stats.count_ops(
+            Phase::Setup,
+            "RECLAIM_COMPLETE",
+            &["SEQUENCE", "RECLAIM_COMPLETE"],
+        );
+        let cred = client.cred();
+        let call_overhead = (4 + 24 + 8 + pad4(cred.body.len()) + 8) as u64;
+        let mut fs = Nfs4Fs {
+            client,
+            stats,
+            root: Node {
+                fh: Bytes::new(),
+                path: path.into(),
+            },
+            call_overhead,
+            delegations: AtomicU64::new(0),
+            returned: Mutex::new(HashSet::new()),
+        };
+        let mut ops = vec![NfsArgOp4::PutRootFh];
+        ops.extend(components(path).map(client::ops::lookup_op));
+        ops.push(NfsArgOp4::GetFh);
+        let n = ops.len();
+        let r = fs.compound(ops).await?;
+        fs.root.fh = getfh(r, n - 1)?;
+        Ok(Arc::new(fs))
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Runs `ops` under SEQUENCE, counting and timing every transmission;
+    /// NFS4ERR_DELAY is retried (each retry counted) for up to a minute.
+    pub async fn compound(&self, ops: Vec<NfsArgOp4>) -> Result<Vec<NfsResOp4>> {
+        let mut names: Vec<&'static str> = Vec::with_capacity(ops.len() + 1);
+        names.push("SEQUENCE");
+        names.extend(ops.iter().map(|o| op_name(o.opnum())));
+        let kind = main_op(&names);
+        let mut e = Encoder::with_capacity(128 * ops.len().max(1));
+        for op in &ops {
+            op.pack(&mut e);
+        }
+        let body_len = e.len();
+        let body = e.finish();
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            let phase = current_phase(&self.stats);
+            let t0 = Instant::now();
+            let slot = self.client.take_slot().await;
+            let t1 = Instant::now();
+            let seq = self.client.sequence_args(&slot, false);
+            let mut h = Encoder::with_capacity(96);
+            Compound4ArgsHeader {
+                tag: Bytes::new(),
+                minorversion: self.client.minorversion(),
+            }
+            .pack(&mut h);
+            h.u32(ops.len() as u32 + 1);
+            NfsArgOp4::Sequence(seq).pack(&mut h);
+            let sent = self.call_overhead + (h.len() + body_len) as u64;
+            let mut args = h.finish();
+            args.extend(body.iter().cloned());
+            let reply = self
+                .client
+                .connection()
+                .call(
+                    NFS_PROGRAM,
+                    NFS_V4,
+                    client::NFSPROC4_COMPOUND,
+                    self.client.cred(),
+                    args,
+                )
+                .await;
+            let t2 = Instant::now();
+            let mut rec = CallRecord {
+                phase,
+                kind,
+                ops: &names,
+                bytes_sent: sent,
+                bytes_recv: 0,
+                queue: t1 - t0,
+                rtt: t2 - t1,
+                ok: false,
+            };
+            let mut d = match reply {
+                Ok(d) => d,
+                Err(e) => {
+                    slot.release(SlotOutcome::Processed, None);
+                    self.stats.record(rec);
+                    return Err(client::Error::from(e).into());
+                }
+            };
+            rec.bytes_recv = REPLY_OVERHEAD + d.remaining() as u64;
+            let res = match Compound4Res::unpack(&mut d) {
+                Ok(r) => r,
+                Err(e) => {
+                    slot.release(SlotOutcome::Processed, None);
+                    self.stats.record(rec);
+                    return Err(client::Error::from(e).into());
+                }
+            };
+            rec.ok = res.status == NfsStat4::Nfs4Ok;
+            self.stats.record(rec);
+            let mut results = res.resarray.into_iter();
+            match results.next() {
+                Some(NfsResOp4::Sequence(Res4::Ok(ok))) => {
+                    slot.release(SlotOutcome::Processed, Some(ok.target_highest_slotid));
+                    let rest: Vec<NfsResOp4> = results.collect();
+                    if res.status == NfsStat4::Nfs4Ok {
+                        return Ok(rest);
+                    }
+                    if res.status != NfsStat4::Nfs4errDelay
+                        || started.elapsed() > Duration::from_secs(60)
+                    {
+                        return Err(Error::Nfs4 {
+                            status: res.status,
+                            op: names.get(rest.len()).copied().unwrap_or("?"),
+                        });
+                    }
+                }
+                Some(NfsResOp4::Sequence(Res4::Err(NfsStat4::Nfs4errDelay))) => {
+                    slot.release(SlotOutcome::NotProcessed, None);
+                }
+                Some(NfsResOp4::Sequence(Res4::Err(s))) => {
+                    slot.release(SlotOutcome::NotProcessed, None);
+                    return Err(Error::Nfs4 {
+                        status: s,
+                        op: "SEQUENCE",
+                    });
+                }
+                _ => {
+                    slot.release(SlotOutcome::NotProcessed, None);
+                    return Err(Error::Nfs4 {
+                        status: res.status,
+                        op: "SEQUENCE",
+                    });
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    fn open_owner(&self, owner: u32) -> StateOwner4 {
+        StateOwner4 {
+            clientid: self.client.clientid(),
+            owner: Bytes::from(format!("ferrite-bench-open-{owner}")),
+        }
+    }
+
+    fn lock_owner(&self, owner: u32) -> StateOwner4 {
+        StateOwner4 {
+            clientid: self.client.clientid(),
+            owner: Bytes::from(format!("ferrite-bench-lock-{owner}")),
+        }
+    }
+}
+
+fn fh(n: &Node) -> NfsArgOp4 {
+    NfsArgOp4::PutFh(PutFh4Args {
+        object: NfsFh4(n.fh.clone()),
+    })
+}
+
+fn getfh(r: Vec<NfsResOp4>, idx: usize) -> Result<Bytes> {
+    match r.into_iter().nth(idx) {
+        Some(NfsResOp4::GetFh(Res4::Ok(ok))) => Ok(ok.object.0),
+        other => Err(Error::Msg(format!("expected GETFH, got {other:?}"))),
+    }
+}
+
+fn name(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+#[async_trait]
+impl BenchFs for Nfs4Fs {
+    fn root(&self) -> Node {
+        self.root.clone()
+    }
+
+    /// PUTFH; LOOKUP; GETFH.
+    async fn lookup(&self, dir: &Node, n: &str) -> Result<Option<Node>> {
+        match self
+            .compound(vec![fh(dir), client::ops::lookup_op(n), NfsArgOp4::GetFh])
+            .await
+        {
+            Ok(r) => Ok(Some(Node {
+                fh: getfh(r, 2)?,
+                path: dir.path.join(n),
+            })),
+            Err(Error::Nfs4 {
+                status: NfsStat4::Nfs4errNoent,
+                ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// PUTFH; CREATE (NF4DIR); GETFH — on NFS4ERR_EXIST, a lookup.
+    async fn mkdir(&self, dir: &Node, n: &str) -> Result<Node> {
+        let attrs = Attrs {
+            mode: Some(0o755),
+            ..Default::default()
+        };
+        let r = self
+            .compound(vec![
+                fh(dir),
+                NfsArgOp4::Create(Create4Args {
+                    objtype: CreateType4::Dir,
+                    objname: name(n),
+                    createattrs: attrs.encode(),
+                }),
+                NfsArgOp4::GetFh,
+            ])
+            .await;
+        match r {
+            Ok(r) => Ok(Node {
+                fh: getfh(r, 2)?,
+                path: dir.path.join(n),
+            }),
+            Err(Error::Nfs4 {
+                status: NfsStat4::Nfs4errExist,
+                ..
+            }) => self
+                .lookup(dir, n)
+                .await?
+                .ok_or_else(|| Error::Msg(format!("{n} exists but cannot be looked up"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// PUTFH dir; OPEN (CLAIM_NULL); GETFH.
+    async fn open(&self, dir: &Node, n: &str, mode: OpenMode, owner: u32) -> Result<OpenFile> {
+        let (access, openhow) = match mode {
+            OpenMode::Read => (OPEN4_SHARE_ACCESS_READ, OpenFlag4::NoCreate),
+            OpenMode::ReadWrite => (OPEN4_SHARE_ACCESS_BOTH, OpenFlag4::NoCreate),
+            OpenMode::Create => {
+                let a = Attrs {
+                    mode: Some(0o644),
+                    ..Default::default()
+                };
+                (
+                    OPEN4_SHARE_ACCESS_BOTH,
+                    OpenFlag4::Create(CreateHow4::Unchecked(a.encode())),
+                )
+            }
+        };
+        let r = self
+            .compound(vec![
+                fh(dir),
+                NfsArgOp4::Open(Open4Args {
+                    seqid: 0,
+                    share_access: access,
+                    share_deny: OPEN4_SHARE_DENY_NONE,
+                    owner: self.open_owner(owner),
+                    openhow,
+                    claim: OpenClaim4::Null(name(n)),
+                }),
+                NfsArgOp4::GetFh,
+            ])
+            .await?;
+        let mut r = r.into_iter().skip(1);
+        let ok = match r.next() {
+            Some(NfsResOp4::Open(Res4::Ok(ok))) => ok,
+            other => return Err(Error::Msg(format!("expected OPEN, got {other:?}"))),
+        };
+        let f = match r.next() {
+            Some(NfsResOp4::GetFh(Res4::Ok(f))) => f.object.0,
+            other => return Err(Error::Msg(format!("expected GETFH, got {other:?}"))),
+        };
+        let delegation = match &ok.delegation {
+            OpenDelegation4::Read(d) => Some(d.stateid),
+            OpenDelegation4::Write(d) => Some(d.stateid),
+            _ => None,
+        };
+        if delegation.is_some() {
+            self.delegations.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(OpenFile {
+            node: Node {
+                fh: f,
+                path: dir.path.join(n),
+            },
+            stateid: ok.stateid,
+            lock_stateid: None,
+            delegation,
+            file: None,
+            owner,
+        })
+    }
+
+    /// PUTFH; READ.
+    async fn read(&self, f: &OpenFile, off: u64, len: u32) -> Result<u64> {
+        let r = self
+            .compound(vec![
+                fh(&f.node),
+                NfsArgOp4::Read(Read4Args {
+                    stateid: f.stateid,
+                    offset: off,
+                    count: len,
+                }),
+            ])
+            .await?;
+        match r.into_iter().nth(1) {
+            Some(NfsResOp4::Read(Res4::Ok(ok))) => Ok(ok.data.len() as u64),
+            other => Err(Error::Msg(format!("expected READ, got {other:?}"))),
+        }
+    }
+
+    /// PUTFH; WRITE (FILE_SYNC or UNSTABLE).
+    async fn write(&self, f: &OpenFile, off: u64, data: Bytes, sync: bool) -> Result<()> {
+        let stable = if sync {
+            StableHow4::FileSync4
+        } else {
+            StableHow4::Unstable4
+        };
+        self.compound(vec![
+            fh(&f.node),
+            NfsArgOp4::Write(Write4Args {
+                stateid: f.stateid,
+                offset: off,
+                stable,
+                data,
+            }),
+        ])
+        .await?;
+        Ok(())
+    }
+
+    /// PUTFH; COMMIT (whole file).
+    async fn commit(&self, f: &OpenFile) -> Result<()> {
+        self.compound(vec![
+            fh(&f.node),
+            NfsArgOp4::Commit(Commit4Args {
+                offset: 0,
+                count: 0,
+            }),
+        ])
+        .await?;
+        Ok(())
+    }
+
+    /// PUTFH; CLOSE — then PUTFH; DELEGRETURN if a delegation the server
+    /// did not recall is still held.
+    async fn close(&self, f: OpenFile) -> Result<()> {
+        self.compound(vec![
+            fh(&f.node),
+            NfsArgOp4::Close(Close4Args {
+                seqid: 0,
+                open_stateid: f.stateid,
+            }),
+        ])
+        .await?;
+        if let Some(d) = f.delegation {
+            let recalled = self
+                .client
+                .callbacks()
+                .recalls()
+                .iter()
+                .any(|r| r.stateid.other == d.other);
+            let fresh = self
+                .returned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(d.other);
+            if !recalled && fresh {
+                self.compound(vec![
+                    fh(&f.node),
+                    NfsArgOp4::DelegReturn(DelegReturn4Args { deleg_stateid: d }),
+                ])
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// PUTFH; LOCK (whole file, open-to-lock-owner with the worker's lock
+    /// owner).
+    async fn lock(&self, f: &mut OpenFile, write: bool) -> Result<()> {
+        let locktype = if write {
+            NfsLockType4::WriteLt
+        } else {
+            NfsLockType4::ReadLt
+        };
+        let locker = match f.lock_stateid {
+            Some(s) => self.client.existing_locker(s),
+            None => self.client.new_locker(f.stateid, self.lock_owner(f.owner)),
+        };
+        let r = self
+            .compound(vec![
+                fh(&f.node),
+                NfsArgOp4::Lock(Lock4Args {
+                    locktype,
+                    reclaim: false,
+                    offset: 0,
+                    length: u64::MAX,
+                    locker,
+                }),
+            ])
+            .await?;
+        match r.into_iter().nth(1) {
+            Some(NfsResOp4::Lock(Lock4Res::Ok(ok))) => {
+                f.lock_stateid = Some(ok.lock_stateid);
+                Ok(())
+            }
+            other => Err(Error::Msg(format!("expected LOCK, got {other:?}"))),
+        }
+    }
+
+    /// PUTFH; LOCKU (whole file).
+    async fn unlock(&self, f: &mut OpenFile) -> Result<()> {
+        let Some(s) = f.lock_stateid else {
+            return Err(Error::Msg("unlock without a lock".into()));
+        };
+        let r = self
+            .compound(vec![
+                fh(&f.node),
+                NfsArgOp4::LockU(LockU4Args {
+                    locktype: NfsLockType4::ReadLt,
+                    seqid: 0,
+                    lock_stateid: s,
+                    offset: 0,
+                    length: u64::MAX,
+                }),
+            ])
+            .await?;
+        if let Some(NfsResOp4::LockU(Res4::Ok(s))) = r.into_iter().nth(1) {
+            f.lock_stateid = Some(s);
+        }
+        Ok(())
+    }
+
+    /// PUTFH; READDIR (type and fileid, dircount 8 KiB, maxcount 32 KiB),
+    /// repeated until eof.
+    async fn readdir(&self, dir: &Node) -> Result<u64> {
+        let mut cookie = 0;
+        let mut verf = [0u8; 8];
+        let mut n = 0u64;
+        loop {
+            let r = self
+                .compound(vec![
+                    fh(dir),
+                    NfsArgOp4::ReadDir(ReadDir4Args {
+                        cookie,
+                        cookieverf: verf,
+                        dircount: 8192,
+                        maxcount: 32768,
+                        attr_request: Bitmap4::from_attrs(&[FATTR4_TYPE, FATTR4_FILEID]),
+                    }),
+                ])
+                .await?;
+            let page = match r.into_iter().nth(1) {
+                Some(NfsResOp4::ReadDir(Res4::Ok(ok))) => ok,
+                other => return Err(Error::Msg(format!("expected READDIR, got {other:?}"))),
+            };
+            verf = page.cookieverf;
+            let got = page.reply.entries.len();
+            n += got as u64;
+            if let Some(last) = page.reply.entries.last() {
+                cookie = last.cookie;
+            }
+            if page.reply.eof {
+                return Ok(n);
+            }
+            if got == 0 {
+                return Err(Error::Msg("READDIR returned no entries and no eof".into()));
+            }
+        }
+    }
+
+    /// PUTFH; REMOVE.
+    async fn remove(&self, dir: &Node, n: &str) -> Result<()> {
+        self.compound(vec![
+            fh(dir),
+            NfsArgOp4::Remove(Remove4Args { target: name(n) }),
+        ])
+        .await?;
+        Ok(())
+    }
+
+    /// PUTFH; GETATTR (size).
+    async fn size(&self, node: &Node) -> Result<u64> {
+        let r = self
+            .compound(vec![fh(node), client::ops::getattr_op(&[FATTR4_SIZE])])
+            .await?;
+        match r.into_iter().nth(1) {
+            Some(NfsResOp4::GetAttr(Res4::Ok(ok))) => Attrs::decode(&ok.obj_attributes)
+                .ok()
+                .and_then(|a| a.size)
+                .ok_or_else(|| Error::Msg("GETATTR without a size".into())),
+            other => Err(Error::Msg(format!("expected GETATTR, got {other:?}"))),
+        }
+    }
+
+    fn recalls(&self) -> u64 {
+        self.client.callbacks().recalls().len() as u64
+    }
+
+    fn delegations(&self) -> u64 {
+        self.delegations.load(Ordering::Relaxed)
+    }
+
+    fn slot_wait(&self) -> (u64, u64, u64, u64) {
+        let s = self.client.slot_stats();
+        (
+            s.acquired,
+            s.waited,
+            s.wait_total.as_nanos() as u64,
+            s.wait_max.as_nanos() as u64,
+        )
+    }
+
+    /// DESTROY_SESSION, DESTROY_CLIENTID (counted as teardown). The
+    /// DELEGRETURNs the client's callback handler sent after CB_RECALLs
+    /// (SEQUENCE, PUTFH, DELEGRETURN each) are counted here too, in the
+    /// measure phase, as kind "DELEGRETURN(recall)".
+    async fn shutdown(&self) -> Result<()> {
+        for _ in 0..self.client.callbacks().delegreturns() {
+            self.stats.count_ops(
+                Phase::Measure,
+                "DELEGRETURN(recall)",
+                &["SEQUENCE", "PUTFH", "DELEGRETURN"],
+            );
+        }
+        self.stats
+            .count_ops(Phase::Teardown, "DESTROY_SESSION", &["DESTROY_SESSION"]);
+        self.stats
+            .count_ops(Phase::Teardown, "DESTROY_CLIENTID", &["DESTROY_CLIENTID"]);
+        self.client.destroy().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,408 @@
+//! `ferrite bench report`: one self-contained HTML page with inline SVG
+//! plots drawn here (no plotting dependency): throughput over time,
+//! throughput vs threads (when the inputs differ in `--threads`), latency
+//! CDFs and operation counts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::results::Results;
+use crate::stats::Summary;
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+const W: f64 = 720.0;
+const H: f64 = 360.0;
+const ML: f64 = 70.0;
+const MR: f64 = 170.0;
+const MT: f64 = 30.0;
+const MB: f64 = 45.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A series: name and points (x, y, ± error).
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// "Nice" tick values covering [lo, hi].
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut v = Vec::new();
+    let mut t = (lo / step).ceil() * step;
+    while t <= hi + step * 1e-9 {
+        v.push(t);
+        t += step;
+    }
+    v
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.abs() >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v.abs() >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v.abs() >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A line chart; `log_x` plots x on a log10 axis; `lines` false draws
+/// points only.
+pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: bool) -> String {
+    let tx = |x: f64| if log_x { x.max(1e-9).log10() } else { x };
+    let pts = series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, y, e) in pts {
+        if !x.is_finite() || !y.is_finite() {
+            continue;
+        }
+        x0 = x0.min(tx(x));
+        x1 = x1.max(tx(x));
+        y1 = y1.max(y + if e.is_finite() { e } else { 0.0 });
+    }
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = write!(
+        o,
+        r#"<text x="{}" y="18" text-anchor="middle" font-size="13" font-weight="bold">{}</text>"#,
+        (W - MR + ML) / 2.0,
+        esc(title)
+    );
+    if !x0.is_finite() {
+        o += "<text x=\"100\" y=\"100\">no data</text></svg>";
+        return o;
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    if y1 <= 0.0 {
+        y1 = 1.0;
+    }
+    let y1 = y1 * 1.05;
+    let pw = W - ML - MR;
+    let ph = H - MT - MB;
+    let sx = |x: f64| ML + (tx(x) - x0) / (x1 - x0) * pw;
+    let sy = |y: f64| MT + ph - y / y1 * ph;
+    let _ = write!(
+        o,
+        r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
+    );
+    for t in ticks(0.0, y1) {
+        let y = sy(t);
+        let _ = write!(
+            o,
+            r##"<line x1="{ML}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
+            ML + pw,
+            ML - 4.0,
+            y + 4.0,
+            fmt_num(t)
+        );
+    }
+    let xt = if log_x {
+        let mut v = Vec::new();
+        let mut d = x0.floor();
+        while d <= x1.ceil() {
+            v.push(10f64.powf(d));
+            d += 1.0;
+        }
+        v
+    } else {
+        ticks(x0, x1)
+    };
+    for t in xt {
+        if tx(t) < x0 - 1e-9 || tx(t) > x1 + 1e-9 {
+            continue;
+        }
+        let x = sx(t);
+        let _ = write!(
+            o,
+            r##"<line x1="{x}" x2="{x}" y1="{MT}" y2="{}" stroke="#eee"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+            MT + ph,
+            MT + ph + 14.0,
+            fmt_num(t)
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>"#,
+        ML + pw / 2.0,
+        H - 8.0,
+        esc(xl),
+        MT + ph / 2.0,
+        MT + ph / 2.0,
+        esc(yl)
+    );
+    for (i, s) in series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let path: Vec<String> = s
+            .points
+            .iter()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .map(|&(x, y, _)| format!("{:.1},{:.1}", sx(x), sy(y)))
+            .collect();
+        let _ = write!(
+            o,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+            path.join(" ")
+        );
+        for &(x, y, e) in &s.points {
+            if e.is_finite() && e > 0.0 {
+                let _ = write!(
+                    o,
+                    r#"<line x1="{0:.1}" x2="{0:.1}" y1="{1:.1}" y2="{2:.1}" stroke="{c}"/>"#,
+                    sx(x),
+                    sy(y - e),
+                    sy(y + e)
+                );
+            }
+            if s.points.len() <= 30 {
+                let _ = write!(
+                    o,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                    sx(x),
+                    sy(y)
+                );
+            }
+        }
+        let ly = MT + 12.0 + i as f64 * 16.0;
+        let _ = write!(
+            o,
+            r#"<rect x="{}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{}">{}</text>"#,
+            W - MR + 10.0,
+            ly - 9.0,
+            W - MR + 24.0,
+            ly,
+            esc(&s.name)
+        );
+    }
+    o += "</svg>";
+    o
+}
+
+/// Horizontal bars.
+pub fn bar_chart(title: &str, items: &[(String, f64)]) -> String {
+    let h = MT + 20.0 + items.len() as f64 * 18.0;
+    let max = items.iter().map(|i| i.1).fold(0.0, f64::max).max(1.0);
+    let lw = 190.0;
+    let bw = W - lw - 90.0;
+    let mut o = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" font-family="sans-serif" font-size="11"><text x="{}" y="18" text-anchor="middle" font-size="13" font-weight="bold">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    for (i, (name, v)) in items.iter().enumerate() {
+        let y = MT + i as f64 * 18.0;
+        let _ = write!(
+            o,
+            r##"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{lw}" y="{}" width="{:.1}" height="13" fill="#1f77b4"/><text x="{}" y="{}">{}</text>"##,
+            lw - 6.0,
+            y + 11.0,
+            esc(name),
+            y,
+            v / max * bw,
+            lw + v / max * bw + 4.0,
+            y + 11.0,
+            v
+        );
+    }
+    o += "</svg>";
+    o
+}
+
+/// The report page for `(label, results)` pairs.
+pub fn html(all: &[(String, Results)]) -> String {
+    let mut o = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench report</title>\
+         <style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}\
+         td:first-child{text-align:left}</style></head><body><h1>ferrite bench report</h1>",
+    );
+    // Summary table.
+    o += "<table><tr><th>result</th><th>workload</th><th>target</th><th>clients×threads</th><th>runs</th><th>ops/s (±95% CI)</th><th>MB/s</th><th>p50 µs</th><th>p99 µs</th><th>client CPU %</th></tr>";
+    for (label, r) in all {
+        let g = |k: &str| r.summary.get(k).copied();
+        let f = |s: Option<Summary>| match s {
+            Some(s) if s.ci95.is_finite() => format!("{:.1} ± {:.1}", s.mean, s.ci95),
+            Some(s) => format!("{:.1}", s.mean),
+            None => "-".into(),
+        };
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}×{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(label),
+            esc(&r.workload),
+            esc(&r.target),
+            r.params.clients,
+            r.params.threads,
+            r.runs.len(),
+            f(g("ops_per_s")),
+            f(g("mb_per_s")),
+            f(g("latency_p50_us")),
+            f(g("latency_p99_us")),
+            f(g("cpu_percent")),
+        );
+    }
+    o += "</table>";
+
+    // Throughput over time.
+    let mut series = Vec::new();
+    for (label, r) in all {
+        for run in &r.runs {
+            series.push(Series {
+                name: format!("{} r{}", short(label), run.run),
+                points: run
+                    .series
+                    .iter()
+                    .map(|p| (p.t_s, p.ops_per_s, f64::NAN))
+                    .collect(),
+            });
+        }
+    }
+    o += "<h2>Throughput over time</h2>";
+    o += &line_chart("ops/s per second", "seconds", "ops/s", &series, false);
+
+    // Throughput vs threads, per (workload, target, clients).
+    let mut groups: BTreeMap<(String, String, u32), Vec<(f64, Summary)>> = BTreeMap::new();
+    for (_, r) in all {
+        if let Some(s) = r.summary.get("ops_per_s") {
+            groups
+                .entry((r.workload.clone(), r.target.clone(), r.params.clients))
+                .or_default()
+                .push((f64::from(r.params.threads), *s));
+        }
+    }
+    if groups.values().any(|v| {
+        let mut t: Vec<u64> = v.iter().map(|x| x.0 as u64).collect();
+        t.sort();
+        t.dedup();
+        t.len() > 1
+    }) {
+        let series: Vec<Series> = groups
+            .into_iter()
+            .map(|((w, t, c), mut v)| {
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    name: format!("{w} {c}c {}", short(&t)),
+                    points: v.into_iter().map(|(x, s)| (x, s.mean, s.ci95)).collect(),
+                }
+            })
+            .collect();
+        o += "<h2>Throughput vs threads</h2>";
+        o += &line_chart(
+            "mean ops/s (error bars: 95% CI)",
+            "threads per client",
+            "ops/s",
+            &series,
+            false,
+        );
+    }
+
+    // Latency CDFs of the unit of work.
+    let mut series = Vec::new();
+    for (label, r) in all {
+        let unit = r.params.workload.unit_name();
+        for run in &r.runs {
+            if let Some(l) = run.latency.get(unit) {
+                series.push(Series {
+                    name: format!("{} r{}", short(label), run.run),
+                    points: l.cdf.iter().map(|&(x, q)| (x, q, f64::NAN)).collect(),
+                });
+            }
+        }
+    }
+    o += "<h2>Latency CDF</h2>";
+    o += &line_chart(
+        "fraction of operations ≤ latency",
+        "latency (µs, log)",
+        "fraction",
+        &series,
+        true,
+    );
+
+    // Operation counts (measured period).
+    for (label, r) in all {
+        if let Some(run) = r.runs.first() {
+            if let Some(t) = run.nfs.get("measure") {
+                let items: Vec<(String, f64)> =
+                    t.ops.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
+                let _ = write!(o, "<h2>Operations, run 0 of {}</h2>", esc(label));
+                o += &bar_chart("operations sent in the measured period", &items);
+                o += "<table><tr><th>call</th><th>count</th><th>errors</th><th>sent B/call</th><th>recv B/call</th><th>mean RTT µs</th><th>mean queue µs</th></tr>";
+                for (k, c) in &t.calls {
+                    let per = |x: u64| x as f64 / c.count.max(1) as f64;
+                    let _ = write!(
+                        o,
+                        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td></tr>",
+                        esc(k),
+                        c.count,
+                        c.errors,
+                        per(c.bytes_sent),
+                        per(c.bytes_recv),
+                        c.mean_rtt_us,
+                        c.mean_queue_us
+                    );
+                }
+                o += "</table>";
+            }
+        }
+    }
+    o += "</body></html>\n";
+    o
+}
+
+fn short(label: &str) -> String {
+    let base = label.rsplit('/').next().unwrap_or(label);
+    base.trim_end_matches(".json").chars().take(24).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let t = ticks(0.0, 1234.0);
+        assert_eq!(t[1], 500.0);
+    }
+
+    #[test]
+    fn charts_are_svg() {
+        let s = line_chart(
+            "t",
+            "x",
+            "y",
+            &[Series {
+                name: "a<b".into(),
+                points: vec![(1.0, 2.0, 0.5), (10.0, 3.0, f64::NAN)],
+            }],
+            true,
+        );
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
+        assert!(s.contains("a&lt;b"));
+        let b = bar_chart("ops", &[("READ".into(), 10.0), ("OPEN".into(), 5.0)]);
+        assert!(b.contains("READ"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Benchmark targets: `nfs4://host:port/path`, `nfs3://host:port/path?mountport=N`
+//! and `dir:/path`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::{Error, Result};
+
+/// Where a workload runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// NFSv4.1 over TCP; `path` is looked up from the root filehandle.
+    Nfs4 {
+        host: String,
+        port: u16,
+        path: String,
+    },
+    /// NFSv3 + MOUNT over TCP (`mountport` defaults to `port`).
+    Nfs3 {
+        host: String,
+        port: u16,
+        path: String,
+        mountport: Option<u16>,
+    },
+    /// POSIX calls on a local path (for example a kernel NFS mount).
+    Dir(PathBuf),
+}
+
+fn host_port_path(rest: &str, default_port: u16) -> Result<(String, u16, String, String)> {
+    let (hp, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (path, query) = match tail.split_once('?') {
+        Some((p, q)) => (p, q),
+        None => (tail, ""),
+    };
+    let (host, port) = if let Some(h) = hp.strip_prefix('[') {
+        // [v6]:port
+        let (h, p) = h
+            .split_once(']')
+            .ok_or_else(|| Error::Msg(format!("bad address {hp}")))?;
+        (h.to_string(), p.trim_start_matches(':'))
+    } else {
+        match hp.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p),
+            None => (hp.to_string(), ""),
+        }
+    };
+    let port = if port.is_empty() {
+        default_port
+    } else {
+        port.parse()
+            .map_err(|_| Error::Msg(format!("bad port in {hp}")))?
+    };
+    if host.is_empty() {
+        return Err(Error::Msg("missing host".into()));
+    }
+    Ok((host, port, path.to_string(), query.to_string()))
+}
+
+impl FromStr for Target {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Target> {
+        if let Some(rest) = s.strip_prefix("nfs4://") {
+            let (host, port, path, _) = host_port_path(rest, 2049)?;
+            Ok(Target::Nfs4 { host, port, path })
+        } else if let Some(rest) = s.strip_prefix("nfs3://") {
+            let (host, port, path, query) = host_port_path(rest, 2049)?;
+            let mut mountport = None;
+            for kv in query.split('&').filter(|k| !k.is_empty()) {
+                match kv.split_once('=') {
+                    Some(("mountport", v)) => {
+                        mountport = Some(
+                            v.parse()
+                                .map_err(|_| Error::Msg(format!("bad mountport {v}")))?,
+                        )
+                    }
+                    _ => return Err(Error::Msg(format!("unknown nfs3 option {kv}"))),
+                }
+            }
+            Ok(Target::Nfs3 {
+                host,
+                port,
+                path,
+                mountport,
+            })
+        } else if let Some(rest) = s.strip_prefix("dir:") {
+            if rest.is_empty() {
+                return Err(Error::Msg("dir: needs a path".into()));
+            }
+            Ok(Target::Dir(PathBuf::from(rest)))
+        } else {
+            Err(Error::Msg(format!(
+                "unknown target {s}: use nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH?mountport=N or dir:/PATH"
+            )))
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Nfs4 { host, port, path } => write!(f, "nfs4://{host}:{port}{path}"),
+            Target::Nfs3 {
+                host,
+                port,
+                path,
+                mountport,
+            } => {
+                write!(f, "nfs3://{host}:{port}{path}")?;
+                if let Some(m) = mountport {
+                    write!(f, "?mountport={m}")?;
+                }
+                Ok(())
+            }
+            Target::Dir(p) => write!(f, "dir:{}", p.display()),
+        }
+    }
+}
+
+impl Target {
+    /// The server's address (network targets).
+    pub async fn addr(&self) -> Result<Option<SocketAddr>> {
+        let (host, port) = match self {
+            Target::Nfs4 { host, port, .. } | Target::Nfs3 { host, port, .. } => (host, *port),
+            Target::Dir(_) => return Ok(None),
+        };
+        let mut it = tokio::net::lookup_host((host.as_str(), port)).await?;
+        it.next()
+            .map(Some)
+            .ok_or_else(|| Error::Msg(format!("{host} does not resolve")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        let t: Target = "nfs4://127.0.0.1:12049/export/x".parse().unwrap();
+        assert_eq!(
+            t,
+            Target::Nfs4 {
+                host: "127.0.0.1".into(),
+                port: 12049,
+                path: "/export/x".into()
+            }
+        );
+        assert_eq!(t.to_string(), "nfs4://127.0.0.1:12049/export/x");
+        let t: Target = "nfs4://localhost".parse().unwrap();
+        assert_eq!(t.to_string(), "nfs4://localhost:2049/");
+        let t: Target = "nfs3://h:2049/e?mountport=20048".parse().unwrap();
+        assert!(matches!(
+            t,
+            Target::Nfs3 {
+                mountport: Some(20048),
+                ..
+            }
+        ));
+        let t: Target = "nfs4://[::1]:2050/".parse().unwrap();
+        assert!(matches!(t, Target::Nfs4 { port: 2050, .. }));
+        let t: Target = "dir:/mnt/nfs".parse().unwrap();
+        assert_eq!(t, Target::Dir("/mnt/nfs".into()));
+        assert!("http://x".parse::<Target>().is_err());
+        assert!("nfs4://h:notaport/".parse::<Target>().is_err());
+    }
+}

@@ -1,0 +1,922 @@
+//! The NFSv4.1 evaluation micro-workloads: parameters, file sets
+//! (`prepare`) and what each worker does.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::fs::{BenchFs, Node, OpenFile, OpenMode};
+use crate::record::{OpStats, Phase, Recorder, UNIT_PHASE};
+use crate::rng::Rng;
+use crate::{Error, Result};
+
+/// The workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// Random reads of `--io-size` from one large file.
+    Randread,
+    /// Random writes of `--io-size` to one large file.
+    Randwrite,
+    /// Sequential reads; each worker streams its own stripe of the file.
+    Seqread,
+    /// Sequential writes; each worker streams its own stripe of the file.
+    Seqwrite,
+    /// Random whole-file reads of small files: OPEN, READ, CLOSE.
+    SmallfileRead,
+    /// Each client creates `--files` files of `--file-size` in its own
+    /// directory.
+    Create,
+    /// READDIR of random directories of a tree of empty files (mean width 5).
+    Dirlist,
+    /// Per file, ten times: OPEN, LOCK, READ whole file, LOCKU, CLOSE.
+    LockedRead,
+    /// Group A holds read opens; group B opens the same files read-write.
+    DelegRecall,
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Randread => "randread",
+            Workload::Randwrite => "randwrite",
+            Workload::Seqread => "seqread",
+            Workload::Seqwrite => "seqwrite",
+            Workload::SmallfileRead => "smallfile-read",
+            Workload::Create => "create",
+            Workload::Dirlist => "dirlist",
+            Workload::LockedRead => "locked-read",
+            Workload::DelegRecall => "deleg-recall",
+        }
+    }
+
+    /// Time-based workloads run for `--duration` after `--warmup`; the
+    /// others do a fixed amount of work (capped by `--duration`).
+    pub fn time_based(self) -> bool {
+        !matches!(
+            self,
+            Workload::Create | Workload::LockedRead | Workload::DelegRecall
+        )
+    }
+
+    /// The latency histogram ops/s is computed from.
+    pub fn unit_name(self) -> &'static str {
+        match self {
+            Workload::Randread | Workload::Seqread => "read",
+            Workload::Randwrite | Workload::Seqwrite => "write",
+            Workload::SmallfileRead => "file",
+            Workload::Create => "create",
+            Workload::Dirlist => "readdir",
+            Workload::LockedRead => "locked-read",
+            Workload::DelegRecall => "conflict-open",
+        }
+    }
+
+    fn large(self) -> bool {
+        matches!(
+            self,
+            Workload::Randread | Workload::Randwrite | Workload::Seqread | Workload::Seqwrite
+        )
+    }
+}
+
+/// Resolved parameters of a benchmark (what the JSON records).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    pub workload: Workload,
+    pub target: String,
+    pub clients: u32,
+    pub threads: u32,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub runs: u32,
+    pub seed: u64,
+    pub io_size: u32,
+    pub files: u64,
+    pub file_size: u64,
+    pub sync: bool,
+    /// Iterations per file (locked-read).
+    pub iterations: u32,
+    pub delay_ms: f64,
+    pub jitter_ms: f64,
+    /// Loss probability, 0..1.
+    pub loss: f64,
+    /// Keep files the workload created (create).
+    pub keep: bool,
+}
+
+/// Per-workload defaults for the options not given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Overrides {
+    pub clients: Option<u32>,
+    pub io_size: Option<u32>,
+    pub files: Option<u64>,
+    pub file_size: Option<u64>,
+}
+
+impl Params {
+    /// Defaults for `w`; `o` overrides them.
+    pub fn new(w: Workload, target: String, o: Overrides) -> Params {
+        let (io, files, size) = match w {
+            Workload::Randread | Workload::Randwrite => (4096, 1, 256 << 20),
+            Workload::Seqread | Workload::Seqwrite => (1 << 20, 1, 256 << 20),
+            Workload::SmallfileRead | Workload::LockedRead | Workload::DelegRecall => {
+                (65536, 1000, 4096)
+            }
+            Workload::Create => (65536, 1000, 4096),
+            Workload::Dirlist => (65536, 50_000, 0),
+        };
+        let clients = if w == Workload::DelegRecall { 2 } else { 1 };
+        Params {
+            workload: w,
+            target,
+            clients: o.clients.unwrap_or(clients),
+            threads: 1,
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            runs: 1,
+            seed: 1,
+            io_size: o.io_size.unwrap_or(io),
+            files: o.files.unwrap_or(files),
+            file_size: o.file_size.unwrap_or(size),
+            sync: false,
+            iterations: 10,
+            delay_ms: 0.0,
+            jitter_ms: 0.0,
+            loss: 0.0,
+            keep: false,
+        }
+    }
+
+    pub fn workers(&self) -> u32 {
+        self.clients * self.threads
+    }
+
+    pub fn check(&self) -> Result<()> {
+        if self.clients == 0 || self.threads == 0 {
+            return Err(Error::Msg(
+                "--clients and --threads must be at least 1".into(),
+            ));
+        }
+        if self.io_size == 0 || self.io_size > 1 << 20 {
+            return Err(Error::Msg("--io-size must be 1 B .. 1 MiB".into()));
+        }
+        if self.workload.large() && self.file_size < u64::from(self.io_size) {
+            return Err(Error::Msg("--file-size must be at least --io-size".into()));
+        }
+        if self.workload == Workload::DelegRecall && self.clients < 2 {
+            return Err(Error::Msg(
+                "deleg-recall needs --clients 2 or more (half hold opens, half conflict)".into(),
+            ));
+        }
+        if self.files == 0 {
+            return Err(Error::Msg("--files must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The file set this workload reads, if any.
+    pub fn file_set(&self) -> FileSet {
+        match self.workload {
+            Workload::Randread | Workload::Randwrite | Workload::Seqread | Workload::Seqwrite => {
+                FileSet::Large {
+                    size: self.file_size,
+                }
+            }
+            Workload::SmallfileRead | Workload::LockedRead | Workload::DelegRecall => {
+                FileSet::Files {
+                    n: self.files,
+                    size: self.file_size,
+                }
+            }
+            Workload::Dirlist => FileSet::Tree { n: self.files },
+            Workload::Create => FileSet::None,
+        }
+    }
+}
+
+/// Files per subdirectory of a `files-*` set.
+pub const FILES_PER_DIR: u64 = 1000;
+/// Entries per directory of a `tree-*` set.
+pub const TREE_WIDTH: u64 = 5;
+/// The directory all file sets live in, under the target's path.
+pub const BENCH_DIR: &str = "ferrite-bench";
+
+/// A prepared file set, under `ferrite-bench/` in the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileSet {
+    None,
+    /// One file `large-SIZE`.
+    Large {
+        size: u64,
+    },
+    /// `files-NxSIZE/dK/fI`, 1000 files per `dK`.
+    Files {
+        n: u64,
+        size: u64,
+    },
+    /// `tree-N/…`: a 5-ary directory tree whose leaves hold 5 empty files.
+    Tree {
+        n: u64,
+    },
+}
+
+impl FileSet {
+    pub fn name(&self) -> String {
+        match self {
+            FileSet::None => String::new(),
+            FileSet::Large { size } => format!("large-{size}"),
+            FileSet::Files { n, size } => format!("files-{n}x{size}"),
+            FileSet::Tree { n } => format!("tree-{n}"),
+        }
+    }
+
+    fn marker(&self) -> String {
+        format!("{}.ready", self.name())
+    }
+}
+
+/// Depth of the tree for `n` files: leaves (5 files each) are addressed by
+/// `depth` base-5 digits.
+pub fn tree_depth(n: u64) -> u32 {
+    let leaves = n.div_ceil(TREE_WIDTH).max(1);
+    let mut d = 1;
+    let mut cap = TREE_WIDTH;
+    while cap < leaves {
+        cap *= TREE_WIDTH;
+        d += 1;
+    }
+    d
+}
+
+/// The directory path (relative to the set) of leaf `l`.
+pub fn tree_leaf(l: u64, depth: u32) -> Vec<String> {
+    let mut digits = Vec::with_capacity(depth as usize);
+    let mut x = l;
+    for _ in 0..depth {
+        digits.push(format!("d{}", x % TREE_WIDTH));
+        x /= TREE_WIDTH;
+    }
+    digits.reverse();
+    digits
+}
+
+/// Every directory of the tree (relative paths, parents before children;
+/// the set's own directory is the empty path).
+pub fn tree_dirs(n: u64) -> Vec<Vec<String>> {
+    let depth = tree_depth(n);
+    let leaves = n.div_ceil(TREE_WIDTH).max(1);
+    let mut seen = std::collections::BTreeSet::new();
+    for l in 0..leaves {
+        let p = tree_leaf(l, depth);
+        for k in 0..=p.len() {
+            seen.insert(p[..k].to_vec());
+        }
+    }
+    let mut v: Vec<Vec<String>> = seen.into_iter().collect();
+    v.sort_by_key(|p| p.len());
+    v
+}
+
+/// The resolved nodes of a file set, shared by every worker of a run.
+#[derive(Debug, Clone)]
+pub struct SetNodes {
+    /// `ferrite-bench/`.
+    pub bench: Node,
+    /// The set's directory (files, tree) or `ferrite-bench/` (large).
+    pub base: Node,
+    /// files: `dK` directories; tree: every directory.
+    pub dirs: Vec<Node>,
+}
+
+fn not_prepared(p: &Params, set: &FileSet) -> Error {
+    let mut cmd = format!("ferrite bench prepare {} --target {}", p.workload, p.target);
+    match set {
+        FileSet::Large { size } => cmd += &format!(" --file-size {size}"),
+        FileSet::Files { n, size } => cmd += &format!(" --files {n} --file-size {size}"),
+        FileSet::Tree { n } => cmd += &format!(" --files {n}"),
+        FileSet::None => {}
+    }
+    Error::NotPrepared(format!(
+        "file set {BENCH_DIR}/{} is not on {} (or its preparation did not finish); create it once with:\n  {cmd}",
+        set.name(),
+        p.target
+    ))
+}
+
+/// Runs `n` jobs `0..n` with `conc` at a time; `f(i)` does job `i`.
+async fn parallel<F, Fut>(n: u64, conc: usize, f: F) -> Result<()>
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<()>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..conc.max(1) {
+        let f = f.clone();
+        let next = next.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return Ok(());
+                }
+                f(i).await?;
+            }
+        }));
+    }
+    let mut res = Ok(());
+    for t in tasks {
+        match t.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => res = Err(e),
+            Err(e) => res = Err(Error::Msg(format!("task: {e}"))),
+        }
+    }
+    res
+}
+
+fn pattern(len: usize, seed: u64) -> Bytes {
+    let mut r = Rng::new(seed);
+    let mut v = Vec::with_capacity(len + 8);
+    while v.len() < len {
+        v.extend_from_slice(&r.next_u64().to_le_bytes());
+    }
+    v.truncate(len);
+    Bytes::from(v)
+}
+
+/// Writes `size` bytes to `f` in pieces of at most 1 MiB (UNSTABLE).
+async fn fill(fs: &dyn BenchFs, f: &OpenFile, size: u64, data: &Bytes) -> Result<()> {
+    let mut off = 0;
+    while off < size {
+        let n = (size - off).min(data.len() as u64) as usize;
+        fs.write(f, off, data.slice(..n), false).await?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// Builds the file set `p` needs (idempotent: an existing complete set is
+/// kept). Prints progress to stderr.
+pub async fn prepare(fs: Arc<dyn BenchFs>, p: &Params) -> Result<()> {
+    let set = p.file_set();
+    let root = fs.root();
+    let bench = fs.mkdir(&root, BENCH_DIR).await?;
+    if set == FileSet::None {
+        eprintln!("{}: nothing to prepare", p.workload);
+        return Ok(());
+    }
+    if fs.lookup(&bench, &set.marker()).await?.is_some() {
+        eprintln!(
+            "{}: {BENCH_DIR}/{} is already prepared",
+            p.workload,
+            set.name()
+        );
+        return Ok(());
+    }
+    let started = Instant::now();
+    let chunk = pattern(1 << 20, p.seed);
+    let done = Arc::new(AtomicU64::new(0));
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let ticker = {
+        let done = done.clone();
+        let name = set.name();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if tty {
+                    eprint!(
+                        "\rprepare {name}: {} done\x1b[K",
+                        done.load(Ordering::Relaxed)
+                    );
+                }
+            }
+        })
+    };
+    let res: Result<()> = async {
+        let mut total = 0;
+        match set {
+            FileSet::None => {}
+            FileSet::Large { size } => {
+                let f = fs.open(&bench, &set.name(), OpenMode::Create, 0).await?;
+                let f = Arc::new(f);
+                let pieces = size.div_ceil(1 << 20);
+                total = pieces;
+                let (fs2, f2, done2) = (fs.clone(), f.clone(), done.clone());
+                parallel(pieces, 4, move |i| {
+                    let (fs, f, chunk, done) =
+                        (fs2.clone(), f2.clone(), chunk.clone(), done2.clone());
+                    async move {
+                        let off = i << 20;
+                        let n = (size - off).min(1 << 20) as usize;
+                        fs.write(&f, off, chunk.slice(..n), false).await?;
+                        done.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    }
+                })
+                .await?;
+                fs.commit(&f).await?;
+                let f = Arc::try_unwrap(f).map_err(|_| Error::Msg("file still shared".into()))?;
+                fs.close(f).await?;
+            }
+            FileSet::Files { n, size } => {
+                let base = fs.mkdir(&bench, &set.name()).await?;
+                let ndirs = n.div_ceil(FILES_PER_DIR);
+                let mut dirs = Vec::new();
+                for d in 0..ndirs {
+                    dirs.push(fs.mkdir(&base, &format!("d{d}")).await?);
+                }
+                let dirs = Arc::new(dirs);
+                total = n;
+                let (fs2, done2) = (fs.clone(), done.clone());
+                let data = chunk.clone();
+                parallel(n, 16, move |i| {
+                    let (fs, dirs, data, done) =
+                        (fs2.clone(), dirs.clone(), data.clone(), done2.clone());
+                    async move {
+                        let dir = &dirs[(i / FILES_PER_DIR) as usize];
+                        let f = fs
+                            .open(dir, &format!("f{i}"), OpenMode::Create, (i % 16) as u32)
+                            .await?;
+                        fill(fs.as_ref(), &f, size, &data).await?;
+                        fs.close(f).await?;
+                        done.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    }
+                })
+                .await?;
+            }
+            FileSet::Tree { n } => {
+                let base = fs.mkdir(&bench, &set.name()).await?;
+                let dirs = tree_dirs(n);
+                total = n;
+                // Directories level by level (parents exist first).
+                let nodes = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+                nodes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(Vec::<String>::new(), base.clone());
+                let maxlen = dirs.iter().map(|d| d.len()).max().unwrap_or(0);
+                for level in 1..=maxlen {
+                    let these: Arc<Vec<Vec<String>>> =
+                        Arc::new(dirs.iter().filter(|d| d.len() == level).cloned().collect());
+                    let (fs2, nodes2) = (fs.clone(), nodes.clone());
+                    let count = these.len() as u64;
+                    parallel(count, 16, move |i| {
+                        let (fs, nodes, these) = (fs2.clone(), nodes2.clone(), these.clone());
+                        async move {
+                            let path = &these[i as usize];
+                            let parent = nodes
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get(&path[..path.len() - 1])
+                                .cloned()
+                                .ok_or_else(|| Error::Msg("missing parent".into()))?;
+                            let node = fs.mkdir(&parent, &path[path.len() - 1]).await?;
+                            nodes
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .insert(path.clone(), node);
+                            Ok(())
+                        }
+                    })
+                    .await?;
+                }
+                let depth = tree_depth(n);
+                let (fs2, done2) = (fs.clone(), done.clone());
+                parallel(n, 16, move |i| {
+                    let (fs, nodes, done) = (fs2.clone(), nodes.clone(), done2.clone());
+                    async move {
+                        let leaf = tree_leaf(i / TREE_WIDTH, depth);
+                        let dir = nodes
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get(&leaf)
+                            .cloned()
+                            .ok_or_else(|| Error::Msg("missing leaf".into()))?;
+                        let f = fs
+                            .open(
+                                &dir,
+                                &format!("f{}", i % TREE_WIDTH),
+                                OpenMode::Create,
+                                (i % 16) as u32,
+                            )
+                            .await?;
+                        fs.close(f).await?;
+                        done.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    }
+                })
+                .await?;
+            }
+        }
+        let m = fs.open(&bench, &set.marker(), OpenMode::Create, 0).await?;
+        fs.close(m).await?;
+        eprintln!(
+            "{}prepare {}: {total} done in {:.1} s",
+            if tty { "\r\x1b[K" } else { "" },
+            set.name(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+    .await;
+    ticker.abort();
+    res
+}
+
+/// Looks up the prepared set (setup phase); an error that says how to
+/// prepare it when it is missing.
+pub async fn resolve(fs: &Arc<dyn BenchFs>, p: &Params) -> Result<SetNodes> {
+    let set = p.file_set();
+    let root = fs.root();
+    let bench = match set {
+        FileSet::None => fs.mkdir(&root, BENCH_DIR).await?,
+        _ => fs
+            .lookup(&root, BENCH_DIR)
+            .await?
+            .ok_or_else(|| not_prepared(p, &set))?,
+    };
+    if set != FileSet::None && fs.lookup(&bench, &set.marker()).await?.is_none() {
+        return Err(not_prepared(p, &set));
+    }
+    let mut nodes = SetNodes {
+        base: bench.clone(),
+        bench,
+        dirs: Vec::new(),
+    };
+    match set {
+        FileSet::None | FileSet::Large { .. } => {}
+        FileSet::Files { n, .. } => {
+            nodes.base = fs
+                .lookup(&nodes.bench, &set.name())
+                .await?
+                .ok_or_else(|| not_prepared(p, &set))?;
+            for d in 0..n.div_ceil(FILES_PER_DIR) {
+                let node = fs
+                    .lookup(&nodes.base, &format!("d{d}"))
+                    .await?
+                    .ok_or_else(|| not_prepared(p, &set))?;
+                nodes.dirs.push(node);
+            }
+        }
+        FileSet::Tree { n } => {
+            nodes.base = fs
+                .lookup(&nodes.bench, &set.name())
+                .await?
+                .ok_or_else(|| not_prepared(p, &set))?;
+            let dirs = tree_dirs(n);
+            let mut map = std::collections::HashMap::new();
+            map.insert(Vec::<String>::new(), nodes.base.clone());
+            // Parents come first: resolve level by level, 16 at a time.
+            let maxlen = dirs.iter().map(|d| d.len()).max().unwrap_or(0);
+            let map = Arc::new(std::sync::Mutex::new(map));
+            for level in 1..=maxlen {
+                let these: Arc<Vec<Vec<String>>> =
+                    Arc::new(dirs.iter().filter(|d| d.len() == level).cloned().collect());
+                let (fs2, map2, set2, p2) = (fs.clone(), map.clone(), set, p.clone());
+                parallel(these.len() as u64, 16, move |i| {
+                    let (fs, map, these, p) =
+                        (fs2.clone(), map2.clone(), these.clone(), p2.clone());
+                    async move {
+                        let path = &these[i as usize];
+                        let parent = map
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get(&path[..path.len() - 1])
+                            .cloned()
+                            .ok_or_else(|| not_prepared(&p, &set2))?;
+                        let node = fs
+                            .lookup(&parent, &path[path.len() - 1])
+                            .await?
+                            .ok_or_else(|| not_prepared(&p, &set2))?;
+                        map.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(path.clone(), node);
+                        Ok(())
+                    }
+                })
+                .await?;
+            }
+            let map = map.lock().unwrap_or_else(|p| p.into_inner());
+            for d in &dirs {
+                if let Some(n) = map.get(d) {
+                    nodes.dirs.push(n.clone());
+                }
+            }
+        }
+    }
+    Ok(nodes)
+}
+
+/// What one worker (one task of one client) needs.
+pub struct Worker {
+    pub fs: Arc<dyn BenchFs>,
+    pub stats: Arc<OpStats>,
+    pub rec: Arc<Recorder>,
+    pub p: Arc<Params>,
+    pub set: Arc<SetNodes>,
+    /// Client index and thread index within the client.
+    pub client: u32,
+    pub thread: u32,
+    /// Per-client work counters (create, deleg-recall) and one global
+    /// counter (locked-read).
+    pub counters: Arc<Counters>,
+    pub rng: Rng,
+    /// This client's directory (create).
+    pub own_dir: Option<Node>,
+    pub data: Bytes,
+}
+
+/// Shared work counters.
+pub struct Counters {
+    pub per_client: Vec<AtomicU64>,
+    pub global: AtomicU64,
+}
+
+impl Counters {
+    pub fn new(clients: u32) -> Arc<Counters> {
+        Arc::new(Counters {
+            per_client: (0..clients).map(|_| AtomicU64::new(0)).collect(),
+            global: AtomicU64::new(0),
+        })
+    }
+}
+
+/// The state a worker keeps between setup, its loop and teardown.
+#[derive(Default)]
+pub struct Held {
+    /// Files held open for the run (large-file workloads, deleg-recall A).
+    pub open: Vec<OpenFile>,
+    /// Files this worker created (create), to remove at teardown.
+    pub created: Vec<String>,
+    /// Sequential position (seqread/seqwrite).
+    pub cursor: u64,
+}
+
+/// Whether a worker does measured work (false: deleg-recall group A, which
+/// only holds opens while group B runs).
+pub fn is_active(p: &Params, client: u32) -> bool {
+    p.workload != Workload::DelegRecall || client >= p.clients.div_ceil(2)
+}
+
+impl Worker {
+    fn index(&self) -> u32 {
+        self.client * self.p.threads + self.thread
+    }
+
+    /// Setup-phase work: opens held for the run.
+    pub async fn setup(&mut self) -> Result<Held> {
+        let mut held = Held::default();
+        let p = self.p.clone();
+        match p.workload {
+            Workload::Randread | Workload::Seqread => {
+                let f = self
+                    .fs
+                    .open(
+                        &self.set.base,
+                        &p.file_set().name(),
+                        OpenMode::Read,
+                        self.index(),
+                    )
+                    .await?;
+                held.open.push(f);
+            }
+            Workload::Randwrite | Workload::Seqwrite => {
+                let f = self
+                    .fs
+                    .open(
+                        &self.set.base,
+                        &p.file_set().name(),
+                        OpenMode::ReadWrite,
+                        self.index(),
+                    )
+                    .await?;
+                held.open.push(f);
+            }
+            Workload::DelegRecall if !is_active(&p, self.client) => {
+                let mut i = u64::from(self.thread);
+                while i < p.files {
+                    let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                    let f = self
+                        .fs
+                        .open(dir, &format!("f{i}"), OpenMode::Read, self.index())
+                        .await?;
+                    held.open.push(f);
+                    i += u64::from(p.threads);
+                }
+            }
+            _ => {}
+        }
+        if matches!(p.workload, Workload::Seqread | Workload::Seqwrite) {
+            let (start, _) = self.stripe();
+            held.cursor = start;
+        }
+        Ok(held)
+    }
+
+    /// This worker's [start, end) stripe of the large file, io-aligned.
+    fn stripe(&self) -> (u64, u64) {
+        let io = u64::from(self.p.io_size);
+        let blocks = self.p.file_size / io;
+        let n = u64::from(self.p.workers());
+        let i = u64::from(self.index());
+        let a = blocks * i / n;
+        let b = (blocks * (i + 1) / n).max(a + 1).min(blocks.max(1));
+        (a * io, b * io)
+    }
+
+    /// One unit of work. `Ok(false)`: this worker has no more work.
+    pub async fn unit(&mut self, held: &mut Held, phase: Phase) -> Result<bool> {
+        let p = self.p.clone();
+        let io = p.io_size;
+        let t = Instant::now();
+        match p.workload {
+            Workload::Randread => {
+                let blocks = (p.file_size / u64::from(io)).max(1);
+                let off = self.rng.below(blocks) * u64::from(io);
+                let n = self.fs.read(&held.open[0], off, io).await?;
+                self.rec.unit(phase, "read", t.elapsed(), n);
+            }
+            Workload::Randwrite => {
+                let blocks = (p.file_size / u64::from(io)).max(1);
+                let off = self.rng.below(blocks) * u64::from(io);
+                let data = self.data.slice(..io as usize);
+                self.fs.write(&held.open[0], off, data, p.sync).await?;
+                self.rec.unit(phase, "write", t.elapsed(), u64::from(io));
+            }
+            Workload::Seqread | Workload::Seqwrite => {
+                let (start, end) = self.stripe();
+                if held.cursor >= end {
+                    held.cursor = start;
+                }
+                let off = held.cursor;
+                held.cursor += u64::from(io);
+                if p.workload == Workload::Seqread {
+                    let n = self.fs.read(&held.open[0], off, io).await?;
+                    self.rec.unit(phase, "read", t.elapsed(), n);
+                } else {
+                    let data = self.data.slice(..io as usize);
+                    self.fs.write(&held.open[0], off, data, p.sync).await?;
+                    self.rec.unit(phase, "write", t.elapsed(), u64::from(io));
+                }
+            }
+            Workload::SmallfileRead => {
+                let i = self.rng.below(p.files);
+                let n = self.read_whole(i, phase, false).await?;
+                self.rec.unit(phase, "file", t.elapsed(), n);
+            }
+            Workload::LockedRead => {
+                let i = self.counters.global.fetch_add(1, Ordering::Relaxed);
+                if i >= p.files {
+                    return Ok(false);
+                }
+                for _ in 0..p.iterations {
+                    let t = Instant::now();
+                    let n = self.read_whole(i, phase, true).await?;
+                    self.rec.unit(phase, "locked-read", t.elapsed(), n);
+                }
+            }
+            Workload::Create => {
+                let c = &self.counters.per_client[self.client as usize];
+                let i = c.fetch_add(1, Ordering::Relaxed);
+                if i >= p.files {
+                    return Ok(false);
+                }
+                let dir = self
+                    .own_dir
+                    .clone()
+                    .ok_or_else(|| Error::Msg("create without a directory".into()))?;
+                let name = format!("f{i}");
+                let f = self
+                    .fs
+                    .open(&dir, &name, OpenMode::Create, self.index())
+                    .await?;
+                held.created.push(name);
+                let mut off = 0;
+                while off < p.file_size {
+                    let n = (p.file_size - off).min(u64::from(io)) as usize;
+                    self.fs.write(&f, off, self.data.slice(..n), p.sync).await?;
+                    off += n as u64;
+                }
+                if !p.sync && p.file_size > 0 {
+                    self.fs.commit(&f).await?;
+                }
+                self.fs.close(f).await?;
+                self.rec.unit(phase, "create", t.elapsed(), p.file_size);
+            }
+            Workload::Dirlist => {
+                let d = self.rng.below(self.set.dirs.len() as u64) as usize;
+                let _entries = self.fs.readdir(&self.set.dirs[d]).await?;
+                self.rec.unit(phase, "readdir", t.elapsed(), 0);
+            }
+            Workload::DelegRecall => {
+                let c = &self.counters.per_client[self.client as usize];
+                let i = c.fetch_add(1, Ordering::Relaxed);
+                if i >= p.files {
+                    return Ok(false);
+                }
+                let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                let f = self
+                    .fs
+                    .open(dir, &format!("f{i}"), OpenMode::ReadWrite, self.index())
+                    .await?;
+                self.rec.unit(phase, "conflict-open", t.elapsed(), 0);
+                let t = Instant::now();
+                self.fs.close(f).await?;
+                self.rec.latency(phase, "close", t.elapsed());
+            }
+        }
+        Ok(true)
+    }
+
+    /// OPEN, [LOCK,] READ…, [LOCKU,] CLOSE of small file `i`.
+    async fn read_whole(&mut self, i: u64, phase: Phase, lock: bool) -> Result<u64> {
+        let p = self.p.clone();
+        let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+        let t = Instant::now();
+        let mut f = self
+            .fs
+            .open(dir, &format!("f{i}"), OpenMode::Read, self.index())
+            .await?;
+        self.rec.latency(phase, "open", t.elapsed());
+        if lock {
+            let t = Instant::now();
+            self.fs.lock(&mut f, false).await?;
+            self.rec.latency(phase, "lock", t.elapsed());
+        }
+        let mut got = 0;
+        let io = u64::from(p.io_size);
+        while got < p.file_size {
+            let t = Instant::now();
+            let want = (p.file_size - got).min(io) as u32;
+            let n = self.fs.read(&f, got, want).await?;
+            self.rec.latency(phase, "read", t.elapsed());
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        if lock {
+            let t = Instant::now();
+            self.fs.unlock(&mut f).await?;
+            self.rec.latency(phase, "unlock", t.elapsed());
+        }
+        let t = Instant::now();
+        self.fs.close(f).await?;
+        self.rec.latency(phase, "close", t.elapsed());
+        Ok(got)
+    }
+
+    /// Teardown-phase work: close held files, remove created ones.
+    pub async fn teardown(&mut self, held: Held) -> Result<()> {
+        for f in held.open {
+            self.fs.close(f).await?;
+        }
+        if !self.p.keep {
+            if let Some(dir) = &self.own_dir {
+                for n in &held.created {
+                    self.fs.remove(dir, n).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `fut` with its calls counted in `phase`.
+pub async fn in_phase<T>(phase: Phase, fut: impl std::future::Future<Output = T>) -> T {
+    UNIT_PHASE.scope(phase, fut).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_shape() {
+        assert_eq!(tree_depth(50_000), 6);
+        assert_eq!(tree_depth(5), 1);
+        assert_eq!(tree_depth(26), 2);
+        let dirs = tree_dirs(50_000);
+        // 10,000 leaves plus their ancestors.
+        let leaves = dirs.iter().filter(|d| d.len() == 6).count();
+        assert_eq!(leaves, 10_000);
+        let entries = 50_000 + dirs.len() - 1;
+        let width = entries as f64 / dirs.len() as f64;
+        assert!((4.5..=5.5).contains(&width), "mean width {width}");
+        assert_eq!(tree_leaf(7, 2), vec!["d1".to_string(), "d2".to_string()]);
+    }
+}

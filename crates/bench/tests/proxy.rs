@@ -1,0 +1,121 @@
+//! The delay proxy: added round-trip time within a tolerance for a noisy
+//! shared machine, order kept, loss as a 200 ms penalty.
+
+use std::time::{Duration, Instant};
+
+use bench::proxy::{DelayConfig, Proxy, LOSS_PENALTY};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+async fn echo_server() -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                loop {
+                    let n = match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    if s.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Median round trip of `n` 100-byte pings.
+async fn rtt(addr: std::net::SocketAddr, n: usize) -> Duration {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut v = Vec::new();
+    for i in 0..n {
+        let msg = [i as u8; 100];
+        let t = Instant::now();
+        s.write_all(&msg).await.unwrap();
+        let mut got = [0u8; 100];
+        s.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, msg, "bytes arrive intact and in order");
+        v.push(t.elapsed());
+    }
+    v.sort();
+    v[n / 2]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adds_the_delay_in_each_direction() {
+    let echo = echo_server().await;
+    let delay = Duration::from_millis(20);
+    let p = Proxy::start(
+        echo,
+        DelayConfig {
+            delay,
+            jitter: Duration::ZERO,
+            loss: 0.0,
+            seed: 1,
+        },
+    )
+    .await
+    .unwrap();
+    let direct = rtt(echo, 5).await;
+    let via = rtt(p.addr, 5).await;
+    assert!(via >= 2 * delay, "RTT {via:?} < 2 x {delay:?}");
+    assert!(
+        via < 2 * delay + direct + Duration::from_millis(50),
+        "RTT {via:?} too long"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jitter_keeps_order_and_loss_costs_a_rto() {
+    let echo = echo_server().await;
+    let p = Proxy::start(
+        echo,
+        DelayConfig {
+            delay: Duration::from_millis(5),
+            jitter: Duration::from_millis(4),
+            loss: 0.0,
+            seed: 7,
+        },
+    )
+    .await
+    .unwrap();
+    // A burst of writes comes back byte-exact and in order.
+    let mut s = TcpStream::connect(p.addr).await.unwrap();
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let (mut r, mut w) = s.split();
+    let send = async {
+        for c in data.chunks(1000) {
+            w.write_all(c).await.unwrap();
+        }
+    };
+    let recv = async {
+        let mut got = vec![0u8; data.len()];
+        r.read_exact(&mut got).await.unwrap();
+        got
+    };
+    let ((), got) = tokio::join!(send, recv);
+    assert!(got == data);
+
+    // loss = 100%: every chunk pays the penalty in each direction.
+    let lossy = Proxy::start(
+        echo,
+        DelayConfig {
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            loss: 1.0,
+            seed: 1,
+        },
+    )
+    .await
+    .unwrap();
+    let t = rtt(lossy.addr, 1).await;
+    assert!(t >= 2 * LOSS_PENALTY, "{t:?}");
+    assert!(t < 2 * LOSS_PENALTY + Duration::from_millis(100), "{t:?}");
+}

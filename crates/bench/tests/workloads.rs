@@ -1,0 +1,313 @@
+//! Every workload against an in-process Ferrite server on loopback, with
+//! exact operation accounting; the `dir:` backend; results round trips.
+
+use std::time::Duration;
+
+use bench::record::PhaseTable;
+use bench::workload::{Overrides, Params, Workload};
+use bench::{runner, Results};
+use server::nfs4::Nfs4Config;
+use server::run::{ExportConfig, Running, ServerConfig};
+use tempfile::TempDir;
+
+struct Srv {
+    running: Running,
+    _export: TempDir,
+    _state: TempDir,
+}
+
+impl Srv {
+    async fn start() -> Srv {
+        let export = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let running = server::run::start(ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: state.path().to_path_buf(),
+            exports: vec![ExportConfig::open("/", export.path())],
+            nfs4: Nfs4Config {
+                lease: Duration::from_secs(10),
+                ..Default::default()
+            },
+            rpc: Default::default(),
+        })
+        .await
+        .unwrap();
+        Srv {
+            running,
+            _export: export,
+            _state: state,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nfs4://{}/", self.running.addr)
+    }
+}
+
+fn params(w: Workload, target: String, o: Overrides) -> Params {
+    let mut p = Params::new(w, target, o);
+    p.duration_s = 0.4;
+    p.warmup_s = 0.1;
+    p
+}
+
+fn phase<'a>(r: &'a bench::RunResult, name: &str) -> &'a PhaseTable {
+    &r.nfs[name]
+}
+
+/// The operations every NFSv4 client of a run sends outside the measured
+/// period no matter the workload: session setup (EXCHANGE_ID,
+/// CREATE_SESSION, SEQUENCE+RECLAIM_COMPLETE), the target lookup
+/// (SEQUENCE, PUTROOTFH, GETFH for "/") and, at teardown, DESTROY_SESSION
+/// and DESTROY_CLIENTID.
+fn check_session_ops(r: &bench::RunResult, clients: u64) {
+    let s = phase(r, "setup");
+    assert_eq!(s.op("EXCHANGE_ID"), clients);
+    assert_eq!(s.op("CREATE_SESSION"), clients);
+    assert_eq!(s.op("RECLAIM_COMPLETE"), clients);
+    assert_eq!(s.op("PUTROOTFH"), clients);
+    let t = phase(r, "teardown");
+    assert_eq!(t.op("DESTROY_SESSION"), clients);
+    assert_eq!(t.op("DESTROY_CLIENTID"), clients);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locked_read_accounting_is_exact() {
+    let srv = Srv::start().await;
+    let p = params(
+        Workload::LockedRead,
+        srv.url(),
+        Overrides {
+            files: Some(3),
+            file_size: Some(4096),
+            ..Default::default()
+        },
+    );
+    // Not prepared yet: a clear error saying how to prepare.
+    let err = runner::run(&p).await.unwrap_err().to_string();
+    assert!(err.contains("ferrite bench prepare locked-read"), "{err}");
+    assert!(err.contains("--files 3 --file-size 4096"), "{err}");
+    runner::prepare(&p).await.unwrap();
+    let res = runner::run(&p).await.unwrap();
+    let r = &res.runs[0];
+    assert!(r.completed);
+    assert_eq!(r.ops, 30);
+    assert_eq!(r.bytes, 30 * 4096);
+    let m = phase(r, "measure");
+    // 3 files x 10 x (OPEN, LOCK, READ, LOCKU, CLOSE), one COMPOUND each:
+    // SEQUENCE+PUTFH+OPEN+GETFH, SEQUENCE+PUTFH+LOCK, SEQUENCE+PUTFH+READ,
+    // SEQUENCE+PUTFH+LOCKU, SEQUENCE+PUTFH+CLOSE.
+    for op in ["OPEN", "LOCK", "READ", "LOCKU", "CLOSE", "GETFH"] {
+        assert_eq!(m.op(op), 30, "{op}");
+    }
+    assert_eq!(m.op("PUTFH"), 150);
+    assert_eq!(m.op("SEQUENCE"), 150);
+    assert_eq!(m.ops.len(), 8, "{:?}", m.ops);
+    assert_eq!(m.calls["OPEN"].count, 30);
+    assert!(m.calls["READ"].bytes_recv > 4096);
+    assert!(m.calls["READ"].mean_rtt_us > 0.0);
+    // Setup: session, root lookup, then LOOKUPs of ferrite-bench, the
+    // marker, the set directory and d0 (SEQUENCE+PUTFH+LOOKUP+GETFH each).
+    check_session_ops(r, 1);
+    let s = phase(r, "setup");
+    assert_eq!(s.op("LOOKUP"), 4);
+    assert_eq!(s.op("PUTFH"), 4);
+    assert_eq!(s.op("GETFH"), 5);
+    assert_eq!(s.op("SEQUENCE"), 6);
+    assert!(phase(r, "warmup").ops.is_empty());
+    for step in ["locked-read", "open", "lock", "read", "unlock", "close"] {
+        assert_eq!(r.latency[step].count, 30, "{step}");
+    }
+    assert!(r.latency["locked-read"].p99_us >= r.latency["locked-read"].p50_us);
+    assert_eq!(r.recalls, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn randread_and_friends_count_every_io() {
+    let srv = Srv::start().await;
+    let o = Overrides {
+        io_size: Some(4096),
+        file_size: Some(1 << 20),
+        ..Default::default()
+    };
+    runner::prepare(&params(Workload::Randread, srv.url(), o))
+        .await
+        .unwrap();
+    for (w, op) in [
+        (Workload::Randread, "READ"),
+        (Workload::Randwrite, "WRITE"),
+        (Workload::Seqread, "READ"),
+        (Workload::Seqwrite, "WRITE"),
+    ] {
+        let mut p = params(w, srv.url(), o);
+        p.threads = 2;
+        p.runs = 2;
+        let res = runner::run(&p).await.unwrap();
+        assert_eq!(res.runs.len(), 2);
+        for r in &res.runs {
+            let m = phase(r, "measure");
+            assert!(r.ops > 0, "{w}");
+            assert_eq!(m.op(op), r.ops, "{w}");
+            assert_eq!(m.op("SEQUENCE"), r.ops, "{w}");
+            assert_eq!(m.op("PUTFH"), r.ops, "{w}");
+            assert_eq!(m.ops.len(), 3, "{w}: {:?}", m.ops);
+            assert_eq!(r.bytes, r.ops * 4096, "{w}");
+            // Each worker opened the file in setup and closes it at teardown.
+            assert_eq!(phase(r, "setup").op("OPEN"), 2);
+            assert_eq!(phase(r, "teardown").op("CLOSE"), 2);
+            assert!(phase(r, "warmup").op(op) > 0, "{w}: warm-up ran");
+            check_session_ops(r, 1);
+            assert!(!r.series.is_empty());
+            assert!(r.cpu.percent > 0.0);
+            assert!(r.slot_wait.acquired >= r.ops);
+        }
+        let s = &res.summary["ops_per_s"];
+        assert_eq!(s.n, 2);
+        assert!(s.ci95.is_finite());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_smallfile_dirlist_and_deleg_recall() {
+    let srv = Srv::start().await;
+
+    // create: 2 clients x 2 threads, 5 files of 8 KiB per client in 4 KiB
+    // writes: OPEN, WRITE, WRITE, COMMIT, CLOSE per file.
+    let mut p = params(
+        Workload::Create,
+        srv.url(),
+        Overrides {
+            clients: Some(2),
+            files: Some(5),
+            file_size: Some(8192),
+            io_size: Some(4096),
+        },
+    );
+    p.threads = 2;
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    let m = phase(r, "measure");
+    assert_eq!(r.ops, 10);
+    assert_eq!(
+        (m.op("OPEN"), m.op("WRITE"), m.op("COMMIT"), m.op("CLOSE")),
+        (10, 20, 10, 10)
+    );
+    assert_eq!(m.op("SEQUENCE"), 50);
+    // Teardown removes the 10 files, the 2 client directories and the run
+    // directory.
+    assert_eq!(phase(r, "teardown").op("REMOVE"), 13);
+    check_session_ops(r, 2);
+
+    // smallfile-read: OPEN, READ, CLOSE per file.
+    let o = Overrides {
+        files: Some(20),
+        file_size: Some(4096),
+        ..Default::default()
+    };
+    let p = params(Workload::SmallfileRead, srv.url(), o);
+    runner::prepare(&p).await.unwrap();
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    let m = phase(r, "measure");
+    assert!(r.ops > 0);
+    for op in ["OPEN", "READ", "CLOSE", "GETFH"] {
+        assert_eq!(m.op(op), r.ops, "{op}");
+    }
+    assert_eq!(m.op("SEQUENCE"), 3 * r.ops);
+
+    // deleg-recall over the same file set: A holds 20 read opens, B opens
+    // each read-write (measured) and closes it.
+    let mut p = params(Workload::DelegRecall, srv.url(), o);
+    p.clients = 2;
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    assert_eq!(r.ops, 20);
+    let m = phase(r, "measure");
+    assert_eq!((m.op("OPEN"), m.op("CLOSE")), (20, 20));
+    assert_eq!(phase(r, "setup").op("OPEN"), 20);
+    assert_eq!(phase(r, "teardown").op("CLOSE"), 20);
+    // Ferrite grants no delegations yet.
+    assert_eq!((r.recalls, r.delegations), (0, 0));
+    assert_eq!(r.latency["conflict-open"].count, 20);
+
+    // dirlist: 60 empty files, 12 leaves of 5 under 5-ary directories.
+    let p = params(
+        Workload::Dirlist,
+        srv.url(),
+        Overrides {
+            files: Some(60),
+            ..Default::default()
+        },
+    );
+    runner::prepare(&p).await.unwrap();
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    let m = phase(r, "measure");
+    assert!(r.ops > 0);
+    assert_eq!(m.op("READDIR"), r.ops);
+    assert_eq!(m.op("SEQUENCE"), r.ops);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dir_target_runs_locked_read_through_posix() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("dir:{}", dir.path().display());
+    let p = params(
+        Workload::LockedRead,
+        url,
+        Overrides {
+            files: Some(3),
+            file_size: Some(4096),
+            ..Default::default()
+        },
+    );
+    runner::prepare(&p).await.unwrap();
+    assert!(dir
+        .path()
+        .join("ferrite-bench/files-3x4096/d0/f2")
+        .is_file());
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    let m = phase(r, "measure");
+    assert_eq!(r.ops, 30);
+    for op in [
+        "open",
+        "fcntl(F_SETLKW)",
+        "pread",
+        "fcntl(F_UNLCK)",
+        "close",
+    ] {
+        assert_eq!(m.op(op), 30, "{op}");
+    }
+    assert_eq!(m.ops.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nfs3_is_not_yet_supported_and_results_round_trip() {
+    let p = params(
+        Workload::Randread,
+        "nfs3://127.0.0.1:2049/x?mountport=20048".into(),
+        Overrides::default(),
+    );
+    let e = runner::run(&p).await.unwrap_err().to_string();
+    assert!(e.contains("not supported yet"), "{e}");
+
+    let srv = Srv::start().await;
+    let o = Overrides {
+        files: Some(4),
+        file_size: Some(1000),
+        ..Default::default()
+    };
+    let mut p = params(Workload::SmallfileRead, srv.url(), o);
+    p.runs = 2;
+    runner::prepare(&p).await.unwrap();
+    let a = runner::run(&p).await.unwrap();
+    let json = a.to_json().unwrap();
+    assert!(json.contains("\"schema\": \"ferrite-bench/1\""));
+    let back = Results::from_json(&json).unwrap();
+    assert_eq!(back.runs.len(), 2);
+    assert_eq!(back.params, a.params);
+    let csv = a.to_csv();
+    assert!(csv.starts_with("run,section,name,field,value\n"));
+    assert!(csv.contains(",ops.measure,OPEN,count,"));
+    assert!(a.render_summary().contains("ops/s"));
+    let cmp = bench::compare::compare(&a, &back);
+    assert!(cmp.contains("ops_per_s"));
+    let html = bench::report::html(&[("a.json".into(), a.clone()), ("b.json".into(), back)]);
+    assert!(html.contains("<svg") && html.contains("Latency CDF"));
+}

@@ -1,0 +1,104 @@
+//! Calls to clients over a session's back channel (RFC 8881 §20): one
+//! CB_COMPOUND at a time per session, on back-channel slot 0, always
+//! starting with CB_SEQUENCE. Callers spawn these; the state lock is never
+//! held across a callback.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use proto::nfs4::*;
+use tracing::debug;
+use xdr::Unpack;
+
+use super::ops::backchannel_ctl::cb_cred;
+use super::state::session::Session;
+use super::state::{next_seqid, LockNotify};
+
+/// How long a callback may take before it counts as failed.
+const CB_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// RFC 8881 §20: CB_COMPOUND is procedure 1 of the callback program.
+const CB_COMPOUND: u32 = 1;
+
+/// Why a callback got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CbError {
+    #[error("no back-channel connection")]
+    NoConnection,
+    #[error("callback timed out")]
+    Timeout,
+    #[error("callback failed: {0}")]
+    Rpc(#[from] rpc::CallError),
+    #[error("undecodable callback reply: {0}")]
+    Xdr(#[from] xdr::Error),
+}
+
+/// Sends CB_SEQUENCE followed by `ops` and returns the reply. The slot's
+/// sequence id moves on once the client has answered CB_SEQUENCE; a
+/// callback with no answer leaves it, so the next one is taken as a retry
+/// of it rather than as out of order.
+pub async fn cb_compound(
+    session: &Session,
+    ops: Vec<NfsCbArgOp4>,
+) -> Result<CbCompound4Res, CbError> {
+    let _slot = session.cb_slot.lock().await;
+    let (conn, program, cred, seqid) = {
+        let b = session.back.lock().unwrap_or_else(|p| p.into_inner());
+        (b.conn(), b.program, cb_cred(&b.sec), b.seqid)
+    };
+    let conn = conn.ok_or(CbError::NoConnection)?;
+    let mut argarray = Vec::with_capacity(ops.len() + 1);
+    argarray.push(NfsCbArgOp4::CbSequence(CbSequence4Args {
+        sessionid: session.id,
+        sequenceid: seqid,
+        slotid: 0,
+        highest_slotid: 0,
+        cachethis: false,
+        referring_call_lists: Vec::new(),
+    }));
+    argarray.extend(ops);
+    let args = CbCompound4Args {
+        tag: Default::default(),
+        minorversion: session.minorversion.load(Ordering::Relaxed),
+        callback_ident: 0,
+        argarray,
+    };
+    let call = conn.call_with(program, 1, CB_COMPOUND, &cred, &args);
+    let mut d = match tokio::time::timeout(CB_TIMEOUT, call).await {
+        Ok(r) => r?,
+        Err(_) => return Err(CbError::Timeout),
+    };
+    let res = CbCompound4Res::unpack(&mut d)?;
+    if matches!(
+        res.resarray.first(),
+        Some(NfsCbResOp4::CbSequence(Res4::Ok(_)))
+    ) {
+        let mut b = session.back.lock().unwrap_or_else(|p| p.into_inner());
+        if b.seqid == seqid {
+            b.seqid = next_seqid(seqid);
+        }
+    }
+    Ok(res)
+}
+
+/// Sends CB_NOTIFY_LOCK (RFC 8881 §20.11) for `fh` in the background: a
+/// hint that the waiter may retry now, so failures are only logged.
+pub fn notify_lock(n: LockNotify, fh: NfsFh4) {
+    tokio::spawn(async move {
+        let op = NfsCbArgOp4::CbNotifyLock(CbNotifyLock4Args {
+            fh,
+            lock_owner: n.owner,
+        });
+        match cb_compound(&n.session, vec![op]).await {
+            Ok(r) => debug!(session = ?n.session.id, status = ?r.status, "CB_NOTIFY_LOCK"),
+            Err(e) => debug!(session = ?n.session.id, "CB_NOTIFY_LOCK failed: {e}"),
+        }
+    });
+}
+
+/// Sends the notifications an unlock produced.
+pub fn notify_locks(notes: Vec<LockNotify>, fh: &NfsFh4) {
+    for n in notes {
+        notify_lock(n, fh.clone());
+    }
+}

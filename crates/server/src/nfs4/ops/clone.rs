@@ -1,0 +1,30 @@
+//! CLONE (RFC 7862 §15.13): the destination range shares the source's
+//! blocks (FICLONERANGE). A file system that cannot share blocks answers
+//! NFS4ERR_NOTSUPP; ranges not aligned to its block size NFS4ERR_INVAL.
+
+use proto::nfs4::*;
+
+use super::copy::{both_regular, endpoints};
+use crate::nfs4::compound::Compound;
+
+pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
+    clone(cx, args).await.into()
+}
+
+async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
+    let (src, dst) = endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
+    let (sh, dh) = (src.handle, dst.handle);
+    let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
+    cx.vfs(dst.export, move |v, c| {
+        if let Err(s) = both_regular(v, &sh, &dh)? {
+            return Ok(Err(s));
+        }
+        match v.clone_range(c, &sh, so, &dh, dof, n) {
+            Err(vfs::Errno(libc::EOPNOTSUPP | libc::EXDEV | libc::ENOTTY)) => {
+                Ok(Err(NfsStat4::Nfs4errNotsupp))
+            }
+            r => r.map(Ok),
+        }
+    })
+    .await?
+}
