@@ -302,18 +302,24 @@ impl Tables {
                 deny,
             },
         };
-        let sid = e.stateid(other);
-        self.stateids.insert(other, e);
+        let sid = self.insert_state(other, e);
         self.opens_by_owner.insert(key, other);
         self.files
             .entry(file.clone())
             .or_default()
             .opens
             .push(other);
-        if let Some(c) = self.clients.get_mut(&client) {
+        Ok(sid)
+    }
+
+    /// Records a new stateid and lists it under its client.
+    fn insert_state(&mut self, other: [u8; 12], e: StateEntry) -> StateId4 {
+        let sid = e.stateid(other);
+        if let Some(c) = self.clients.get_mut(&e.client) {
             c.stateids.insert(other);
         }
-        Ok(sid)
+        self.stateids.insert(other, e);
+        sid
     }
 
     /// OPEN_DOWNGRADE (RFC 8881 §18.18).
@@ -503,12 +509,8 @@ impl Tables {
             file: file.clone(),
             kind: StateKind::Lock { owner, open },
         };
-        let sid = le.stateid(other);
-        self.stateids.insert(other, le);
+        let sid = self.insert_state(other, le);
         self.locks_by_owner.insert(key, other);
-        if let Some(c) = self.clients.get_mut(&client) {
-            c.stateids.insert(other);
-        }
         Ok(sid)
     }
 
