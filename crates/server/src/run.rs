@@ -7,7 +7,6 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tracing::info;
 
 use crate::export::{Export, ExportRules};
 use crate::nfs4::filehandle::FhKey;
@@ -98,9 +97,6 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     let (tx, rx) = watch::channel(false);
     let rpc_cfg = cfg.rpc.clone();
     let task = tokio::spawn(rpc::serve(listener, Arc::new(programs), rpc_cfg, rx));
-    for e in &cfg.exports {
-        info!("exporting {} as {} on {}", e.dir.display(), e.path, addr);
-    }
     Ok(Running {
         addr,
         nfs4,

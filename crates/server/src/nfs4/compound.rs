@@ -429,7 +429,11 @@ impl Compound {
     /// NFS4ERR_ACCESS without one, NFS4ERR_PERM from an unprivileged port
     /// when the rule asks for a privileged one.
     pub fn admit(&self, export: u16) -> Result<&ClientRule, NfsStat4> {
-        self.export(export)?.rules.admit(self.conn.peer())
+        let e = self.export(export)?;
+        let peer = self.conn.peer();
+        e.rules
+            .admit(peer)
+            .inspect_err(|s| refusal_warning(&e.path, peer, *s))
     }
 
     /// NFS4ERR_WRONGSEC unless the credential's flavor is one `fh`'s
@@ -553,4 +557,32 @@ pub fn check_name(name: &Bytes) -> Result<Bytes, NfsStat4> {
         return Err(NfsStat4::Nfs4errNametoolong);
     }
     Ok(name.clone())
+}
+
+/// Says in the log why a client was refused an export (at most every ten
+/// seconds, so a client retrying in a loop cannot flood it): otherwise the
+/// user only sees "Operation not permitted" from mount.
+fn refusal_warning(export: &str, peer: std::net::SocketAddr, status: NfsStat4) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let last = LAST.load(Ordering::Relaxed);
+    if now < last + 10
+        || LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    let why = match status {
+        NfsStat4::Nfs4errPerm => {
+            "its source port is not privileged and the export's rule has secure = true"
+        }
+        NfsStat4::Nfs4errAccess => "no client rule of the export matches its address",
+        _ => "refused",
+    };
+    warn!(%peer, export, "client refused: {why}");
 }
