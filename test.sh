@@ -19,3 +19,6 @@ cargo test --workspace
 
 step "real Linux client suite (tests/realclient)"
 bash tests/realclient-ferrite.sh
+
+step "real Linux client: export rules (tests/realclient-exports.sh)"
+bash tests/realclient-exports.sh

@@ -2,10 +2,26 @@
 # Runs the real Linux client suite (tests/realclient/run.sh) against a
 # Ferrite started here on a free loopback port over a fresh export, and
 # restarts that Ferrite when the suite's restart scenario asks for it.
-# Extra arguments go to run.sh (for example --only or --vers).
+# Then, as a second phase, two guests at once against the same Ferrite
+# (tests/realclient/two-guests.sh: cross-client fcntl locks, flock, O_EXCL
+# races, close-to-open visibility; about 30 s under TCG).
+# Extra arguments go to run.sh (for example --only or --vers), except:
+#   --two-guests      run only the two-guest phase
+#   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
+
+main_phase=1 two_phase=1
+[ "${FERRITE_RC_TWO_GUESTS:-1}" = 0 ] && two_phase=0
+args=()
+for a in "$@"; do
+    case "$a" in
+    --two-guests) main_phase=0 two_phase=1 ;;
+    --no-two-guests) two_phase=0 ;;
+    *) args+=("$a") ;;
+    esac
+done
 
 cargo build --release -p ferrite
 bin="$top/target/release/ferrite"
@@ -38,5 +54,20 @@ chmod +x "$work"/*.sh
 trap '"$work/stop.sh"' EXIT
 "$work/start.sh"
 echo "realclient-ferrite: ferrite on 127.0.0.1:$port, export $work/export, log $work/ferrite.log"
-bash "$top/tests/realclient/run.sh" --host 127.0.0.1 --port "$port" --export / \
-    --restart-cmd "$work/restart.sh" --out "$work/out" "$@"
+rc_main=0 rc_two=0
+if [ $main_phase = 1 ]; then
+    bash "$top/tests/realclient/run.sh" --host 127.0.0.1 --port "$port" --export / \
+        --restart-cmd "$work/restart.sh" --out "$work/out" "${args[@]+"${args[@]}"}" || rc_main=$?
+fi
+if [ $two_phase = 1 ]; then
+    if [ $rc_main = 125 ]; then
+        echo "realclient-ferrite: two-guest phase not run: the guest could not be started"
+    else
+        echo "realclient-ferrite: two-guest phase (tests/realclient/two-guests.sh)"
+        bash "$top/tests/realclient/two-guests.sh" --port "$port" --export / \
+            --out "$work/out-two" || rc_two=$?
+    fi
+fi
+echo "realclient-ferrite: main suite $([ $main_phase = 1 ] && echo "rc=$rc_main" || echo "not run"), two-guest phase $([ $two_phase = 1 ] && echo "rc=$rc_two" || echo "not run")"
+[ $rc_main = 0 ] || exit $rc_main
+exit $rc_two

@@ -8,6 +8,7 @@
 #       [--restart-cmd 'CMD'] [--mountport N] [--mount-opts OPTS]
 #       [--unique-id ID] [--timeout SEC] [--mem SIZE] [--cpus N]
 #       [--keep] [--console] [--list] [--prepare-only]
+#       [--suite default|exports]
 #
 # Exit status: 0 all PASS/SKIP; 1 any FAIL (or missing result); 2 usage;
 # 3 the server is not reachable; 125 the guest could not be built/started
@@ -18,9 +19,9 @@ CACHE="${FERRITE_RC_CACHE:-/var/cache/ferrite-realclient}"
 
 host=127.0.0.1 port=2049 export_path=/ vers=4.2,4.1 only="" out="" restart_cmd=""
 mountport="" mount_opts="" unique_id="" timeout=1500 mem=1536M cpus=2 keep=0 console=0
-prepare_only=0
+prepare_only=0 suite=default
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf 'realclient: %s\n' "$*" >&2; }
 now() { date +%s.%N; }
 
@@ -41,12 +42,14 @@ while [ $# -gt 0 ]; do
     --cpus) cpus="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --console) console=1; shift ;;
-    --list) python3 - "$RC_DIR/guest/suite.py" <<'EOF'
+    --suite) suite="$2"; shift 2 ;;
+    --list) python3 - "$RC_DIR/guest/suite.py" "$suite" <<'EOF'
 import re, sys
-for m in re.finditer(r'^\s+\("(\w+)", sc_\w+, \d+\),', open(sys.argv[1]).read(), re.M):
+prefix = {"default": "sc", "exports": "sx"}.get(sys.argv[2]) or sys.exit("unknown --suite %s (default, exports)" % sys.argv[2])
+for m in re.finditer(r'^\s+\("(\w+)", %s_\w+, \d+\),' % prefix, open(sys.argv[1]).read(), re.M):
     print(m.group(1))
 EOF
-            exit 0 ;;
+            exit $? ;;
     --prepare-only) prepare_only=1; shift ;;
     -h|--help) usage ;;
     *) say "unknown argument: $1"; usage ;;
@@ -79,11 +82,12 @@ case "$host" in
 *) say "--host must be 127.0.0.1: the guest reaches only the host's loopback (as 10.0.2.2)"; exit 2 ;;
 esac
 [[ "$port" =~ ^[0-9]+$ ]] || { say "bad --port $port"; exit 2; }
+case "$suite" in default|exports) ;; *) say "--suite: unknown suite '$suite' (default, exports)"; exit 2 ;; esac
 IFS=, read -r -a vlist <<< "$vers"
 for v in "${vlist[@]}"; do
     case "$v" in 4.2|4.1|3) ;; *) say "--vers: unsupported version '$v' (4.2, 4.1, 3)"; exit 2 ;; esac
 done
-known=$("$0" --list | tr '\n' ' ')
+known=$("$0" --suite "$suite" --list | tr '\n' ' ')
 IFS=, read -r -a olist <<< "$only"
 for s in "${olist[@]+"${olist[@]}"}"; do
     [[ " $known " == *" $s "* ]] || { say "--only: unknown scenario '$s' (known: $known)"; exit 2; }
@@ -120,6 +124,7 @@ install -m 644 "$RC_DIR/guest/suite.py" "$work/payload/rc/suite.py"
     printf 'export RC_HOST=10.0.2.2 RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=%q\n' "$port" "$export_path" "$vers" "$only"
     printf 'export RC_MOUNTPORT=%q RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout\n' "$mountport" "$mount_opts" "$runid" "$keep"
     printf 'export RC_RESTART=%q\n' "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
+    [ "$suite" = default ] || printf 'export RC_SUITE=%q\n' "$suite"
 } > "$work/payload/rc/env"
 ( cd "$work/payload" && find . -mindepth 1 | cpio -o -H newc --quiet -R 0:0 ) > "$work/payload.cpio"
 cat "$CACHE/initrd.cpio" "$work/payload.cpio" > "$work/initrd.img"

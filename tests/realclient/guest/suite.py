@@ -1429,5 +1429,401 @@ def main():
     return 0
 
 
+
+# =============================================================== export rules
+# A separate suite (run.sh --suite exports, RC_SUITE=exports; driven by
+# tests/realclient-exports.sh), never part of the default run. The server
+# exports, under a pseudo root:
+#   /data       rw, squash = "root", secure = false, for 127.0.0.1 (after
+#               a ro rule for 10.0.0.0/8 that does not match)
+#               (the guest's connections reach the host from 127.0.0.1)
+#               dir: root 0755; open/ 0777; hello.txt root 0644;
+#               secret root 0600
+#   /pub/docs   ro, squash = "all" (anonuid/anongid 1234), secure = false,
+#               sec = ["sys", "none"]
+#               dir: 0777; readme.txt 0666 (XS_README below); sub/nested.txt;
+#               empty/; anon-only.txt 1234:1234 0600; root-only.txt root 0600
+#   /private    its only rule matches 10.0.0.0/8: never this guest
+#   /strict     default rule ("*", secure = true): this guest's unprivileged
+#               ports are refused (NFS4ERR_PERM)
+# The host script checks on disk what the guest created (owners) and that
+# /pub/docs and /private are unchanged.
+SUITE = os.environ.get("RC_SUITE", "default")
+XS_README = b"Ferrite export-rule suite: pre-populated, read-only.\n"
+XS_HELLO = b"hello from the data export\n"
+XS_NESTED = b"nested\n"
+XS_ANON = b"for uid 1234 only\n"
+NOBODY = 65534
+ROFS_OR_ACCES = (errno.EROFS, errno.EACCES)
+
+
+class XCtx:
+    """Per version: mounts of "/" (root), "/data" (data), "/pub/docs" (docs)
+    under /mnt/<tag>/, made by the runner; errors[key] when one failed."""
+
+    def __init__(self, vers, tag, mps, errors):
+        self.vers, self.tag, self.mps, self.errors = vers, tag, mps, errors
+        self.name = None
+
+    @property
+    def a(self):    # run_scenario creates it: a scratch dir in the guest
+        return os.path.join("/tmp/rcx", "%s-%s" % (self.tag, self.name))
+
+    def m(self, key, *p):
+        if key in self.errors:
+            raise Fail("not run: the mount of %s failed: %s" % (key, self.errors[key]))
+        return os.path.join(self.mps[key], *p)
+
+
+def xmount(vers, path, mp, extra=""):
+    """mount -t nfs HOST:path mp; returns (rc, description)."""
+    os.makedirs(mp, exist_ok=True)
+    opts = "vers=%s,port=%d" % (vers, PORT)
+    if EXTRA_OPTS:
+        opts += "," + EXTRA_OPTS
+    if extra:
+        opts += "," + extra
+    cmd = ["timeout", "60", "mount", "-t", "nfs", "-o", opts, "%s:%s" % (HOST, path), mp]
+    t0 = time.time()
+    r = run(cmd)
+    return r.returncode, "%s -> rc %d in %.1fs: %s" % (" ".join(cmd[3:]), r.returncode, time.time() - t0, r.stdout.strip())
+
+
+def xumount(mp):
+    r = run(["timeout", "60", "umount", "-R", mp])
+    if r.returncode != 0:
+        print("    umount -R %s failed: %s" % (mp, r.stdout.strip()), flush=True)
+        run(["umount", "-f", "-l", mp])
+
+
+def mount_opts_of(mp):
+    with open("/proc/mounts") as f:
+        for l in f:
+            x = l.split()
+            if x[1] == mp:
+                return x[3].split(",")
+    return None
+
+
+def expect_errno_each(items, *errnos):
+    """items: (what, fn); every fn must fail with one of errnos. All are
+    tried; the failures are reported together."""
+    bad = []
+    for what, fn in items:
+        try:
+            expect_errno(what, fn, *errnos)
+        except Fail as e:
+            bad.append(str(e))
+    check(not bad, "; ".join(bad))
+
+
+def create(path, data=b"x", mode=0o644):
+    write_file(path, data, mode)
+    return path
+
+
+def stat_owner(path):
+    st = os.stat(path)
+    return [st.st_uid, st.st_gid]
+
+
+def xftruncate(path):
+    """ftruncate through an fd the server refuses to open for writing."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def sx_mounts(c):
+    """The three mounts work and negotiated the version asked for."""
+    bad = []
+    for key, path in (("root", "/"), ("data", "/data"), ("docs", "/pub/docs")):
+        if key in c.errors:
+            bad.append("mount %s: %s" % (path, c.errors[key]))
+            continue
+        opts = mount_opts_of(c.mps[key])
+        if opts is None:
+            bad.append("%s not in /proc/mounts" % c.mps[key])
+        elif "vers=" + c.vers not in opts:
+            bad.append("%s negotiated %s, expected vers=%s" % (path, [o for o in opts if o.startswith("vers=")], c.vers))
+        else:
+            must("readdir of %s" % path, os.listdir, c.mps[key])
+    check(not bad, "; ".join(bad))
+    check(os.stat(c.m("data")).st_dev != os.stat(c.m("docs")).st_dev, "/data and /pub/docs share a superblock (st_dev)")
+
+
+def sx_pseudo_root(c):
+    """SERVER:/ lists the exports that apply to this client and is read-only;
+    the exports are entered through it with their own rules."""
+    R = lambda *p: c.m("root", *p)   # noqa: E731
+    names = sorted(must("readdir of the pseudo root", os.listdir, R()))
+    check(names == ["data", "pub", "strict"], "ls of the pseudo root: %s, expected ['data', 'pub', 'strict'] (never 'private')" % names)
+    names = sorted(must("readdir of /pub", os.listdir, R("pub")))
+    check(names == ["docs"], "ls of /pub: %s, expected ['docs']" % names)
+    expect_errno("stat of /private through the pseudo root", lambda: os.stat(R("private")),
+                 errno.ENOENT, errno.EACCES, errno.EPERM)
+    ph("listings")
+    expect_errno_each([
+        ("mkdir in the pseudo root", lambda: os.mkdir(R("newdir"))),
+        ("create in the pseudo root", lambda: create(R("newfile"))),
+        ("mkdir in /pub", lambda: os.mkdir(R("pub", "newdir"))),
+        ("rename in the pseudo root", lambda: os.rename(R("pub"), R("pub2"))),
+        ("symlink in the pseudo root", lambda: os.symlink("data", R("link"))),
+        ("chmod of the pseudo root", lambda: os.chmod(R(), 0o777)),
+    ], *ROFS_OR_ACCES)
+    check(sorted(os.listdir(R())) == ["data", "pub", "strict"], "the pseudo root changed: %s" % sorted(os.listdir(R())))
+    ph("read-only")
+    # crossing into the exports: their contents and rules
+    names = sorted(must("readdir of /data via the pseudo root", os.listdir, R("data")))
+    check({"open", "hello.txt", "secret"} <= set(names), "ls /data via the pseudo root: %s" % names)
+    check(must("read via the pseudo root", read_file, R("data", "hello.txt")) == XS_HELLO, "/data/hello.txt via the pseudo root: wrong content")
+    check(read_file(R("pub", "docs", "readme.txt")) == XS_README, "/pub/docs/readme.txt via the pseudo root: wrong content")
+    p = must("create in /data/open via the pseudo root", create, R("data", "open", "via-root-%s" % c.tag))
+    check(stat_owner(p) == [NOBODY, NOBODY], "root's file via the pseudo root is owned by %s, expected %d:%d (root squashed)" % (stat_owner(p), NOBODY, NOBODY))
+    expect_errno("create in /data (root 0755) via the pseudo root", lambda: create(R("data", "nope")), errno.EACCES)
+    expect_errno("mkdir in /pub/docs via the pseudo root", lambda: os.mkdir(R("pub", "docs", "nope")), errno.EROFS)
+    ph("crossing")
+
+
+def sx_data_squash(c):
+    """/data: root is squashed to 65534 (root_squash)."""
+    D = lambda *p: c.m("data", *p)   # noqa: E731
+    check(must("read of a root 0644 file", read_file, D("hello.txt")) == XS_HELLO, "hello.txt: wrong content")
+    expect_errno("root reads a root-owned 0600 file (squashed: no override)", lambda: read_file(D("secret")), errno.EACCES)
+    expect_errno_each([
+        ("root creates a file in the root-owned 0755 export root", lambda: create(D("root-%s" % c.tag))),
+        ("root mkdir in the root-owned 0755 export root", lambda: os.mkdir(D("rootdir-%s" % c.tag))),
+        ("root removes a root-owned file from the 0755 export root", lambda: os.unlink(D("hello.txt"))),
+    ], errno.EACCES)
+    expect_errno("root chmods a root-owned file", lambda: os.chmod(D("hello.txt"), 0o666), errno.EPERM)
+    ph("root-owned")
+    p = must("root creates a file in the 0777 open/", create, D("open", "root-%s" % c.tag), b"root was here\n")
+    check(stat_owner(p) == [NOBODY, NOBODY], "file created by root is owned by %s, expected %d:%d" % (stat_owner(p), NOBODY, NOBODY))
+    drop_caches()
+    check(read_file(p) == b"root was here\n", "read back of root's file")
+    d = D("open", "rootdir-%s" % c.tag)
+    must("root mkdir in open/", os.mkdir, d)
+    check(stat_owner(d) == [NOBODY, NOBODY], "directory created by root is owned by %s" % stat_owner(d))
+    must("squashed root chmods its own file", os.chmod, p, 0o640)
+    expect_errno("chown to 0 of root's (65534's) file", lambda: os.chown(p, 0, 0), errno.EPERM)
+    expect_errno("chown to 1000 of root's (65534's) file", lambda: os.chown(p, 1000, -1), errno.EPERM)
+    expect_errno("chgrp to 0 (gid 0 is squashed too)", lambda: os.chown(p, -1, 0), errno.EPERM)
+    check(stat_owner(p) == [NOBODY, NOBODY], "owner changed to %s" % stat_owner(p))
+    ph("open/")
+
+
+def sx_data_user(c):
+    """/data: an unprivileged user keeps its uid; root cannot override its
+    permissions."""
+    D = lambda *p: c.m("data", *p)   # noqa: E731
+    p = D("open", "user-%s" % c.tag)
+
+    def mk():
+        create(p, b"user data\n", 0o600)
+        return stat_owner(p)
+    own = user_ok("create in open/", USER, mk)
+    check(own == list(USER), "file created by uid 1000 is owned by %s, expected %s" % (own, list(USER)))
+    check(user_ok("read back", USER, lambda: read_file(p).decode()) == "user data\n", "user's read back")
+    user_denied("create in the root-owned 0755 export root", USER, lambda: create(D("user-%s" % c.tag)), errno.EACCES)
+    user_denied("read of a root 0600 file", USER, lambda: read_file(D("secret")), errno.EACCES)
+    user_denied("chown of its own file to 0", USER, lambda: os.chown(p, 0, 0), errno.EPERM)
+    user_ok("chmod of its own file", USER, lambda: os.chmod(p, 0o600))
+    user_denied("chmod of a root-owned file", USER, lambda: os.chmod(D("hello.txt"), 0o666), errno.EPERM)
+    # root is squashed: it cannot read or chown the user's 0600 file
+    drop_caches()
+    expect_errno("root reads uid 1000's 0600 file", lambda: read_file(p), errno.EACCES)
+    expect_errno("root chowns uid 1000's file to 0", lambda: os.chown(p, 0, 0), errno.EPERM)
+    check(stat_owner(p) == list(USER), "owner changed to %s" % stat_owner(p))
+
+
+def sx_docs_ro(c):
+    """/pub/docs: read-only (EROFS for every change) and squash = all
+    (everyone acts as 1234:1234)."""
+    P = lambda *p: c.m("docs", *p)   # noqa: E731
+    drop_caches()
+    check(sorted(must("readdir", os.listdir, P())) == ["anon-only.txt", "empty", "readme.txt", "root-only.txt", "sub"],
+          "ls /pub/docs: %s" % sorted(os.listdir(P())))
+    check(must("read readme.txt", read_file, P("readme.txt")) == XS_README, "readme.txt: wrong content")
+    check(must("read sub/nested.txt", read_file, P("sub", "nested.txt")) == XS_NESTED, "sub/nested.txt: wrong content")
+    check(user_ok("read readme.txt", USER, lambda: read_file(P("readme.txt")).decode()) == XS_README.decode(), "uid 1000 reads readme.txt: wrong content")
+    ph("reads")
+    # squash = all: uid 1000 and root both act as 1234
+    check(user_ok("read a 1234-only 0600 file (squashed to 1234)", USER, lambda: read_file(P("anon-only.txt")).decode()) == XS_ANON.decode(),
+          "anon-only.txt: wrong content")
+    check(must("root reads a 1234-only 0600 file (squashed to 1234)", read_file, P("anon-only.txt")) == XS_ANON, "anon-only.txt: wrong content")
+    expect_errno("root reads a root 0600 file (squashed to 1234)", lambda: read_file(P("root-only.txt")), errno.EACCES)
+    ph("squash all")
+    R = P("readme.txt")
+    expect_errno_each([
+        ("open O_WRONLY", lambda: os.close(os.open(R, os.O_WRONLY))),
+        ("open O_RDWR", lambda: os.close(os.open(R, os.O_RDWR))),
+        ("open O_TRUNC", lambda: os.close(os.open(R, os.O_WRONLY | os.O_TRUNC))),
+        ("append", lambda: open(R, "ab").write(b"more")),
+        ("create", lambda: create(P("new"))),
+        ("mkdir", lambda: os.mkdir(P("newdir"))),
+        ("mkdir in sub/", lambda: os.mkdir(P("sub", "newdir"))),
+        ("utime (touch an existing file)", lambda: os.utime(R, None)),
+        ("utime with explicit times", lambda: os.utime(R, (1, 1))),
+        ("chmod", lambda: os.chmod(R, 0o600)),
+        ("chown", lambda: os.chown(R, 1234, 1234)),
+        ("ftruncate", lambda: xftruncate(R)),
+        ("unlink", lambda: os.unlink(R)),
+        ("rmdir of an empty directory", lambda: os.rmdir(P("empty"))),
+        ("rename", lambda: os.rename(R, P("renamed"))),
+        ("link", lambda: os.link(R, P("hardlink"))),
+        ("symlink", lambda: os.symlink("readme.txt", P("symlink"))),
+        ("mknod fifo", lambda: os.mkfifo(P("fifo"))),
+    ], errno.EROFS)
+    # truncate(2) of a path: the client asks ACCESS first, and the server
+    # (like knfsd) grants no MODIFY on a read-only export: EACCES, not EROFS
+    expect_errno("truncate of a path", lambda: os.truncate(R, 0), errno.EROFS, errno.EACCES)
+    for what, cmd in (("touch of a new file", ["touch", P("touched")]), ("touch of readme.txt", ["touch", R])):
+        r = run(cmd)
+        check(r.returncode != 0 and "Read-only file system" in r.stdout, "%s: rc %d %r, expected 'Read-only file system'" % (what, r.returncode, r.stdout.strip()))
+    user_denied("create", USER, lambda: create(P("user-new")), errno.EROFS)
+    user_denied("open readme.txt for writing", USER, lambda: os.close(os.open(R, os.O_WRONLY)), errno.EROFS)
+    ph("writes refused")
+    drop_caches()
+    check(read_file(R) == XS_README, "readme.txt changed")
+    check(sorted(os.listdir(P())) == ["anon-only.txt", "empty", "readme.txt", "root-only.txt", "sub"], "ls changed: %s" % sorted(os.listdir(P())))
+
+
+def sx_sec_flavors(c):
+    """sec = ["sys", "none"] on /pub/docs, ["sys"] on /data: an AUTH_NONE
+    mount works for the first and is refused for the second."""
+    mp = "/mnt/%s/secnone" % c.tag
+    rc, msg = xmount(c.vers, "/pub/docs", mp, "sec=none")
+    check(rc == 0, "sec=none mount of /pub/docs: " + msg)
+    try:
+        opts = mount_opts_of(mp) or []
+        check("sec=none" in opts or "sec=null" in opts, "sec=none mount of /pub/docs: options %s" % opts)
+        check(must("read with AUTH_NONE", read_file, os.path.join(mp, "readme.txt")) == XS_README, "readme.txt via sec=none: wrong content")
+        check(read_file(os.path.join(mp, "anon-only.txt")) == XS_ANON, "anon-only.txt via sec=none (squashed to 1234): wrong content")
+        expect_errno("mkdir with AUTH_NONE", lambda: os.mkdir(os.path.join(mp, "x")), errno.EROFS)
+    finally:
+        save_mountstats(c.tag, [mp])
+        xumount(mp)
+    mp = "/mnt/%s/secnone-data" % c.tag
+    rc, msg = xmount(c.vers, "/data", mp, "sec=none")
+    if rc == 0:
+        detail = ""
+        try:
+            detail = " (ls: %s)" % os.listdir(mp)
+        except OSError as e:
+            detail = " (ls: %s)" % e
+        xumount(mp)
+        raise Fail("sec=none mount of /data (sec = [\"sys\"]) succeeded%s" % detail)
+    print("    sec=none on /data refused as expected: " + msg, flush=True)
+
+
+def sx_private(c):
+    """/private admits only 10.0.0.0/8: the mount is refused. A path that is
+    no export at all fails too."""
+    mp = "/mnt/%s/private" % c.tag
+    rc, msg = xmount(c.vers, "/private", mp)
+    if rc == 0:
+        detail = ""
+        try:
+            detail = " and lists %s" % os.listdir(mp)
+        except OSError as e:
+            detail = " (ls: %s)" % e
+        xumount(mp)
+        raise Fail("mount of /private succeeded%s" % detail)
+    check(rc != 124, "mount of /private hung (timeout): " + msg)
+    low = msg.lower()
+    check("access denied" in low or "permission denied" in low or "operation not permitted" in low,
+          "mount of /private failed, but not with EACCES/EPERM: " + msg)
+    print("    " + msg, flush=True)
+    mp = "/mnt/%s/nope" % c.tag
+    rc, msg = xmount(c.vers, "/nope", mp)
+    if rc == 0:
+        xumount(mp)
+        raise Fail("mount of /nope (no such export) succeeded")
+    check(rc != 124, "mount of /nope hung (timeout): " + msg)
+    check("no such file" in msg.lower(), "mount of /nope: expected ENOENT: " + msg)
+
+
+def sx_strict(c):
+    """/strict keeps the default secure = true: the guest's unprivileged
+    source ports get NFS4ERR_PERM, so its mount fails with EPERM (what a new
+    user who forgot secure = false sees), and it cannot be entered through
+    the pseudo root either."""
+    mp = "/mnt/%s/strict" % c.tag
+    rc, msg = xmount(c.vers, "/strict", mp)
+    if rc == 0:
+        detail = ""
+        try:
+            detail = " and lists %s" % os.listdir(mp)
+        except OSError as e:
+            detail = " (ls: %s)" % e
+        xumount(mp)
+        raise Fail("mount of /strict from an unprivileged port succeeded%s" % detail)
+    check(rc != 124, "mount of /strict hung (timeout): " + msg)
+    print("    " + msg, flush=True)
+    check("operation not permitted" in msg.lower() or "permission denied" in msg.lower() or "access denied" in msg.lower(),
+          "mount of /strict failed, but not with EPERM/EACCES: " + msg)
+    expect_errno("ls of /strict through the pseudo root", lambda: os.listdir(c.m("root", "strict")),
+                 errno.EPERM, errno.EACCES)
+
+
+X_SCENARIOS = [
+    ("mounts", sx_mounts, 60),
+    ("pseudo_root", sx_pseudo_root, 120),
+    ("data_squash", sx_data_squash, 120),
+    ("data_user", sx_data_user, 120),
+    ("docs_ro", sx_docs_ro, 120),
+    ("sec_flavors", sx_sec_flavors, 180),
+    ("private", sx_private, 180),
+    ("strict", sx_strict, 180),
+]
+X_VERS = ["4.2", "4.1"]
+
+
+def main_exports():
+    os.makedirs(OUT, exist_ok=True)
+    os.makedirs("/tmp/rcx", exist_ok=True)
+    names = [s[0] for s in X_SCENARIOS]
+    unknown = ONLY - set(names)
+    if unknown:
+        print("unknown scenario(s) in --only: %s (known: %s)" % (",".join(sorted(unknown)), ",".join(names)))
+        return 2
+    with open(os.path.join(OUT, "plan.txt"), "w") as f:
+        for v in X_VERS:
+            for n in names:
+                f.write("v%s/%s\n" % (v, n))
+    print("ferrite realclient export-rule suite: server %s:%d, versions %s, kernel %s" %
+          (HOST, PORT, ",".join(VERS), os.uname().release), flush=True)
+    t_all = time.time()
+    for v in X_VERS:
+        if v not in VERS:
+            for n in names:
+                emit("SKIP", v, n, "version not selected (--vers)")
+            continue
+        tag = "v" + v.replace(".", "")
+        print("=== NFS vers=%s" % v, flush=True)
+        mps, errors = {}, {}
+        for key, path in (("root", "/"), ("data", "/data"), ("docs", "/pub/docs")):
+            mps[key] = "/mnt/%s/%s" % (tag, key)
+            rc, msg = xmount(v, path, mps[key])
+            print("    " + msg, flush=True)
+            if rc != 0:
+                errors[key] = msg
+        ctx = XCtx(v, tag, mps, errors)
+        for n, fn, limit in X_SCENARIOS:
+            if ONLY and n not in ONLY and n != "mounts":
+                emit("SKIP", v, n, "not selected (--only)")
+                continue
+            st, reason, secs = run_scenario(ctx, n, fn, limit)
+            emit(st, v, n, reason, secs)
+        save_mountstats(tag, [mps[k] for k in ("root", "data", "docs") if k not in errors])
+        for k in ("docs", "data", "root"):
+            if k not in errors:
+                xumount(mps[k])
+    print("suite finished in %.1fs" % (time.time() - t_all), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_exports() if SUITE == "exports" else main())

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Export rules with the real Linux client: starts Ferrite from a ferrite.toml
+# with three exports under the pseudo root, as a new user would write it,
+# and runs the export-rule scenarios of tests/realclient (run.sh --suite
+# exports) in the qemu guest, then checks on the host what reached the disk.
+#
+#   /data       rw for 127.0.0.1 (after a non-matching ro rule for
+#               10.0.0.0/8), squash = "root", secure = false
+#   /pub/docs   ro, squash = "all" with anonuid/anongid 1234,
+#               secure = false, sec = ["sys", "none"], match = "localhost"
+#   /private    only for 10.0.0.0/8: never the guest (it reaches the host
+#               from 127.0.0.1, on unprivileged ports, hence secure = false)
+#   /strict     no rules: "*" with the defaults, so secure = true, which the
+#               guest's unprivileged ports do not satisfy
+#
+# Extra arguments go to run.sh (for example --vers 4.1 or --only docs_ro).
+# Prints PASS/FAIL lines (guest scenarios, then "host/..." checks) and exits
+# non-zero if any failed. The work directory (config, log, artifacts) is
+# /var/tmp/ferrite-rcx.*; the newest 5 are kept.
+set -euo pipefail
+top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
+cd "$top"
+
+cargo build --release -p ferrite
+bin="$top/target/release/ferrite"
+{ ls -1dt /var/tmp/ferrite-rcx.*/ 2>/dev/null || true; } | tail -n +5 | xargs -r rm -rf
+work="$(mktemp -d /var/tmp/ferrite-rcx.XXXXXX)"
+chmod 0755 "$work"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+
+# --- the exported directories (contents must match XS_* in guest/suite.py) ---
+mkdir -p "$work/data/open" "$work/docs/sub" "$work/docs/empty" "$work/private" "$work/strict" "$work/state"
+chown 0:0 "$work/data" "$work/docs" "$work/private" "$work/strict"
+chmod 0755 "$work/data" "$work/private" "$work/strict"
+chmod 0777 "$work/data/open" "$work/docs"
+printf 'hello from the data export\n' > "$work/data/hello.txt"; chmod 0644 "$work/data/hello.txt"
+printf 'root only\n' > "$work/data/secret"; chmod 0600 "$work/data/secret"
+printf 'Ferrite export-rule suite: pre-populated, read-only.\n' > "$work/docs/readme.txt"
+chmod 0666 "$work/docs/readme.txt"   # only the "ro" rule stops writes
+printf 'nested\n' > "$work/docs/sub/nested.txt"
+printf 'for uid 1234 only\n' > "$work/docs/anon-only.txt"
+chown 1234:1234 "$work/docs/anon-only.txt"; chmod 0600 "$work/docs/anon-only.txt"
+printf 'root only\n' > "$work/docs/root-only.txt"; chmod 0600 "$work/docs/root-only.txt"
+printf 'private\n' > "$work/private/hidden.txt"
+printf 'strict\n' > "$work/strict/file.txt"
+
+cat > "$work/ferrite.toml" <<EOF
+listen = "127.0.0.1:$port"
+state_dir = "$work/state"
+lease_seconds = 30
+
+[[export]]
+path = "/data"
+dir = "$work/data"
+[[export.clients]]
+match = "10.0.0.0/8"
+access = "ro"
+[[export.clients]]
+match = "127.0.0.1"
+access = "rw"
+squash = "root"
+secure = false
+
+[[export]]
+path = "/pub/docs"
+dir = "$work/docs"
+sec = ["sys", "none"]
+clients = [
+    { match = "localhost", access = "ro", squash = "all", anonuid = 1234, anongid = 1234, secure = false },
+]
+
+[[export]]
+path = "/private"
+dir = "$work/private"
+[[export.clients]]
+match = "10.0.0.0/8"
+secure = false
+
+[[export]]
+path = "/strict"
+dir = "$work/strict"
+EOF
+
+tree_sum() { (cd "$1" && find . -printf '%p %s %m %u:%g %T@\n' | sort | sha256sum | cut -d' ' -f1); }
+docs_before=$(tree_sum "$work/docs") private_before=$(tree_sum "$work/private") strict_before=$(tree_sum "$work/strict")
+
+"$bin" serve --config "$work/ferrite.toml" >>"$work/ferrite.log" 2>&1 &
+fpid=$!
+trap 'kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true' EXIT
+up=0
+for _ in $(seq 100); do
+    if python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null; then up=1; break; fi
+    kill -0 "$fpid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ $up = 0 ]; then
+    echo "realclient-exports: ferrite did not start:" >&2
+    sed 's/^/  /' "$work/ferrite.log" >&2
+    exit 1
+fi
+echo "realclient-exports: ferrite on 127.0.0.1:$port, config $work/ferrite.toml, log $work/ferrite.log"
+
+set +e
+bash "$top/tests/realclient/run.sh" --suite exports --host 127.0.0.1 --port "$port" --out "$work/out" "$@"
+rc=$?
+set -e
+
+# --- host-side checks: what the guest's operations did on disk ---------------
+hfail=0
+hcheck() {   # name, expected, actual
+    if [ "$2" = "$3" ]; then echo "PASS host/$1"; else echo "FAIL host/$1: expected $2, got $3"; hfail=1; fi
+}
+owner() { stat -c %u:%g "$1" 2>/dev/null || echo missing; }
+ran() { grep -Eq "^(PASS|FAIL) v$1/$2( |:|$)" "$work/out/results.txt" 2>/dev/null; }
+echo
+for v in 4.2 4.1; do
+    t=v${v/./}
+    if ran "$v" data_squash; then
+        hcheck "$t/root-squashed-file-owner" 65534:65534 "$(owner "$work/data/open/root-$t")"
+        hcheck "$t/root-squashed-dir-owner" 65534:65534 "$(owner "$work/data/open/rootdir-$t")"
+        hcheck "$t/nothing-created-in-0755-root" "absent absent" \
+            "$([ -e "$work/data/root-$t" ] && echo present || echo absent) $([ -e "$work/data/rootdir-$t" ] && echo present || echo absent)"
+    fi
+    if ran "$v" data_user; then
+        hcheck "$t/user-file-owner" 1000:1000 "$(owner "$work/data/open/user-$t")"
+    fi
+    if ran "$v" pseudo_root; then
+        hcheck "$t/via-pseudo-root-file-owner" 65534:65534 "$(owner "$work/data/open/via-root-$t")"
+    fi
+done
+hcheck "data-root-unchanged" "hello.txt open secret" "$(cd "$work/data" && ls | tr '\n' ' ' | sed 's/ $//')"
+hcheck "docs-unchanged" "$docs_before" "$(tree_sum "$work/docs")"
+hcheck "private-unchanged" "$private_before" "$(tree_sum "$work/private")"
+hcheck "strict-unchanged" "$strict_before" "$(tree_sum "$work/strict")"
+if kill -0 "$fpid" 2>/dev/null; then echo "PASS host/ferrite-still-running"; else echo "FAIL host/ferrite-still-running: ferrite exited; see $work/ferrite.log"; hfail=1; fi
+if grep -qi 'panicked' "$work/ferrite.log"; then echo "FAIL host/no-panic: see $work/ferrite.log"; hfail=1; else echo "PASS host/no-panic"; fi
+
+echo "realclient-exports: guest suite rc=$rc, host checks $([ $hfail = 0 ] && echo PASS || echo FAIL); work dir $work"
+[ "$rc" = 0 ] || exit "$rc"
+exit $hfail
