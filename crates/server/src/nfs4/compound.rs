@@ -104,6 +104,11 @@ impl Pack for OpResult {
             OpResult::Error(op, s) => {
                 e.u32(*op);
                 s.pack(e);
+                // SETATTR4res carries its attrsset bitmap whatever the
+                // status (RFC 8881 §18.30.2): an empty one.
+                if *op == OpNum4::SetAttr as u32 {
+                    Bitmap4::default().pack(e);
+                }
             }
         }
     }
