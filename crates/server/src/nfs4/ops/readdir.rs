@@ -100,24 +100,12 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
                         Some(o) => Ok(o),
                         None => fs.lookup(c, &h, &e.name),
                     };
-                    match obj {
+                    let got = match obj {
                         Ok((eh, _))
                             if !srv.ns.junctions.is_empty()
                                 && srv.ns.junctions.contains_key(&(export, eh.clone())) =>
                         {
-                            match mounted(&srv, minorversion, export, &eh, &want, with_fs) {
-                                Ok(attrs) => attrs,
-                                Err(err) if rdattr_error => Attrs {
-                                    rdattr_error: Some(from_errno(err)),
-                                    ..Default::default()
-                                }
-                                .encode_only(&want),
-                                Err(err) => {
-                                    failed = Some(err);
-                                    stopped = true;
-                                    return false;
-                                }
-                            }
+                            mounted(&srv, minorversion, export, &eh, &want, with_fs)
                         }
                         Ok((eh, ea)) => {
                             let wire = if with_fh {
@@ -125,10 +113,22 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
                             } else {
                                 Bytes::new()
                             };
-                            attrs::build(&srv, minorversion, ex, &wire, &ea, fsstat.as_ref(), &want)
+                            Ok(attrs::build(
+                                &srv,
+                                minorversion,
+                                ex,
+                                &wire,
+                                &ea,
+                                fsstat.as_ref(),
+                                &want,
+                            ))
                         }
                         // Gone since the listing was read: leave it out.
                         Err(vfs::Errno(libc::ENOENT)) => return true,
+                        Err(err) => Err(err),
+                    };
+                    match got {
+                        Ok(attrs) => attrs,
                         Err(err) if rdattr_error => Attrs {
                             rdattr_error: Some(from_errno(err)),
                             ..Default::default()
