@@ -1,5 +1,5 @@
 //! The file-system interface workloads are written against, so that one
-//! workload runs over NFSv4.1 (`nfs4://`), NFSv3 (`nfs3://`, later) or
+//! workload runs over NFSv4.1 (`nfs4://`), NFSv3 (`nfs3://`) or
 //! POSIX calls on a mounted path (`dir:`). Each backend counts what it
 //! sends in the run's [`OpStats`](crate::record::OpStats).
 
@@ -70,7 +70,12 @@ pub trait BenchFs: Send + Sync + 'static {
     async fn unlock(&self, f: &mut OpenFile) -> Result<()>;
     /// Lists a directory completely; returns the number of entries.
     async fn readdir(&self, dir: &Node) -> Result<u64>;
+    /// Removes a file (or, where the protocol allows it, anything).
     async fn remove(&self, dir: &Node, name: &str) -> Result<()>;
+    /// Removes an empty directory (NFSv4 REMOVE, NFSv3 RMDIR, rmdir(2)).
+    async fn rmdir(&self, dir: &Node, name: &str) -> Result<()> {
+        self.remove(dir, name).await
+    }
     async fn size(&self, node: &Node) -> Result<u64>;
     /// Delegation recalls (CB_RECALL) received so far.
     fn recalls(&self) -> u64 {

@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod compare;
 pub mod fs;
+pub mod nfs3;
 pub mod nfs4;
 pub mod posix;
 pub mod proxy;
@@ -40,6 +41,8 @@ pub enum Error {
     },
     #[error("NFS client: {0}")]
     Client(#[from] client::Error),
+    #[error("NFSv3 client: {0}")]
+    Nfs3(#[from] client::v3::Error),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
     #[error("JSON: {0}")]

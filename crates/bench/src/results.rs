@@ -331,16 +331,18 @@ impl Results {
                 );
                 let _ = writeln!(
                     o,
-                    "    {:<22} {:>9} {:>6} {:>9} {:>9} {:>10} {:>10}",
-                    "call", "count", "errors", "sent B", "recv B", "RTT µs", "queue µs"
+                    "    {:<22} {:>9} {:>8} {:>6} {:>9} {:>9} {:>10} {:>10}",
+                    "call", "count", "per unit", "errors", "sent B", "recv B", "RTT µs", "queue µs"
                 );
+                let per_unit = |n: u64| n as f64 / r.ops.max(1) as f64;
                 for (k, c) in &t.calls {
                     let per = |x: u64| x as f64 / c.count.max(1) as f64;
                     let _ = writeln!(
                         o,
-                        "    {:<22} {:>9} {:>6} {:>9.0} {:>9.0} {:>10.1} {:>10.1}",
+                        "    {:<22} {:>9} {:>8.2} {:>6} {:>9.0} {:>9.0} {:>10.1} {:>10.1}",
                         k,
                         c.count,
+                        per_unit(c.count),
                         c.errors,
                         per(c.bytes_sent),
                         per(c.bytes_recv),
@@ -348,18 +350,28 @@ impl Results {
                         c.mean_queue_us
                     );
                 }
-                let ops: Vec<String> = t.ops.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                let _ = writeln!(o, "    operations: {}", ops.join(", "));
+                let ops: Vec<String> = t
+                    .ops
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v} ({:.2})", per_unit(*v)))
+                    .collect();
+                let _ = writeln!(o, "    operations (count, per {unit}): {}", ops.join(", "));
+            }
+            // NFSv3 and dir: targets have no session slot table.
+            if r.slot_wait.acquired > 0 {
+                let _ = writeln!(
+                    o,
+                    "  slot waits: {} of {} acquisitions waited, mean {:.1} µs, max {:.2} ms",
+                    r.slot_wait.waited,
+                    r.slot_wait.acquired,
+                    r.slot_wait.mean_us,
+                    r.slot_wait.max_ms,
+                );
             }
             let _ = writeln!(
                 o,
-                "  slot waits: {} of {} acquisitions waited, mean {:.1} µs, max {:.2} ms; recalls {}, delegations {}",
-                r.slot_wait.waited,
-                r.slot_wait.acquired,
-                r.slot_wait.mean_us,
-                r.slot_wait.max_ms,
-                r.recalls,
-                r.delegations
+                "  delegations granted {}, recalls received {}",
+                r.delegations, r.recalls
             );
         }
         o

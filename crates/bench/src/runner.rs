@@ -3,6 +3,7 @@
 //! per-second series, progress and CPU accounting.
 
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 
 use crate::fs::BenchFs;
+use crate::nfs3::{Nfs3Addrs, Nfs3Fs};
 use crate::nfs4::Nfs4Fs;
 use crate::posix::PosixFs;
 use crate::proxy::{DelayConfig, Proxy};
@@ -17,13 +19,13 @@ use crate::record::{cpu_times, OpStats, Phase, Recorder};
 use crate::results::{Cpu, Host, Results, RunResult, SeriesPoint, SlotWait, SCHEMA};
 use crate::rng::Rng;
 use crate::target::Target;
-use crate::workload::{self, in_phase, is_active, Counters, Params, Worker};
+use crate::workload::{self, in_phase, is_active, Counters, Params, Worker, Workload};
 use crate::{Error, Result};
 
-/// A connected benchmark client and the proxy it goes through.
+/// A connected benchmark client and the proxies it goes through.
 pub struct Conn {
     pub fs: Arc<dyn BenchFs>,
-    _proxy: Option<Proxy>,
+    _proxies: Vec<Proxy>,
 }
 
 fn owner_name(run: u32, client: u32) -> String {
@@ -44,53 +46,84 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
+/// `addr`, or a delay proxy in front of it when `p` asks for one.
+async fn via_proxy(
+    p: &Params,
+    run: u32,
+    client: u32,
+    addr: SocketAddr,
+    proxies: &mut Vec<Proxy>,
+) -> Result<SocketAddr> {
+    if p.delay_ms <= 0.0 && p.jitter_ms <= 0.0 && p.loss <= 0.0 {
+        return Ok(addr);
+    }
+    let px = Proxy::start(
+        addr,
+        DelayConfig {
+            delay: Duration::from_secs_f64(p.delay_ms / 1e3),
+            jitter: Duration::from_secs_f64(p.jitter_ms / 1e3),
+            loss: p.loss,
+            seed: p.seed
+                ^ (u64::from(run) << 32)
+                ^ u64::from(client)
+                ^ ((proxies.len() as u64) << 48),
+        },
+    )
+    .await?;
+    let a = px.addr;
+    proxies.push(px);
+    Ok(a)
+}
+
 /// Connects client `client` of run `run` to `p.target`.
 pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> Result<Conn> {
     let target: Target = p.target.parse()?;
-    match &target {
+    let mut proxies = Vec::new();
+    let fs: Arc<dyn BenchFs> = match &target {
         Target::Dir(path) => {
-            if p.delay_ms > 0.0 || p.loss > 0.0 {
+            if p.delay_ms > 0.0 || p.jitter_ms > 0.0 || p.loss > 0.0 {
                 return Err(Error::Msg(
                     "--delay/--jitter/--loss apply to network targets, not dir:".into(),
                 ));
             }
-            Ok(Conn {
-                fs: PosixFs::new(path.clone(), stats)?,
-                _proxy: None,
-            })
+            PosixFs::new(path.clone(), stats)?
         }
-        Target::Nfs3 { .. } => Err(Error::Msg(
-            "nfs3:// targets are not supported yet: the NFSv3 + MOUNT client (client::v3) has not landed; use nfs4:// or dir:".into(),
-        )),
-        Target::Nfs4 { path, .. } => {
-            let mut addr = target
+        Target::Nfs3 {
+            path,
+            mountport,
+            nlmport,
+            ..
+        } => {
+            let addr = target
                 .addr()
                 .await?
                 .ok_or_else(|| Error::Msg("no address".into()))?;
-            let mut proxy = None;
-            if p.delay_ms > 0.0 || p.jitter_ms > 0.0 || p.loss > 0.0 {
-                let px = Proxy::start(
-                    addr,
-                    DelayConfig {
-                        delay: Duration::from_secs_f64(p.delay_ms / 1e3),
-                        jitter: Duration::from_secs_f64(p.jitter_ms / 1e3),
-                        loss: p.loss,
-                        seed: p.seed ^ (u64::from(run) << 32) ^ u64::from(client),
-                    },
-                )
-                .await?;
-                addr = px.addr;
-                proxy = Some(px);
+            let locks = p.workload == Workload::LockedRead;
+            let mut addrs = Nfs3Addrs::resolve(addr, *mountport, *nlmport, locks).await?;
+            // MOUNT is setup only and goes direct; NFS and NLM are delayed.
+            addrs.nfs = via_proxy(p, run, client, addrs.nfs, &mut proxies).await?;
+            if let Some(n) = addrs.nlm {
+                addrs.nlm = Some(via_proxy(p, run, client, n, &mut proxies).await?);
             }
-            let fs = Nfs4Fs::connect(addr, path, owner_name(run, client), stats)
+            Nfs3Fs::connect(addrs, path, owner_name(run, client), stats)
                 .await
-                .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?;
-            Ok(Conn {
-                fs,
-                _proxy: proxy,
-            })
+                .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
         }
-    }
+        Target::Nfs4 { path, .. } => {
+            let addr = target
+                .addr()
+                .await?
+                .ok_or_else(|| Error::Msg("no address".into()))?;
+            let addr = via_proxy(p, run, client, addr, &mut proxies).await?;
+            Nfs4Fs::connect(addr, path, owner_name(run, client), stats)
+                .await
+                .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
+        }
+    };
+    Ok(Conn {
+        fs,
+        _proxies: proxies,
+    })
 }
 
 /// `ferrite bench prepare`: builds the workload's file set with one client.
@@ -381,12 +414,12 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     if let Some((name, d)) = &run_dir {
         if !p.keep {
             for (c, conn) in conns.iter().enumerate() {
-                let r = in_phase(Phase::Teardown, conn.fs.remove(d, &format!("c{c}"))).await;
+                let r = in_phase(Phase::Teardown, conn.fs.rmdir(d, &format!("c{c}"))).await;
                 if let Err(e) = r {
                     first_err.get_or_insert(e);
                 }
             }
-            if let Err(e) = in_phase(Phase::Teardown, fs0.remove(&set.bench, name)).await {
+            if let Err(e) = in_phase(Phase::Teardown, fs0.rmdir(&set.bench, name)).await {
                 first_err.get_or_insert(e);
             }
         }

@@ -1,5 +1,5 @@
-//! Benchmark targets: `nfs4://host:port/path`, `nfs3://host:port/path?mountport=N`
-//! and `dir:/path`.
+//! Benchmark targets: `nfs4://host:port/path`,
+//! `nfs3://host:port/path?mountport=N&nlmport=M` and `dir:/path`.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -17,12 +17,14 @@ pub enum Target {
         port: u16,
         path: String,
     },
-    /// NFSv3 + MOUNT over TCP (`mountport` defaults to `port`).
+    /// NFSv3 + MOUNT (+ NLM for locks) over TCP; `path` is the MNT path.
+    /// Ports not given are asked of the portmapper on the host's port 111.
     Nfs3 {
         host: String,
         port: u16,
         path: String,
         mountport: Option<u16>,
+        nlmport: Option<u16>,
     },
     /// POSIX calls on a local path (for example a kernel NFS mount).
     Dir(PathBuf),
@@ -70,23 +72,28 @@ impl FromStr for Target {
             Ok(Target::Nfs4 { host, port, path })
         } else if let Some(rest) = s.strip_prefix("nfs3://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
-            let mut mountport = None;
+            let (mut mountport, mut nlmport) = (None, None);
             for kv in query.split('&').filter(|k| !k.is_empty()) {
-                match kv.split_once('=') {
-                    Some(("mountport", v)) => {
-                        mountport = Some(
-                            v.parse()
-                                .map_err(|_| Error::Msg(format!("bad mountport {v}")))?,
-                        )
+                let (slot, v) = match kv.split_once('=') {
+                    Some(("mountport", v)) => (&mut mountport, v),
+                    Some(("nlmport", v)) => (&mut nlmport, v),
+                    _ => {
+                        return Err(Error::Msg(format!(
+                            "unknown nfs3 option {kv} (mountport=N, nlmport=N)"
+                        )))
                     }
-                    _ => return Err(Error::Msg(format!("unknown nfs3 option {kv}"))),
-                }
+                };
+                *slot = Some(
+                    v.parse()
+                        .map_err(|_| Error::Msg(format!("bad port in {kv}")))?,
+                );
             }
             Ok(Target::Nfs3 {
                 host,
                 port,
                 path,
                 mountport,
+                nlmport,
             })
         } else if let Some(rest) = s.strip_prefix("dir:") {
             if rest.is_empty() {
@@ -95,7 +102,7 @@ impl FromStr for Target {
             Ok(Target::Dir(PathBuf::from(rest)))
         } else {
             Err(Error::Msg(format!(
-                "unknown target {s}: use nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH?mountport=N or dir:/PATH"
+                "unknown target {s}: use nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
             )))
         }
     }
@@ -110,10 +117,15 @@ impl fmt::Display for Target {
                 port,
                 path,
                 mountport,
+                nlmport,
             } => {
                 write!(f, "nfs3://{host}:{port}{path}")?;
-                if let Some(m) = mountport {
-                    write!(f, "?mountport={m}")?;
+                let mut sep = '?';
+                for (k, v) in [("mountport", mountport), ("nlmport", nlmport)] {
+                    if let Some(v) = v {
+                        write!(f, "{sep}{k}={v}")?;
+                        sep = '&';
+                    }
                 }
                 Ok(())
             }
@@ -159,9 +171,23 @@ mod tests {
             t,
             Target::Nfs3 {
                 mountport: Some(20048),
+                nlmport: None,
                 ..
             }
         ));
+        let u = "nfs3://h:2049/e?mountport=20048&nlmport=4045";
+        let t: Target = u.parse().unwrap();
+        assert!(matches!(
+            t,
+            Target::Nfs3 {
+                mountport: Some(20048),
+                nlmport: Some(4045),
+                ..
+            }
+        ));
+        assert_eq!(t.to_string(), u);
+        assert!("nfs3://h/e?mountport=x".parse::<Target>().is_err());
+        assert!("nfs3://h/e?port=1".parse::<Target>().is_err());
         let t: Target = "nfs4://[::1]:2050/".parse().unwrap();
         assert!(matches!(t, Target::Nfs4 { port: 2050, .. }));
         let t: Target = "dir:/mnt/nfs".parse().unwrap();

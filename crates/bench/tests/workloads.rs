@@ -278,14 +278,27 @@ async fn dir_target_runs_locked_read_through_posix() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nfs3_is_not_yet_supported_and_results_round_trip() {
+async fn nfs3_errors_name_the_missing_service_and_results_round_trip() {
+    // Nothing listens on these ports (a listener bound and dropped).
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
     let p = params(
         Workload::Randread,
-        "nfs3://127.0.0.1:2049/x?mountport=20048".into(),
+        format!("nfs3://127.0.0.1:{port}/x?mountport={port}"),
         Overrides::default(),
     );
     let e = runner::run(&p).await.unwrap_err().to_string();
-    assert!(e.contains("not supported yet"), "{e}");
+    assert!(e.contains("connecting to nfs3://127.0.0.1"), "{e}");
+    // No mountport and (on this host) no portmapper answering on 111, or
+    // one without this MOUNT: the error says to give the port.
+    let p = params(
+        Workload::LockedRead,
+        format!("nfs3://127.0.0.1:{port}/x"),
+        Overrides::default(),
+    );
+    let e = runner::run(&p).await.unwrap_err().to_string();
+    assert!(e.contains("?mountport=N"), "{e}");
 
     let srv = Srv::start().await;
     let o = Overrides {

@@ -12,7 +12,9 @@
 
 pub mod callback;
 mod error;
+pub mod observe;
 pub mod ops;
+pub mod portmap;
 pub mod slots;
 pub mod v3;
 

@@ -4,3 +4,5 @@
 pub mod mount;
 pub mod nfs3;
 pub mod nfs4;
+pub mod nlm;
+pub mod portmap;

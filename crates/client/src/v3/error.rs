@@ -2,8 +2,9 @@
 
 use proto::mount::MountStat3;
 use proto::nfs3::{NfsStat3, NFSPROC3_NAMES};
+use proto::nlm::{nlmproc4_name, Nlm4Stats};
 
-/// Why an NFSv3 or MOUNT call failed.
+/// Why an NFSv3, MOUNT, NLM or port mapper call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("connect: {0}")]
@@ -18,6 +19,10 @@ pub enum Error {
     /// A procedure answered a status other than NFS3_OK.
     #[error("{} failed: {status:?}", proc_name(*proc_))]
     Status { proc_: u32, status: NfsStat3 },
+    /// An NLM procedure (`NLMPROC4_*`) answered a status other than
+    /// NLM4_GRANTED.
+    #[error("{} failed: {stat:?}", nlmproc4_name(*proc_))]
+    Nlm { proc_: u32, stat: Nlm4Stats },
     /// The reply did not have the expected shape.
     #[error("unexpected reply: {0}")]
     Unexpected(String),
@@ -30,6 +35,14 @@ impl Error {
     pub fn status(&self) -> Option<NfsStat3> {
         match self {
             Error::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The NLM status behind this error, if it is one.
+    pub fn nlm_stat(&self) -> Option<Nlm4Stats> {
+        match self {
+            Error::Nlm { stat, .. } => Some(*stat),
             _ => None,
         }
     }

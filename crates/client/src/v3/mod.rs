@@ -12,10 +12,11 @@
 
 mod error;
 pub mod mount;
+pub mod nlm;
 mod stats;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -27,6 +28,8 @@ pub use error::{proc_name, Error, Result};
 pub use stats::{ProcStats, Stats3};
 
 use stats::StatsTable;
+
+use crate::observe::{CallInfo, Observer};
 
 /// READDIR `count` and READDIRPLUS `maxcount` asked for by
 /// [`Client::readdir`] and [`Client::readdirplus`].
@@ -58,6 +61,7 @@ struct Inner {
     mount_addr: Option<SocketAddr>,
     export: String,
     stats: StatsTable,
+    observer: OnceLock<Observer>,
 }
 
 impl Drop for Inner {
@@ -151,6 +155,7 @@ impl Client {
                 mount_addr,
                 export: export.to_owned(),
                 stats: StatsTable::default(),
+                observer: OnceLock::new(),
             }),
         }
     }
@@ -178,6 +183,32 @@ impl Client {
     /// A snapshot of the per-procedure statistics.
     pub fn stats(&self) -> Stats3 {
         self.inner.stats.snapshot()
+    }
+
+    /// Sets the observer told of every counted call (once per client;
+    /// later calls are ignored and return false).
+    pub fn set_observer(&self, o: Observer) -> bool {
+        self.inner.observer.set(o).is_ok()
+    }
+
+    fn observe(
+        &self,
+        proc_: u32,
+        args_len: usize,
+        results_len: usize,
+        rtt: std::time::Duration,
+        ok: bool,
+    ) {
+        if let Some(o) = self.inner.observer.get() {
+            o(&CallInfo {
+                program: NFS_PROGRAM,
+                proc_,
+                args_len: args_len as u64,
+                results_len: results_len as u64,
+                rtt,
+                ok,
+            });
+        }
     }
 
     /// Zeroes the statistics.
@@ -224,14 +255,20 @@ impl Client {
             Err(err) => {
                 stats.record(proc_, sent, 0, rtt);
                 stats.error(proc_);
+                self.observe(proc_, sent, 0, rtt, false);
                 return Err(err.into());
             }
         };
-        stats.record(proc_, sent, d.remaining(), rtt);
-        R::unpack(&mut d).map_err(|err| {
+        let received = d.remaining();
+        stats.record(proc_, sent, received, rtt);
+        // Every result but NULL's starts with its nfsstat3 (RFC 1813 §3.3).
+        let status_ok = proc_ == NFSPROC3_NULL || d.clone().u32().is_ok_and(|s| s == 0);
+        let r = R::unpack(&mut d).map_err(|err| {
             stats.error(proc_);
             Error::Xdr(err)
-        })
+        });
+        self.observe(proc_, sent, received, rtt, r.is_ok() && status_ok);
+        r
     }
 
     /// [`Client::call`] for a `Res3`: the OK arm, or [`Error::Status`].
