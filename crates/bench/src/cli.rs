@@ -25,6 +25,15 @@ pub enum BenchCmd {
     Report(ReportArgs),
     /// Compare two result files: per-metric ratios B/A with 95% CIs.
     Compare(CompareArgs),
+    /// Serve canned NFSv4.1 replies and store nothing: the client's ceiling.
+    NullServer(NullServerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NullServerArgs {
+    /// Address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:20500")]
+    pub listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]
@@ -32,7 +41,7 @@ pub struct RunArgs {
     /// The workload.
     #[arg(value_enum)]
     pub workload: Workload,
-    /// nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH?mountport=N or dir:/PATH.
+    /// nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH.
     #[arg(long)]
     pub target: String,
     /// Clients, each with its own client ID, session and TCP connection
@@ -252,6 +261,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             out(&crate::compare::compare(&ra, &rb));
             Ok(())
         }
+        BenchCmd::NullServer(a) => runtime()?.block_on(crate::nullserver::run(a.listen)),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod fs;
 pub mod nfs3;
 pub mod nfs4;
+pub mod nullserver;
 pub mod posix;
 pub mod proxy;
 pub mod record;
