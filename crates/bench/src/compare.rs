@@ -48,7 +48,9 @@ pub fn compare(a: &Results, b: &Results) -> String {
         }
         let (sa, sb) = (Summary::of(&va), Summary::of(&vb));
         let r = ratio(&sa, &sb);
-        let ci = if r.low.is_nan() {
+        let ci = if sa.mean == 0.0 {
+            "n/a (A is zero)".to_string()
+        } else if r.low.is_nan() {
             "n/a (need ≥2 runs)".to_string()
         } else {
             format!("[{:.3}, {:.3}]", r.low, r.high)

@@ -9,9 +9,12 @@ use std::fmt::Write as _;
 use crate::results::Results;
 use crate::stats::Summary;
 
-const COLORS: [&str; 8] = [
+const COLORS: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#7f7f7f", "#bcbd22",
 ];
+/// Line styles after the colours run out: solid, dashed, dotted.
+const DASHES: [&str; 3] = ["", "6 3", "2 2"];
 const W: f64 = 720.0;
 const H: f64 = 360.0;
 const ML: f64 = 70.0;
@@ -69,6 +72,16 @@ fn fmt_num(v: f64) -> String {
 /// points only.
 pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: bool) -> String {
     let tx = |x: f64| if log_x { x.max(1e-9).log10() } else { x };
+    // The legend gets the room its longest name needs, and the chart grows
+    // downwards when there are more series than fit beside the plot.
+    let longest = series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let mr = (longest * 6.6 + 40.0).max(MR);
+    let w = W - MR + mr;
+    let h = H.max(MT + 20.0 + series.len() as f64 * 16.0);
     let pts = series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for &(x, y, e) in pts {
@@ -82,12 +95,12 @@ pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: boo
     let mut o = String::new();
     let _ = write!(
         o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
     );
     let _ = write!(
         o,
         r#"<text x="{}" y="18" text-anchor="middle" font-size="13" font-weight="bold">{}</text>"#,
-        (W - MR + ML) / 2.0,
+        (w - mr + ML) / 2.0,
         esc(title)
     );
     if !x0.is_finite() {
@@ -101,8 +114,8 @@ pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: boo
         y1 = 1.0;
     }
     let y1 = y1 * 1.05;
-    let pw = W - ML - MR;
-    let ph = H - MT - MB;
+    let pw = w - ML - mr;
+    let ph = h - MT - MB;
     let sx = |x: f64| ML + (tx(x) - x0) / (x1 - x0) * pw;
     let sy = |y: f64| MT + ph - y / y1 * ph;
     let _ = write!(
@@ -148,7 +161,7 @@ pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: boo
         o,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>"#,
         ML + pw / 2.0,
-        H - 8.0,
+        h - 8.0,
         esc(xl),
         MT + ph / 2.0,
         MT + ph / 2.0,
@@ -156,6 +169,7 @@ pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: boo
     );
     for (i, s) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
+        let dash = DASHES[(i / COLORS.len()) % DASHES.len()];
         let path: Vec<String> = s
             .points
             .iter()
@@ -164,7 +178,7 @@ pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: boo
             .collect();
         let _ = write!(
             o,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" stroke-dasharray="{dash}" points="{}"/>"#,
             path.join(" ")
         );
         for &(x, y, e) in &s.points {
@@ -189,10 +203,12 @@ pub fn line_chart(title: &str, xl: &str, yl: &str, series: &[Series], log_x: boo
         let ly = MT + 12.0 + i as f64 * 16.0;
         let _ = write!(
             o,
-            r#"<rect x="{}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{}">{}</text>"#,
-            W - MR + 10.0,
-            ly - 9.0,
-            W - MR + 24.0,
+            r#"<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{c}" stroke-width="3" stroke-dasharray="{dash}"/><text x="{}" y="{}">{}</text>"#,
+            w - mr + 8.0,
+            w - mr + 26.0,
+            ly - 4.0,
+            ly - 4.0,
+            w - mr + 30.0,
             ly,
             esc(&s.name)
         );
@@ -239,6 +255,8 @@ pub fn html(all: &[(String, Results)]) -> String {
          td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}\
          td:first-child{text-align:left}</style></head><body><h1>ferrite bench report</h1>",
     );
+    let labels: Vec<&str> = all.iter().map(|(l, _)| l.as_str()).collect();
+    let names = short_labels(&labels);
     // Summary table.
     o += "<table><tr><th>result</th><th>workload</th><th>target</th><th>clients×threads</th><th>runs</th><th>ops/s (±95% CI)</th><th>MB/s</th><th>p50 µs</th><th>p99 µs</th><th>client CPU %</th></tr>";
     for (label, r) in all {
@@ -267,16 +285,22 @@ pub fn html(all: &[(String, Results)]) -> String {
     o += "</table>";
 
     // Throughput over time.
+    // A last interval shorter than half a second (workers finishing their
+    // last units) is a noisy rate: left out of the plot, kept in the JSON.
     let mut series = Vec::new();
-    for (label, r) in all {
+    for ((_, r), name) in all.iter().zip(&names) {
         for run in &r.runs {
+            let mut prev = 0.0;
+            let mut points = Vec::new();
+            for p in &run.series {
+                if p.t_s - prev >= 0.5 {
+                    points.push((p.t_s, p.ops_per_s, f64::NAN));
+                }
+                prev = p.t_s;
+            }
             series.push(Series {
-                name: format!("{} r{}", short(label), run.run),
-                points: run
-                    .series
-                    .iter()
-                    .map(|p| (p.t_s, p.ops_per_s, f64::NAN))
-                    .collect(),
+                name: format!("{name} r{}", run.run),
+                points,
             });
         }
     }
@@ -304,7 +328,7 @@ pub fn html(all: &[(String, Results)]) -> String {
             .map(|((w, t, c), mut v)| {
                 v.sort_by(|a, b| a.0.total_cmp(&b.0));
                 Series {
-                    name: format!("{w} {c}c {}", short(&t)),
+                    name: format!("{w} {c}c {t}"),
                     points: v.into_iter().map(|(x, s)| (x, s.mean, s.ci95)).collect(),
                 }
             })
@@ -321,12 +345,12 @@ pub fn html(all: &[(String, Results)]) -> String {
 
     // Latency CDFs of the unit of work.
     let mut series = Vec::new();
-    for (label, r) in all {
+    for ((_, r), name) in all.iter().zip(&names) {
         let unit = r.params.workload.unit_name();
         for run in &r.runs {
             if let Some(l) = run.latency.get(unit) {
                 series.push(Series {
-                    name: format!("{} r{}", short(label), run.run),
+                    name: format!("{name} r{}", run.run),
                     points: l.cdf.iter().map(|&(x, q)| (x, q, f64::NAN)).collect(),
                 });
             }
@@ -349,14 +373,19 @@ pub fn html(all: &[(String, Results)]) -> String {
                     t.ops.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
                 let _ = write!(o, "<h2>Operations, run 0 of {}</h2>", esc(label));
                 o += &bar_chart("operations sent in the measured period", &items);
-                o += "<table><tr><th>call</th><th>count</th><th>errors</th><th>sent B/call</th><th>recv B/call</th><th>mean RTT µs</th><th>mean queue µs</th></tr>";
+                let _ = write!(
+                    o,
+                    "<table><tr><th>call</th><th>count</th><th>per {}</th><th>errors</th><th>sent B/call</th><th>recv B/call</th><th>mean RTT µs</th><th>mean queue µs</th></tr>",
+                    esc(r.params.workload.unit_name())
+                );
                 for (k, c) in &t.calls {
                     let per = |x: u64| x as f64 / c.count.max(1) as f64;
                     let _ = write!(
                         o,
-                        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td></tr>",
+                        "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td></tr>",
                         esc(k),
                         c.count,
+                        c.count as f64 / run.ops.max(1) as f64,
                         c.errors,
                         per(c.bytes_sent),
                         per(c.bytes_recv),
@@ -372,9 +401,37 @@ pub fn html(all: &[(String, Results)]) -> String {
     o
 }
 
-fn short(label: &str) -> String {
-    let base = label.rsplit('/').next().unwrap_or(label);
-    base.trim_end_matches(".json").chars().take(24).collect()
+/// Legend names for the inputs: the file name without `.json`, with as
+/// many parent directories as it takes to tell the inputs apart
+/// (`ferrite/randread`, `ganesha/randread`); at most 32 characters, keeping
+/// the end.
+fn short_labels(labels: &[&str]) -> Vec<String> {
+    let name = |l: &str, depth: usize| -> String {
+        let l = l.trim_end_matches(".json");
+        let parts: Vec<&str> = l.split('/').filter(|p| !p.is_empty()).collect();
+        let from = parts.len().saturating_sub(depth);
+        parts[from..].join("/")
+    };
+    let mut depth = 1;
+    loop {
+        let names: Vec<String> = labels.iter().map(|l| name(l, depth)).collect();
+        let unique = names
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == names.len();
+        let deepest = labels.iter().all(|l| l.split('/').count() <= depth);
+        if unique || deepest {
+            return names
+                .into_iter()
+                .map(|n| {
+                    let c: Vec<char> = n.chars().collect();
+                    c[c.len().saturating_sub(32)..].iter().collect()
+                })
+                .collect();
+        }
+        depth += 1;
+    }
 }
 
 #[cfg(test)]
@@ -386,6 +443,22 @@ mod tests {
         assert_eq!(ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
         let t = ticks(0.0, 1234.0);
         assert_eq!(t[1], 500.0);
+    }
+
+    #[test]
+    fn legend_names_tell_inputs_apart() {
+        assert_eq!(
+            short_labels(&["res/ferrite/randread.json", "res/ganesha/randread.json"]),
+            vec!["ferrite/randread", "ganesha/randread"]
+        );
+        assert_eq!(
+            short_labels(&["a/rr-t1.json", "b/rr-t4.json"]),
+            vec!["rr-t1", "rr-t4"]
+        );
+        // Identical inputs stay identical (and do not loop forever).
+        assert_eq!(short_labels(&["x.json", "x.json"]), vec!["x", "x"]);
+        let long = format!("{}.json", "y".repeat(40));
+        assert_eq!(short_labels(&[&long])[0].len(), 32);
     }
 
     #[test]
