@@ -18,6 +18,20 @@ pub mod portmap;
 pub mod slots;
 pub mod v3;
 
+/// Test support: serves `programs` on a fresh loopback port for the rest of
+/// the test process and returns the port's address.
+#[cfg(test)]
+pub(crate) async fn serve_loopback(programs: rpc::Programs) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        rpc::serve(listener, Arc::new(programs), rpc::ConnConfig::default(), rx).await;
+        drop(tx);
+    });
+    addr
+}
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;

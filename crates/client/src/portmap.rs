@@ -106,13 +106,7 @@ mod tests {
     #[tokio::test]
     async fn getport_and_dump_against_a_fake_portmapper() {
         let programs = Programs::new().add(PMAP_PROG, 2, 2, Arc::new(FakePmap));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            rpc::serve(listener, Arc::new(programs), rpc::ConnConfig::default(), rx).await;
-            drop(tx);
-        });
+        let addr = crate::serve_loopback(programs).await;
         null(addr).await.unwrap();
         assert_eq!(getport(addr, 100021, 4).await.unwrap(), Some(4045));
         assert_eq!(getport(addr, 100021, 3).await.unwrap(), None);

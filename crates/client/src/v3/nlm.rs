@@ -341,7 +341,6 @@ mod tests {
     use std::sync::Mutex;
 
     use rpc::{Call, Programs, Reply, ReplyFuture, Service};
-    use tokio::net::TcpListener;
 
     use super::*;
 
@@ -457,13 +456,7 @@ mod tests {
     async fn start() -> (SocketAddr, Arc<FakeNlm>) {
         let fake = Arc::new(FakeNlm::default());
         let programs = Programs::new().add(NLM_PROG, 4, 4, Arc::new(Svc(fake.clone())));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            rpc::serve(listener, Arc::new(programs), rpc::ConnConfig::default(), rx).await;
-            drop(tx);
-        });
+        let addr = crate::serve_loopback(programs).await;
         (addr, fake)
     }
 

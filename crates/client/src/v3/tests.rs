@@ -10,7 +10,6 @@ use bytes::{Bytes, BytesMut};
 use proto::mount::*;
 use proto::nfs3::*;
 use rpc::{Call, Programs, Reply, ReplyFuture, Service};
-use tokio::net::TcpListener;
 use xdr::Unpack;
 
 use super::*;
@@ -231,13 +230,7 @@ async fn start_server() -> (SocketAddr, Arc<Fs>) {
     let programs = Programs::new()
         .add(MOUNT_PROGRAM, 3, 3, Arc::new(Mountd))
         .add(NFS_PROGRAM, 3, 3, Arc::new(Nfsd(fs.clone())));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        rpc::serve(listener, Arc::new(programs), rpc::ConnConfig::default(), rx).await;
-        drop(tx);
-    });
+    let addr = crate::serve_loopback(programs).await;
     (addr, fs)
 }
 
