@@ -2,6 +2,7 @@
 //! confidence interval (delta method, Welch–Satterthwaite degrees of
 //! freedom; see [`crate::stats::ratio`]).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::results::Results;
@@ -61,5 +62,37 @@ pub fn compare(a: &Results, b: &Results) -> String {
             k, sa.mean, sb.mean, r.ratio, ci
         );
     }
+    let (pa, pb) = (ops_per_unit(a), ops_per_unit(b));
+    if !pa.is_empty() || !pb.is_empty() {
+        let _ = writeln!(
+            o,
+            "operations per {} in the measured period (all runs):",
+            a.params.workload.unit_name()
+        );
+        let _ = writeln!(o, "{:<20} {:>14} {:>14}", "operation", "A", "B");
+        let names: std::collections::BTreeSet<&String> = pa.keys().chain(pb.keys()).collect();
+        for n in names {
+            let v = |m: &BTreeMap<String, f64>| m.get(n).map_or("-".into(), |x| format!("{x:.3}"));
+            let _ = writeln!(o, "{:<20} {:>14} {:>14}", n, v(&pa), v(&pb));
+        }
+    }
     o
+}
+
+/// Every operation of the measured periods of all runs, divided by the
+/// units those runs completed: what the papers' operation tables count.
+fn ops_per_unit(r: &Results) -> BTreeMap<String, f64> {
+    let units: u64 = r.runs.iter().map(|x| x.ops).sum();
+    let mut m = BTreeMap::new();
+    for run in &r.runs {
+        if let Some(t) = run.nfs.get("measure") {
+            for (k, v) in &t.ops {
+                *m.entry(k.clone()).or_insert(0.0) += *v as f64;
+            }
+        }
+    }
+    for v in m.values_mut() {
+        *v /= units.max(1) as f64;
+    }
+    m
 }

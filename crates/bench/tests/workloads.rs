@@ -321,6 +321,13 @@ async fn nfs3_errors_name_the_missing_service_and_results_round_trip() {
     assert!(a.render_summary().contains("ops/s"));
     let cmp = bench::compare::compare(&a, &back);
     assert!(cmp.contains("ops_per_s"));
+    // smallfile-read: OPEN, READ, CLOSE per file on both sides.
+    assert!(cmp.contains("operations per file"), "{cmp}");
+    assert!(
+        cmp.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["OPEN", "1.000", "1.000"]),
+        "{cmp}"
+    );
     let html = bench::report::html(&[("a.json".into(), a.clone()), ("b.json".into(), back)]);
     assert!(html.contains("<svg") && html.contains("Latency CDF"));
 }
