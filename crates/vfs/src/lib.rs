@@ -19,6 +19,18 @@ pub struct Handle(pub Bytes);
 /// Largest backend handle.
 pub const MAX_HANDLE: usize = 80;
 
+/// The largest file size and the largest offset a byte of a file can have
+/// (the kernel's signed `loff_t`); NFSv4 `maxfilesize`.
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+
+/// Whether the byte range `[offset, offset + len)` ends within
+/// [`MAX_FILE_SIZE`] (otherwise EFBIG, NFS4ERR_FBIG).
+pub fn range_fits(offset: u64, len: u64) -> bool {
+    offset
+        .checked_add(len)
+        .is_some_and(|end| end <= MAX_FILE_SIZE)
+}
+
 /// The identity a call is made with (AUTH_SYS uid, gid and groups).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Creds {
@@ -298,5 +310,20 @@ pub trait Vfs: Send + Sync + 'static {
         _count: u64,
     ) -> Result<()> {
         Err(Errno(libc::EOPNOTSUPP))
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    #[test]
+    fn ranges_end_at_the_largest_file_size() {
+        assert!(range_fits(0, 0));
+        assert!(range_fits(MAX_FILE_SIZE - 1, 1));
+        assert!(range_fits(MAX_FILE_SIZE, 0));
+        assert!(!range_fits(MAX_FILE_SIZE, 1));
+        assert!(!range_fits(1, MAX_FILE_SIZE));
+        assert!(!range_fits(u64::MAX, 1));
     }
 }

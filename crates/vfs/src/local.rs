@@ -585,7 +585,7 @@ impl LocalFs {
     /// Truncates (or extends) the regular file `o` for the caller.
     fn truncate(&self, c: &Creds, h: &Handle, o: &Obj, size: u64) -> Result<()> {
         o.want_regular()?;
-        if size > i64::MAX as u64 {
+        if size > crate::MAX_FILE_SIZE {
             return Err(Errno(libc::EFBIG));
         }
         let f = self.file_for(h, o, true)?;
@@ -639,7 +639,7 @@ impl LocalFs {
             let exclusive = matches!(how, CreateMode::Exclusive(_));
             self.apply_new(raw, false, mode, set, !exclusive)?;
             if let Some(size) = set.size.filter(|&s| s > 0) {
-                if size > i64::MAX as u64 {
+                if size > crate::MAX_FILE_SIZE {
                     return Err(Errno(libc::EFBIG));
                 }
                 file.set_len(size).map_err(Errno::from)?;
@@ -812,9 +812,8 @@ impl Vfs for LocalFs {
     ) -> Result<Stability> {
         let o = self.resolve(h)?;
         o.want_regular()?;
-        match offset.checked_add(data.len() as u64) {
-            Some(end) if end <= i64::MAX as u64 => {}
-            _ => return Err(Errno(libc::EFBIG)),
+        if !crate::range_fits(offset, data.len() as u64) {
+            return Err(Errno(libc::EFBIG));
         }
         let f = self.file_for(h, &o, true)?;
         {

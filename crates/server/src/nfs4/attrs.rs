@@ -239,7 +239,7 @@ pub fn build_full(
         r.maxname = Some(255);
     }
     r.homogeneous = Some(true);
-    r.maxfilesize = Some(i64::MAX as u64);
+    r.maxfilesize = Some(vfs::MAX_FILE_SIZE);
     r.maxlink = Some(65000);
     r.maxread = Some(srv.cfg.max_io as u64);
     r.maxwrite = Some(srv.cfg.max_io as u64);

@@ -84,9 +84,8 @@ impl LocalFs {
         if src_end > size {
             return Err(Errno(libc::EINVAL));
         }
-        match dst_off.checked_add(count) {
-            Some(end) if end <= i64::MAX as u64 => {}
-            _ => return Err(Errno(libc::EFBIG)),
+        if !crate::range_fits(dst_off, count) {
+            return Err(Errno(libc::EFBIG));
         }
         let same = sst.st_dev == dst_st.st_dev && sst.st_ino == dst_st.st_ino;
         if same && count > 0 && src_off < dst_off + count && dst_off < src_end {

@@ -27,9 +27,8 @@ impl LocalFs {
         if len == 0 {
             return Err(Errno(libc::EINVAL));
         }
-        match offset.checked_add(len) {
-            Some(end) if end <= i64::MAX as u64 => {}
-            _ => return Err(Errno(libc::EFBIG)),
+        if !crate::range_fits(offset, len) {
+            return Err(Errno(libc::EFBIG));
         }
         let f = self.file_for(h, &o, true)?;
         {
@@ -56,7 +55,7 @@ impl LocalFs {
     ) -> Result<Option<u64>> {
         let o = self.resolve(h)?;
         o.want_regular()?;
-        if offset > i64::MAX as u64 {
+        if offset > crate::MAX_FILE_SIZE {
             return Ok(None);
         }
         let f = self.file_for(h, &o, false)?;

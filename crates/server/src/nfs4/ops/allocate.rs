@@ -29,9 +29,8 @@ pub(crate) async fn space(
     if length == 0 {
         return Err(NfsStat4::Nfs4errInval);
     }
-    match offset.checked_add(length) {
-        Some(end) if end <= i64::MAX as u64 => {}
-        _ => return Err(NfsStat4::Nfs4errFbig),
+    if !vfs::range_fits(offset, length) {
+        return Err(NfsStat4::Nfs4errFbig);
     }
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {

@@ -33,10 +33,9 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
     if len > cx.srv.cfg.max_io as usize {
         return Err(NfsStat4::Nfs4errInval);
     }
-    // Past the largest file size (maxfilesize is i64::MAX).
-    match args.offset.checked_add(len as u64) {
-        Some(end) if end <= i64::MAX as u64 => {}
-        _ => return Err(NfsStat4::Nfs4errFbig),
+    // Past the largest file size (maxfilesize).
+    if !vfs::range_fits(args.offset, len as u64) {
+        return Err(NfsStat4::Nfs4errFbig);
     }
     let handle = fh.handle.clone();
     let offset = args.offset;
