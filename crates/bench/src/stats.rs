@@ -34,39 +34,23 @@ pub fn ln_gamma(x: f64) -> f64 {
 
 /// Continued fraction of the incomplete beta function (modified Lentz).
 fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
+    // Lentz's guard: a denominator that vanishes is replaced by a tiny one.
+    let nz = |v: f64| if v.abs() < 1e-300 { 1e-300 } else { v };
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / nz(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..=500 {
         let m = m as f64;
         let m2 = 2.0 * m;
+        // Even step, then odd step, of the fraction's terms.
         let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
+        d = 1.0 / nz(1.0 + aa * d);
+        c = nz(1.0 + aa / c);
         h *= d * c;
         let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
+        d = 1.0 / nz(1.0 + aa * d);
+        c = nz(1.0 + aa / c);
         let del = d * c;
         h *= del;
         if (del - 1.0).abs() < 1e-15 {
