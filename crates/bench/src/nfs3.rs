@@ -21,22 +21,13 @@ use bytes::Bytes;
 use client::observe::{CallInfo, Observer};
 use client::v3::nlm::Nlm;
 use client::v3::{self, Client};
+use proto::mount::{MOUNT_PROGRAM, MOUNT_V3};
 use proto::nfs3::*;
+use proto::nlm::{NLM4_VERS, NLM_PROG};
 
 use crate::fs::{BenchFs, Node, OpenFile, OpenMode};
-use crate::record::{current_phase, CallRecord, OpStats, Phase};
+use crate::record::{call_overhead, current_phase, CallRecord, OpStats, Phase, REPLY_OVERHEAD};
 use crate::{Error, Result};
-
-/// MOUNT program and version (RFC 1813 Appendix I), NLM program and
-/// version (Appendix II), for portmapper lookups.
-const MOUNT_PROGRAM: u32 = 100_005;
-const MOUNT_V3: u32 = 3;
-const NLM_PROGRAM: u32 = 100_021;
-const NLM_V4: u32 = 4;
-
-/// Record marker (4) + xid, msg type, reply status, verifier (AUTH_NONE:
-/// 8), accept status: what precedes the results of a reply.
-const REPLY_OVERHEAD: u64 = 4 + 4 + 4 + 4 + 8 + 4;
 
 /// The name a lock-manager procedure is counted under.
 fn nlm_name(proc_: u32) -> &'static str {
@@ -112,7 +103,7 @@ impl Nfs3Addrs {
         )
         .await?;
         let nlm = if locks {
-            Some(service_port(nfs, nlmport, NLM_PROGRAM, NLM_V4, "NLM", "nlmport").await?)
+            Some(service_port(nfs, nlmport, NLM_PROG, NLM4_VERS, "NLM", "nlmport").await?)
         } else {
             None
         };
@@ -151,10 +142,7 @@ impl Nfs3Fs {
         stats: Arc<OpStats>,
     ) -> Result<Arc<Nfs3Fs>> {
         let auth = rpc::Auth::sys(0, 0, Vec::new(), "ferrite-bench");
-        let call_overhead = {
-            let cred = auth.to_opaque();
-            (4 + 24 + 8 + ((cred.body.len() + 3) & !3) + 8) as u64
-        };
+        let call_overhead = call_overhead(&auth.to_opaque());
         let path = if path.is_empty() { "/" } else { path };
         let client = Client::connect(addrs.nfs, addrs.mount, path, auth.clone()).await?;
         stats.count_ops(Phase::Setup, "MNT", &["MNT"]);

@@ -17,7 +17,7 @@ use proto::nfs4::*;
 use xdr::{Encoder, Pack, Unpack};
 
 use crate::fs::{components, BenchFs, Node, OpenFile, OpenMode};
-use crate::record::{current_phase, CallRecord, OpStats, Phase};
+use crate::record::{call_overhead, current_phase, CallRecord, OpStats, Phase, REPLY_OVERHEAD};
 use crate::{Error, Result};
 
 /// The name of an NFSv4 operation number (RFC 8881 §16.2.1, RFC 7862 §15).
@@ -117,10 +117,6 @@ fn main_op(ops: &[&'static str]) -> &'static str {
         .unwrap_or("SEQUENCE")
 }
 
-fn pad4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
 /// An NFSv4.1 session used by one benchmark client.
 pub struct Nfs4Fs {
     client: Client,
@@ -131,10 +127,6 @@ pub struct Nfs4Fs {
     delegations: AtomicU64,
     returned: Mutex<HashSet<[u8; 12]>>,
 }
-
-/// Record marker (4) + xid, msg type, accept status, verifier (AUTH_NONE:
-/// 8) + reply status: what precedes the COMPOUND result.
-const REPLY_OVERHEAD: u64 = 4 + 4 + 4 + 4 + 8 + 4;
 
 impl Nfs4Fs {
     /// Connects (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE: counted as
@@ -155,8 +147,7 @@ impl Nfs4Fs {
             "RECLAIM_COMPLETE",
             &["SEQUENCE", "RECLAIM_COMPLETE"],
         );
-        let cred = client.cred();
-        let call_overhead = (4 + 24 + 8 + pad4(cred.body.len()) + 8) as u64;
+        let call_overhead = call_overhead(client.cred());
         let mut fs = Nfs4Fs {
             client,
             stats,

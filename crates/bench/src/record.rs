@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use rpc::OpaqueAuth;
 use serde::{Deserialize, Serialize};
 
 /// Which part of a run an operation belongs to. Only [`Phase::Measure`]
@@ -263,6 +264,19 @@ fn summarize(h: &Histogram<u64>) -> LatencySummary {
         cdf,
     }
 }
+
+/// Bytes on the wire before a call's arguments: record marker (4), xid,
+/// message type, RPC version, program, version, procedure (24), the
+/// credential (flavor, length, body padded to 4) and an AUTH_NONE
+/// verifier (8).
+pub fn call_overhead(cred: &OpaqueAuth) -> u64 {
+    (4 + 24 + 8 + cred.body.len().div_ceil(4) * 4 + 8) as u64
+}
+
+/// Bytes on the wire before a reply's results: record marker (4), xid,
+/// message type, reply status (12), an AUTH_NONE verifier (8) and the
+/// accept status (4).
+pub const REPLY_OVERHEAD: u64 = 4 + 4 + 4 + 4 + 8 + 4;
 
 tokio::task_local! {
     /// The phase of the unit of work the current task is running: calls
