@@ -13,13 +13,17 @@
 
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use proto::nfs4::*;
+
 use server::locks::{FileLocks, LockKind};
-use server::nfs4::state::{Client, Principal, Tables};
+use server::nfs4::state::clock::ManualClock;
+use server::nfs4::state::{LockRequest, State};
+
+mod support;
 
 const SIZES: [u64; 2] = [3_000, 30_000];
 
@@ -37,45 +41,36 @@ fn filelocks(n: u64) -> FileLocks<u32> {
     f
 }
 
-fn tables(n: u64) -> Tables {
-    let mut t = Tables::new(1);
-    let owner = ClientOwner4 {
-        verifier: [0; 8],
-        ownerid: Bytes::from_static(b"bench"),
+fn tables(n: u64) -> State {
+    let st = State::new(1, Duration::from_secs(90), Arc::new(ManualClock::default()));
+    let Some(client) = support::client(&st, b"bench") else {
+        return st;
     };
-    t.clients
-        .insert(1, Client::new(1, &owner, Principal::None, Duration::ZERO));
-    if let Some(c) = t.clients.get_mut(&1) {
-        c.reclaim_complete = true;
-    }
     let file = (1, vfs::Handle(Bytes::from_static(b"file")));
-    let lease = Duration::from_secs(90);
     let o = Bytes::from_static(b"o");
-    let Ok(open) = t.open(1, &o, &file, 3, 0, Duration::ZERO, lease) else {
-        return t;
+    let Ok(open) = st.open(client, &o, &file, 3, 0) else {
+        return st;
     };
-    let Ok(mut ls) = t.lock(
-        1,
-        Some(&o),
-        &open,
-        &file,
-        0,
-        u64::MAX,
-        LockKind::Write,
-        false,
-        Duration::ZERO,
-        lease,
-    ) else {
-        return t;
+    let Ok(mut ls) = st.lock(&LockRequest {
+        client,
+        new_owner: Some(o.clone()),
+        presented: open,
+        file: file.clone(),
+        start: 0,
+        end: u64::MAX,
+        kind: LockKind::Write,
+        blocking: false,
+        reclaim: false,
+    }) else {
+        return st;
     };
     for i in 0..n {
         let (s, e) = hole(i);
-        if let Ok(next) = t.unlock(&ls, &file, s, e) {
+        if let Ok((next, _)) = st.unlock(client, &ls, &file, s, e) {
             ls = next;
         }
-        let _ = t.lock_notifications(&file, Duration::ZERO, lease);
     }
-    t
+    st
 }
 
 fn ofd_lock(fd: i32, ty: i32, start: u64, end: u64) {

@@ -9,7 +9,7 @@ pub mod ops;
 pub mod pseudo;
 pub mod state;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +21,7 @@ use crate::ids::IdMap;
 use filehandle::FhKey;
 use state::clock::Clock;
 use state::slots::CacheMemory;
-use state::Tables;
+use state::State;
 
 /// Limits and timers of the NFSv4 service.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ pub struct Nfs4Server {
     /// When this server instance started (since the epoch): the pseudo
     /// directories' times.
     pub started: Duration,
-    state: Mutex<Tables>,
+    state: State,
 }
 
 impl Nfs4Server {
@@ -100,6 +100,8 @@ impl Nfs4Server {
         let epoch = started.as_secs() as u32;
         let host = hostname();
         let ns = pseudo::Namespace::build(&exports);
+        let cfg_lease = cfg.lease;
+        let clock_for_state = clock.clone();
         Arc::new(Nfs4Server {
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
@@ -115,14 +117,13 @@ impl Nfs4Server {
             },
             server_scope: Bytes::from(format!("ferrite:{host}")),
             started,
-            state: Mutex::new(Tables::new(epoch)),
+            state: State::new(epoch, cfg_lease, clock_for_state),
         })
     }
 
-    /// The state tables. A poisoned lock means a bug panicked while
-    /// holding it; the tables are still structurally sound, so go on.
-    pub fn state(&self) -> MutexGuard<'_, Tables> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// The NFSv4 state (clients, sessions, opens, locks).
+    pub fn state(&self) -> &State {
+        &self.state
     }
 
     pub fn now(&self) -> Duration {
@@ -142,12 +143,8 @@ impl Nfs4Server {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 let Some(srv) = weak.upgrade() else { break };
-                let now = srv.now();
-                let lease = srv.cfg.lease;
-                let (n, sessions) = {
-                    let mut st = srv.state();
-                    (st.reap(now, lease, lease), st.sessions.len())
-                };
+                let n = srv.state().reap();
+                let sessions = srv.state().session_count();
                 if n > 0 {
                     tracing::info!(clients = n, "expired clients removed");
                 }
@@ -197,5 +194,7 @@ impl Service for Nfs4Service {
         })
     }
 
-    fn disconnected(&self, _conn: &Arc<Connection>) {}
+    fn disconnected(&self, conn: &Arc<Connection>) {
+        self.0.state().disconnected(conn.id());
+    }
 }

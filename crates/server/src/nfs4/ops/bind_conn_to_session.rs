@@ -5,21 +5,19 @@ use proto::nfs4::*;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToSession4Res {
-    let Some(session) = cx.srv.state().sessions.get(&args.sessid).cloned() else {
+    let Some(session) = cx.srv.state().session(&args.sessid) else {
         return Res4::Err(NfsStat4::Nfs4errBadsession);
     };
     let dir = match args.dir {
-        ChannelDirFromClient4::Cdfc4Fore => {
-            session.bind_fore(&cx.conn);
-            ChannelDirFromServer4::Cdfs4Fore
-        }
+        // Any connection may carry the fore channel (SP4_NONE: §2.10.8.3),
+        // so binding it records nothing.
+        ChannelDirFromClient4::Cdfc4Fore => ChannelDirFromServer4::Cdfs4Fore,
         ChannelDirFromClient4::Cdfc4Back => {
-            session.bind_back(&cx.conn);
+            cx.srv.state().bind_back(&session, &cx.conn);
             ChannelDirFromServer4::Cdfs4Back
         }
         ChannelDirFromClient4::Cdfc4ForeOrBoth | ChannelDirFromClient4::Cdfc4BackOrBoth => {
-            session.bind_fore(&cx.conn);
-            session.bind_back(&cx.conn);
+            cx.srv.state().bind_back(&session, &cx.conn);
             ChannelDirFromServer4::Cdfs4Both
         }
     };

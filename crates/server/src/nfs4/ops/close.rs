@@ -12,13 +12,7 @@ fn close(cx: &mut Compound, args: Close4Args) -> Result<StateId4, NfsStat4> {
     let key = cx.cfh()?.key();
     let client = cx.clientid()?;
     let sid = cx.resolve_stateid(&args.open_stateid)?;
-    {
-        let mut t = cx.srv.state();
-        if t.check_stateid(&sid, &key)?.client != client {
-            return Err(NfsStat4::Nfs4errBadStateid);
-        }
-        t.close(&sid, &key)?;
-    }
+    cx.srv.state().close(client, &sid, &key)?;
     // §18.2.4: the stateid returned is the invalid special stateid.
     cx.cur_stateid = Some(StateId4::INVALID);
     Ok(StateId4::INVALID)

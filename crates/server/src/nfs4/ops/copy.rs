@@ -51,9 +51,9 @@ pub(crate) fn endpoints(
     let ssid = cx.resolve_stateid(src_stateid)?;
     let dsid = cx.resolve_stateid(dst_stateid)?;
     {
-        let t = cx.srv.state();
-        t.check_io(client, &ssid, &src.key(), OPEN4_SHARE_ACCESS_READ)?;
-        t.check_io(client, &dsid, &dst.key(), OPEN4_SHARE_ACCESS_WRITE)?;
+        let st = cx.srv.state();
+        st.check_io(client, &ssid, &src.key(), OPEN4_SHARE_ACCESS_READ)?;
+        st.check_io(client, &dsid, &dst.key(), OPEN4_SHARE_ACCESS_WRITE)?;
     }
     // Both must be regular files of one export (one backend).
     if src.export != dst.export {

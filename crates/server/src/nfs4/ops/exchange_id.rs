@@ -4,8 +4,7 @@ use bytes::Bytes;
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
-use crate::nfs4::state::client::{exchange_decision, ExchangeDecision};
-use crate::nfs4::state::{Client, Principal};
+use crate::nfs4::state::Principal;
 
 /// Flags a client may send (§18.35.1); anything else is NFS4ERR_INVAL.
 const CLIENT_FLAGS: u32 = EXCHGID4_FLAG_SUPP_MOVED_REFER
@@ -24,44 +23,22 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
     }
     let update = args.flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0;
     let principal = Principal::of(&cx.auth);
-    let now = cx.srv.now();
-    let srv = cx.srv.clone();
-    let mut st = srv.state();
-    let owner = &args.clientowner;
-    let confirmed = st
-        .clients
-        .values()
-        .find(|c| c.confirmed && c.owner == owner.ownerid);
-    let unconfirmed = st
-        .clients
-        .values()
-        .find(|c| !c.confirmed && c.owner == owner.ownerid);
-    let decision = exchange_decision(update, &owner.verifier, &principal, confirmed, unconfirmed);
-    let id = match decision {
-        ExchangeDecision::Err(e) => return Res4::Err(e),
-        ExchangeDecision::Existing(id) => id,
-        ExchangeDecision::New { remove } => {
-            for r in remove {
-                st.purge_client(r);
-            }
-            let id = st.new_clientid();
-            st.clients
-                .insert(id, Client::new(id, owner, principal, now));
-            id
-        }
+    let x = match cx
+        .srv
+        .state()
+        .exchange_id(&args.clientowner, principal, update)
+    {
+        Ok(x) => x,
+        Err(e) => return Res4::Err(e),
     };
-    let Some(c) = st.clients.get_mut(&id) else {
-        return Res4::Err(NfsStat4::Nfs4errServerfault);
-    };
-    c.last_renew = now;
     let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
-    if c.confirmed {
+    if x.confirmed {
         flags |= EXCHGID4_FLAG_CONFIRMED_R;
     }
-    c.flags = flags;
+    let srv = &cx.srv;
     Res4::Ok(ExchangeId4ResOk {
-        clientid: id,
-        sequenceid: c.cs_seq.wrapping_add(1),
+        clientid: x.clientid,
+        sequenceid: x.sequenceid,
         flags,
         state_protect: StateProtect4R::None,
         server_owner: srv.server_owner.clone(),

@@ -11,13 +11,5 @@ pub async fn run(cx: &mut Compound, args: FreeStateId4Args) -> FreeStateId4Res {
 fn free(cx: &mut Compound, args: FreeStateId4Args) -> Result<(), NfsStat4> {
     let client = cx.clientid()?;
     let sid = cx.resolve_stateid(&args.stateid)?;
-    let mut t = cx.srv.state();
-    // Another client's stateid is as good as unknown.
-    if t.stateids
-        .get(&sid.other)
-        .is_none_or(|e| e.client != client)
-    {
-        return Err(NfsStat4::Nfs4errBadStateid);
-    }
-    t.free_stateid(&sid)
+    cx.srv.state().free_stateid(client, &sid)
 }

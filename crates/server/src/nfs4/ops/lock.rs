@@ -8,7 +8,7 @@ use proto::nfs4::*;
 
 use crate::locks::{self, Held, LockKind};
 use crate::nfs4::compound::Compound;
-use crate::nfs4::state::{LockError, OwnerKey, StateKind};
+use crate::nfs4::state::{LockError, LockRequest, OwnerKey};
 
 /// The lock kind of an `nfs_lock_type4`.
 pub(crate) fn kind(t: NfsLockType4) -> LockKind {
@@ -58,45 +58,17 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
         ),
         Locker4::LockOwner(l) => (cx.resolve_stateid(&l.lock_stateid)?, None),
     };
-    let now = cx.srv.now();
-    let lease = cx.srv.cfg.lease;
-    let sid = {
-        let mut t = cx.srv.state();
-        let reclaim_done = t.reclaim_complete(client)?;
-        if args.reclaim && reclaim_done {
-            return Err(NfsStat4::Nfs4errNoGrace.into());
-        }
-        if !args.reclaim && !reclaim_done {
-            return Err(NfsStat4::Nfs4errGrace.into());
-        }
-        // §18.10.3: the open must allow the kind of lock (NFS4ERR_OPENMODE).
-        let e = t.check_stateid(&presented, &key)?;
-        if e.client != client {
-            return Err(NfsStat4::Nfs4errBadStateid.into());
-        }
-        let open = t.open_of(e).ok_or(NfsStat4::Nfs4errBadStateid)?;
-        if let StateKind::Open { access, .. } = open.kind {
-            let need = match kind {
-                LockKind::Read => OPEN4_SHARE_ACCESS_READ,
-                LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
-            };
-            if access & need == 0 {
-                return Err(NfsStat4::Nfs4errOpenmode.into());
-            }
-        }
-        t.lock(
-            client,
-            owner.as_ref(),
-            &presented,
-            &key,
-            start,
-            end,
-            kind,
-            blocking,
-            now,
-            lease,
-        )?
-    };
+    let sid = cx.srv.state().lock(&LockRequest {
+        client,
+        new_owner: owner,
+        presented,
+        file: key,
+        start,
+        end,
+        kind,
+        blocking,
+        reclaim: args.reclaim,
+    })?;
     cx.cur_stateid = Some(sid);
     Ok(sid)
 }

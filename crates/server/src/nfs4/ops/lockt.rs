@@ -22,17 +22,10 @@ async fn lockt(cx: &mut Compound, args: LockT4Args) -> Result<Option<Lock4Denied
     let handle = fh.handle.clone();
     let a = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
     regular(&a)?;
-    let now = cx.srv.now();
-    let lease = cx.srv.cfg.lease;
     let owner = (client, args.owner.owner);
-    let held = cx.srv.state().test_lock(
-        &owner,
-        &fh.key(),
-        start,
-        end,
-        kind(args.locktype),
-        now,
-        lease,
-    );
+    let held = cx
+        .srv
+        .state()
+        .test_lock(&owner, &fh.key(), start, end, kind(args.locktype));
     Ok(held.map(denied))
 }

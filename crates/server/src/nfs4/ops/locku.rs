@@ -16,16 +16,7 @@ fn locku(cx: &mut Compound, args: LockU4Args) -> Result<StateId4, NfsStat4> {
     let client = cx.clientid()?;
     let sid = cx.resolve_stateid(&args.lock_stateid)?;
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
-    let now = cx.srv.now();
-    let lease = cx.srv.cfg.lease;
-    let (sid, notes) = {
-        let mut t = cx.srv.state();
-        if t.check_stateid(&sid, &key)?.client != client {
-            return Err(NfsStat4::Nfs4errBadStateid);
-        }
-        let sid = t.unlock(&sid, &key, start, end)?;
-        (sid, t.lock_notifications(&key, now, lease))
-    };
+    let (sid, notes) = cx.srv.state().unlock(client, &sid, &key, start, end)?;
     if !notes.is_empty() {
         let fh = NfsFh4(cx.cfh()?.wire.clone());
         callback::notify_locks(notes, &fh);

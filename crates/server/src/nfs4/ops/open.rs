@@ -46,7 +46,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let (access, deny) = share_bits(args.share_access, args.share_deny)?;
     let want = args.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
     let fh = cx.cfh()?.clone();
-    let reclaim_done = cx.srv.state().reclaim_complete(client)?;
+    let reclaim_done = cx.srv.state().reclaim_done(client)?;
     match &args.claim {
         OpenClaim4::Previous(_) if reclaim_done => return Err(NfsStat4::Nfs4errNoGrace),
         OpenClaim4::Previous(_) => {}
@@ -90,12 +90,10 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         }
     };
     let key = (fh.export, target.handle.clone());
-    let now = cx.srv.now();
-    let lease = cx.srv.cfg.lease;
     let stateid = cx
         .srv
         .state()
-        .open(client, &args.owner.owner, &key, access, deny, now, lease)?;
+        .open(client, &args.owner.owner, &key, access, deny)?;
     let mut attrset = target.attrset;
     if target.truncate && target.attr.size != 0 {
         let handle = target.handle.clone();
@@ -109,7 +107,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         {
             // Undo a fresh open; an upgrade of an older one stays.
             if stateid.seqid == 1 {
-                let _ = cx.srv.state().close(&stateid, &key);
+                let _ = cx.srv.state().close(client, &stateid, &key);
             }
             return Err(e);
         }

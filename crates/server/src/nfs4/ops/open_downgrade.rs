@@ -14,13 +14,7 @@ fn downgrade(cx: &mut Compound, args: OpenDowngrade4Args) -> Result<OpenDowngrad
     let client = cx.clientid()?;
     let sid = cx.resolve_stateid(&args.open_stateid)?;
     let (access, deny) = share_bits(args.share_access, args.share_deny)?;
-    let open_stateid = {
-        let mut t = cx.srv.state();
-        if t.check_stateid(&sid, &key)?.client != client {
-            return Err(NfsStat4::Nfs4errBadStateid);
-        }
-        t.downgrade(&sid, &key, access, deny)?
-    };
+    let open_stateid = cx.srv.state().downgrade(client, &sid, &key, access, deny)?;
     cx.cur_stateid = Some(open_stateid);
     Ok(OpenDowngrade4ResOk { open_stateid })
 }

@@ -16,13 +16,5 @@ pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComple
             Err(e) => Res4::Err(e),
         };
     }
-    let mut st = cx.srv.state();
-    let Some(c) = st.clients.get_mut(&id) else {
-        return Res4::Err(NfsStat4::Nfs4errStaleClientid);
-    };
-    if c.reclaim_complete {
-        return Res4::Err(NfsStat4::Nfs4errCompleteAlready);
-    }
-    c.reclaim_complete = true;
-    Res4::Ok(())
+    cx.srv.state().reclaim_complete(id).into()
 }

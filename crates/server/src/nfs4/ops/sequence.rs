@@ -8,17 +8,9 @@ use crate::nfs4::compound::{Compound, SlotUse};
 use crate::nfs4::state::slots::{SlotDecision, SlotError};
 
 pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
-    let now = cx.srv.now();
-    let session = {
-        let mut st = cx.srv.state();
-        let Some(s) = st.sessions.get(&args.sessionid).cloned() else {
-            return Res4::Err(NfsStat4::Nfs4errBadsession);
-        };
-        match st.clients.get_mut(&s.client) {
-            Some(c) => c.last_renew = now,
-            None => return Res4::Err(NfsStat4::Nfs4errBadsession),
-        }
-        s
+    let session = match cx.srv.state().sequence(&args.sessionid) {
+        Ok(s) => s,
+        Err(e) => return Res4::Err(e),
     };
     if cx.nops > session.fore.maxoperations as usize {
         return Res4::Err(NfsStat4::Nfs4errTooManyOps);
@@ -46,7 +38,6 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
         }
         (t.highest_slotid(), t.target_highest_slotid())
     };
-    session.bind_fore(&cx.conn);
     let mut status_flags = 0;
     if session.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0
         && (session.cb_down.load(Ordering::Relaxed) || session.back_conn().is_none())

@@ -1,10 +1,15 @@
 //! Client records and EXCHANGE_ID's case analysis (RFC 8881 §18.35.4).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use proto::nfs4::*;
+
+use super::lease::Lease;
+use super::stateid::StateEntry;
+use super::FileKey;
 
 /// Who a client is, as its RPC credential says (RFC 8881 §2.4.3).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,7 +30,7 @@ impl Principal {
     }
 }
 
-/// A client record.
+/// A client record, with everything the client holds.
 #[derive(Debug)]
 pub struct Client {
     pub id: ClientId4,
@@ -38,12 +43,23 @@ pub struct Client {
     /// Its reply, replayed for a retransmission.
     pub cs_reply: Option<CreateSession4ResOk>,
     pub sessions: HashSet<SessionId4>,
-    pub last_renew: Duration,
+    /// Shared with its sessions, which renew it without the state lock.
+    pub lease: Arc<Lease>,
     pub reclaim_complete: bool,
-    /// Open, lock (and later delegation) stateids of this client.
-    pub stateids: HashSet<[u8; 12]>,
     /// EXCHANGE_ID flags granted.
     pub flags: u32,
+    /// Its open and lock stateids, by `other`.
+    pub states: HashMap<[u8; 12], StateEntry>,
+    /// (open owner, file) to its open stateid.
+    pub opens_by_owner: HashMap<(Bytes, FileKey), [u8; 12]>,
+    /// (lock owner, file) to its lock stateid.
+    pub locks_by_owner: HashMap<(Bytes, FileKey), [u8; 12]>,
+    /// Files where one of its lock owners waits for a blocking lock.
+    pub waiting_on: HashSet<FileKey>,
+    /// Serial of its last stateid.
+    pub last_serial: u32,
+    /// The deadline it is filed under in the expiry queue.
+    pub deadline: Duration,
 }
 
 impl Client {
@@ -57,19 +73,24 @@ impl Client {
             cs_seq: 0,
             cs_reply: None,
             sessions: HashSet::new(),
-            last_renew: now,
+            lease: Arc::new(Lease::new(now)),
             reclaim_complete: false,
-            stateids: HashSet::new(),
             flags: 0,
+            states: HashMap::new(),
+            opens_by_owner: HashMap::new(),
+            locks_by_owner: HashMap::new(),
+            waiting_on: HashSet::new(),
+            last_serial: 0,
+            deadline: Duration::ZERO,
         }
     }
 
     pub fn expired(&self, now: Duration, lease: Duration) -> bool {
-        now > self.last_renew + lease
+        self.lease.expired(now, lease)
     }
 
     pub fn has_state(&self) -> bool {
-        !self.sessions.is_empty() || !self.stateids.is_empty()
+        !self.sessions.is_empty() || !self.states.is_empty()
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use proto::nfs4::*;
 use rpc::Connection;
 
+use super::lease::Lease;
 use super::slots::SlotTable;
 
 /// The back channel of a session (RFC 8881 §2.10.3.1, §18.36).
@@ -40,8 +41,8 @@ pub struct Session {
     pub flags: u32,
     pub slots: Mutex<SlotTable>,
     pub back: Mutex<BackChannel>,
-    /// Connections bound to the fore channel (ids of rpc connections).
-    pub fore_conns: Mutex<Vec<u64>>,
+    /// Its client's lease, renewed by each SEQUENCE (RFC 8881 §8.3).
+    pub lease: Arc<Lease>,
     /// The back channel failed its probe or a callback (SEQ4_STATUS_CB_PATH_DOWN).
     pub cb_down: AtomicBool,
     /// The minor version the session was created with.
@@ -51,15 +52,9 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn bind_fore(&self, conn: &Arc<Connection>) {
-        if let Ok(mut c) = self.fore_conns.lock() {
-            if !c.contains(&conn.id()) {
-                c.push(conn.id());
-            }
-        }
-    }
-
-    pub fn bind_back(&self, conn: &Arc<Connection>) {
+    /// Binds `conn` to the back channel (RFC 8881 §18.34); use
+    /// `State::bind_back`, which also indexes it by connection.
+    pub(super) fn bind_back(&self, conn: &Arc<Connection>) {
         if let Ok(mut b) = self.back.lock() {
             b.conns
                 .retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
@@ -76,5 +71,31 @@ impl Session {
 
     pub fn back_conn(&self) -> Option<Arc<Connection>> {
         self.back.lock().ok().and_then(|b| b.conn())
+    }
+
+    /// Forgets back-channel connections that have closed; the callback
+    /// path is down once none is left (SEQ4_STATUS_CB_PATH_DOWN_SESSION).
+    pub(super) fn prune_back(&self) {
+        if let Ok(mut b) = self.back.lock() {
+            b.conns
+                .retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
+            if b.conns.is_empty() {
+                self.cb_down.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Ids of the live connections of its back channel.
+    pub(super) fn back_conn_ids(&self) -> Vec<u64> {
+        self.back
+            .lock()
+            .map(|b| {
+                b.conns
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .map(|c| c.id())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

@@ -1,0 +1,699 @@
+//! The tables behind [`super::State`]'s lock: client records (each holding
+//! its own stateids), an index of clients by owner, per-file state and the
+//! lease expiry queue. Every lookup goes through an index: no transition
+//! costs time in the number of clients or stateids on the server.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use super::client::Client;
+use super::lease::ExpiryQueue;
+use super::stateid::{check_seqid, client_of, make_other, next_seqid, StateEntry, StateKind};
+use super::{FileKey, LockError, LockRequest, OwnerKey};
+use crate::locks::{FileLocks, Held, LockKind};
+use crate::nfs4::state::waiters::{LockWaiters, Waiter};
+
+/// The state attached to one file.
+#[derive(Debug, Default)]
+pub(super) struct FileState {
+    /// Open stateids on the file (of any client).
+    pub opens: HashSet<[u8; 12]>,
+    pub locks: FileLocks<OwnerKey>,
+    /// Lock owners waiting for a blocking lock (RFC 8881 §9.6).
+    pub waiters: LockWaiters<OwnerKey>,
+}
+
+impl FileState {
+    fn is_empty(&self) -> bool {
+        self.opens.is_empty() && self.locks.is_empty() && self.waiters.is_empty()
+    }
+}
+
+/// An owner's client records: at most one confirmed and one unconfirmed
+/// (RFC 8881 §18.35.4).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct OwnerRecords {
+    pub confirmed: Option<ClientId4>,
+    pub unconfirmed: Option<ClientId4>,
+}
+
+#[derive(Debug)]
+pub(super) struct Tables {
+    pub epoch: u32,
+    pub lease: Duration,
+    last_client: u32,
+    last_session: u32,
+    pub clients: HashMap<ClientId4, Client>,
+    pub owners: HashMap<Bytes, OwnerRecords>,
+    pub files: HashMap<FileKey, FileState>,
+    expiry: ExpiryQueue,
+    /// Sessions of purged clients, for the caller to drop from the
+    /// session map.
+    pub dead_sessions: Vec<SessionId4>,
+}
+
+impl Tables {
+    pub fn new(epoch: u32, lease: Duration) -> Self {
+        Tables {
+            epoch,
+            lease,
+            last_client: 0,
+            last_session: 0,
+            clients: HashMap::new(),
+            owners: HashMap::new(),
+            files: HashMap::new(),
+            expiry: ExpiryQueue::default(),
+            dead_sessions: Vec::new(),
+        }
+    }
+
+    /// How long a client may go without renewing before the reaper
+    /// removes it: a lease if it never confirmed, else a further lease
+    /// as a courtesy client (§8.4.3).
+    fn allowance(&self, confirmed: bool) -> Duration {
+        if confirmed {
+            self.lease * 2
+        } else {
+            self.lease
+        }
+    }
+
+    /// Adds a new unconfirmed client record for `owner`.
+    pub fn add_client(
+        &mut self,
+        owner: &ClientOwner4,
+        principal: super::Principal,
+        now: Duration,
+    ) -> ClientId4 {
+        let id = loop {
+            self.last_client = self.last_client.wrapping_add(1);
+            let id = (self.epoch as u64) << 32 | self.last_client as u64;
+            if self.last_client != 0 && !self.clients.contains_key(&id) {
+                break id;
+            }
+        };
+        let mut c = Client::new(id, owner, principal, now);
+        c.deadline = now + self.allowance(false);
+        self.expiry.insert(c.deadline, id);
+        self.owners
+            .entry(owner.ownerid.clone())
+            .or_default()
+            .unconfirmed = Some(id);
+        self.clients.insert(id, c);
+        id
+    }
+
+    /// Marks `id` confirmed in its owner's records.
+    pub fn confirm(&mut self, id: ClientId4) {
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
+        c.confirmed = true;
+        let rec = self.owners.entry(c.owner.clone()).or_default();
+        if rec.unconfirmed == Some(id) {
+            rec.unconfirmed = None;
+        }
+        rec.confirmed = Some(id);
+    }
+
+    pub fn new_sessionid(&mut self, client: ClientId4) -> SessionId4 {
+        self.last_session = self.last_session.wrapping_add(1);
+        let mut id = [0u8; 16];
+        id[..8].copy_from_slice(&client.to_be_bytes());
+        id[8..12].copy_from_slice(&self.last_session.to_be_bytes());
+        id[12..].copy_from_slice(&self.epoch.to_be_bytes());
+        id
+    }
+
+    /// Forgets a client and everything it holds.
+    pub fn purge_client(&mut self, id: ClientId4) {
+        let Some(c) = self.clients.remove(&id) else {
+            return;
+        };
+        self.expiry.remove(c.deadline, id);
+        if let Some(rec) = self.owners.get_mut(&c.owner) {
+            if rec.confirmed == Some(id) {
+                rec.confirmed = None;
+            }
+            if rec.unconfirmed == Some(id) {
+                rec.unconfirmed = None;
+            }
+            if rec.confirmed.is_none() && rec.unconfirmed.is_none() {
+                self.owners.remove(&c.owner);
+            }
+        }
+        self.dead_sessions.extend(c.sessions.iter().copied());
+        for (other, e) in &c.states {
+            let Some(f) = self.files.get_mut(&e.file) else {
+                continue;
+            };
+            match &e.kind {
+                StateKind::Open { .. } => {
+                    f.opens.remove(other);
+                }
+                StateKind::Lock { owner, .. } => f.locks.remove_owner(&(id, owner.clone())),
+            }
+        }
+        let touched = c
+            .states
+            .values()
+            .map(|e| &e.file)
+            .chain(c.waiting_on.iter());
+        for file in touched {
+            if let Some(f) = self.files.get_mut(file) {
+                if !f.waiters.is_empty() {
+                    f.waiters.retain_owners(|o| o.0 != id);
+                }
+                if f.is_empty() {
+                    self.files.remove(file);
+                }
+            }
+        }
+    }
+
+    /// Removes clients whose allowance has run out; returns how many.
+    pub fn reap(&mut self, now: Duration) -> usize {
+        let mut n = 0;
+        while let Some((_, id)) = self.expiry.pop_due(now) {
+            let Some(c) = self.clients.get(&id) else {
+                continue;
+            };
+            let deadline = c.lease.last() + self.allowance(c.confirmed);
+            if deadline < now {
+                // Taken off the queue already; purge_client's removal
+                // of it is then a no-op.
+                self.purge_client(id);
+                n += 1;
+            } else if let Some(c) = self.clients.get_mut(&id) {
+                c.deadline = deadline;
+                self.expiry.insert(deadline, id);
+            }
+        }
+        n
+    }
+
+    fn client_expired(&self, id: ClientId4, now: Duration) -> bool {
+        self.clients
+            .get(&id)
+            .is_none_or(|c| c.expired(now, self.lease))
+    }
+
+    /// The record of a stateid: its client and entry.
+    pub fn entry(&self, other: &[u8; 12]) -> Result<(ClientId4, &StateEntry), NfsStat4> {
+        let cid = client_of(self.epoch, other).ok_or(NfsStat4::Nfs4errStaleStateid)?;
+        self.clients
+            .get(&cid)
+            .and_then(|c| c.states.get(other))
+            .map(|e| (cid, e))
+            .ok_or(NfsStat4::Nfs4errBadStateid)
+    }
+
+    /// Looks up a stateid of `client` for use on `file` (RFC 8881 §8.2.2,
+    /// §9.1.3): another client's stateid is as good as unknown.
+    pub fn check_stateid(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<&StateEntry, NfsStat4> {
+        let (cid, e) = self.entry(&sid.other)?;
+        if cid != client || &e.file != file {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        }
+        check_seqid(sid.seqid, e.seqid)?;
+        Ok(e)
+    }
+
+    fn entry_mut(
+        &mut self,
+        client: ClientId4,
+        other: &[u8; 12],
+    ) -> Result<&mut StateEntry, NfsStat4> {
+        self.clients
+            .get_mut(&client)
+            .and_then(|c| c.states.get_mut(other))
+            .ok_or(NfsStat4::Nfs4errBadStateid)
+    }
+
+    /// Records a new stateid for `client`.
+    fn insert_state(&mut self, client: ClientId4, e: StateEntry) -> Result<StateId4, NfsStat4> {
+        let epoch = self.epoch;
+        let c = self
+            .clients
+            .get_mut(&client)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?;
+        let other = loop {
+            c.last_serial = c.last_serial.wrapping_add(1);
+            let o = make_other(epoch, client, c.last_serial);
+            if !c.states.contains_key(&o) {
+                break o;
+            }
+        };
+        let sid = e.stateid(other);
+        let file = e.file.clone();
+        match &e.kind {
+            StateKind::Open { owner, .. } => {
+                c.opens_by_owner
+                    .insert((owner.clone(), file.clone()), other);
+                self.files.entry(file).or_default().opens.insert(other);
+            }
+            StateKind::Lock { owner, open, .. } => {
+                c.locks_by_owner.insert((owner.clone(), file), other);
+                if let Some(StateKind::Open { locks, .. }) =
+                    c.states.get_mut(open).map(|o| &mut o.kind)
+                {
+                    locks.push(other);
+                }
+            }
+        }
+        c.states.insert(other, e);
+        Ok(sid)
+    }
+
+    /// Drops one stateid of `client` and what hangs off it.
+    fn drop_state(&mut self, client: ClientId4, other: &[u8; 12]) {
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let Some(e) = c.states.remove(other) else {
+            return;
+        };
+        let f = self.files.get_mut(&e.file);
+        match e.kind {
+            StateKind::Open { owner, .. } => {
+                c.opens_by_owner.remove(&(owner, e.file.clone()));
+                if let Some(f) = f {
+                    f.opens.remove(other);
+                }
+            }
+            StateKind::Lock { owner, open } => {
+                c.locks_by_owner.remove(&(owner.clone(), e.file.clone()));
+                if let Some(StateKind::Open { locks, .. }) =
+                    c.states.get_mut(&open).map(|o| &mut o.kind)
+                {
+                    locks.retain(|l| l != other);
+                }
+                if let Some(f) = f {
+                    f.locks.remove_owner(&(client, owner));
+                }
+            }
+        }
+        if self.files.get(&e.file).is_some_and(FileState::is_empty) {
+            self.files.remove(&e.file);
+        }
+    }
+
+    /// OPEN's share reservations (RFC 8881 §9.7): the open stateid, new or
+    /// upgraded.
+    pub fn open(
+        &mut self,
+        client: ClientId4,
+        owner: &Bytes,
+        file: &FileKey,
+        access: u32,
+        deny: u32,
+        now: Duration,
+    ) -> Result<StateId4, NfsStat4> {
+        let key = (owner.clone(), file.clone());
+        let mine = self
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?
+            .opens_by_owner
+            .get(&key)
+            .copied();
+        loop {
+            let conflict = self.files.get(file).and_then(|f| {
+                f.opens.iter().find_map(|o| {
+                    if Some(*o) == mine {
+                        return None;
+                    }
+                    let (cid, e) = self.entry(o).ok()?;
+                    match e.kind {
+                        StateKind::Open {
+                            access: a, deny: d, ..
+                        } if (access & d) != 0 || (deny & a) != 0 => Some(cid),
+                        _ => None,
+                    }
+                })
+            });
+            match conflict {
+                None => break,
+                // A courtesy client's share reservation yields (§8.4.3).
+                Some(c) if c != client && self.client_expired(c, now) => self.purge_client(c),
+                Some(_) => return Err(NfsStat4::Nfs4errShareDenied),
+            }
+        }
+        if let Some(other) = mine {
+            let e = self.entry_mut(client, &other)?;
+            if let StateKind::Open {
+                access: a, deny: d, ..
+            } = &mut e.kind
+            {
+                *a |= access;
+                *d |= deny;
+            }
+            e.seqid = next_seqid(e.seqid);
+            return Ok(e.stateid(other));
+        }
+        self.insert_state(
+            client,
+            StateEntry {
+                seqid: 1,
+                file: file.clone(),
+                kind: StateKind::Open {
+                    owner: owner.clone(),
+                    access,
+                    deny,
+                    locks: Vec::new(),
+                },
+            },
+        )
+    }
+
+    /// OPEN_DOWNGRADE (RFC 8881 §18.18).
+    pub fn downgrade(
+        &mut self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+        access: u32,
+        deny: u32,
+    ) -> Result<StateId4, NfsStat4> {
+        self.check_stateid(client, sid, file)?;
+        let e = self.entry_mut(client, &sid.other)?;
+        let StateKind::Open {
+            access: a, deny: d, ..
+        } = &mut e.kind
+        else {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        };
+        if access & !*a != 0 || deny & !*d != 0 || access == 0 {
+            return Err(NfsStat4::Nfs4errInval);
+        }
+        *a = access;
+        *d = deny;
+        e.seqid = next_seqid(e.seqid);
+        Ok(e.stateid(sid.other))
+    }
+
+    /// CLOSE (RFC 8881 §18.2): NFS4ERR_LOCKS_HELD while a lock owner of
+    /// this open still holds locks on the file.
+    pub fn close(
+        &mut self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(), NfsStat4> {
+        let e = self.check_stateid(client, sid, file)?;
+        let StateKind::Open { locks, .. } = &e.kind else {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        };
+        let locks = locks.clone();
+        let c = self
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errBadStateid)?;
+        let f = self.files.get(file);
+        let held = locks.iter().any(|l| {
+            c.states.get(l).is_some_and(|le| {
+                f.is_some_and(|f| f.locks.holds_any(&(client, le.owner().clone())))
+            })
+        });
+        if held {
+            return Err(NfsStat4::Nfs4errLocksHeld);
+        }
+        for l in &locks {
+            self.drop_state(client, l);
+        }
+        self.drop_state(client, &sid.other);
+        Ok(())
+    }
+
+    /// FREE_STATEID (RFC 8881 §18.38): an open stateid, or a lock stateid
+    /// whose owner still holds locks, is NFS4ERR_LOCKS_HELD; the seqid is
+    /// checked first (§8.2.2), so an out-of-date request frees nothing.
+    pub fn free_stateid(&mut self, client: ClientId4, sid: &StateId4) -> Result<(), NfsStat4> {
+        let (cid, e) = self.entry(&sid.other).map_err(|s| match s {
+            NfsStat4::Nfs4errStaleStateid => s,
+            _ => NfsStat4::Nfs4errBadStateid,
+        })?;
+        if cid != client {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        }
+        check_seqid(sid.seqid, e.seqid)?;
+        match &e.kind {
+            StateKind::Open { .. } => Err(NfsStat4::Nfs4errLocksHeld),
+            StateKind::Lock { owner, .. } => {
+                let key = (cid, owner.clone());
+                if self
+                    .files
+                    .get(&e.file)
+                    .is_some_and(|f| f.locks.holds_any(&key))
+                {
+                    return Err(NfsStat4::Nfs4errLocksHeld);
+                }
+                self.drop_state(client, &sid.other);
+                Ok(())
+            }
+        }
+    }
+
+    /// TEST_STATEID's verdict on one stateid of `client` (RFC 8881 §18.48):
+    /// special stateids are not tested and other clients' are not revealed.
+    pub fn test_stateid(&self, client: ClientId4, sid: &StateId4) -> NfsStat4 {
+        if super::stateid::is_special(&sid.other) {
+            return NfsStat4::Nfs4errBadStateid;
+        }
+        match self.entry(&sid.other) {
+            Err(s) => s,
+            Ok((cid, _)) if cid != client => NfsStat4::Nfs4errBadStateid,
+            Ok((_, e)) => match check_seqid(sid.seqid, e.seqid) {
+                Ok(()) => NfsStat4::Nfs4Ok,
+                Err(s) => s,
+            },
+        }
+    }
+
+    /// Whether `client` has sent RECLAIM_COMPLETE (RFC 8881 §18.51).
+    pub fn reclaim_done(&self, client: ClientId4) -> Result<bool, NfsStat4> {
+        self.clients
+            .get(&client)
+            .map(|c| c.reclaim_complete)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)
+    }
+
+    /// LOCK (RFC 8881 §18.10); returns the lock stateid.
+    pub fn lock(&mut self, r: &LockRequest, now: Duration) -> Result<StateId4, LockError> {
+        let client = r.client;
+        let file = &r.file;
+        let reclaim_done = self.reclaim_done(client)?;
+        if r.reclaim && reclaim_done {
+            return Err(NfsStat4::Nfs4errNoGrace.into());
+        }
+        if !r.reclaim && !reclaim_done {
+            return Err(NfsStat4::Nfs4errGrace.into());
+        }
+        let e = self.check_stateid(client, &r.presented, file)?;
+        let (open, owner) = match (&e.kind, &r.new_owner) {
+            (StateKind::Open { .. }, Some(owner)) => (r.presented.other, owner.clone()),
+            (StateKind::Lock { owner, open }, None) => (*open, owner.clone()),
+            _ => return Err(NfsStat4::Nfs4errBadStateid.into()),
+        };
+        // §18.10.3: the open must allow the kind of lock.
+        let c = self
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errBadStateid)?;
+        if let Some(StateKind::Open { access, .. }) = c.states.get(&open).map(|o| &o.kind) {
+            let need = match r.kind {
+                LockKind::Read => OPEN4_SHARE_ACCESS_READ,
+                LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
+            };
+            if access & need == 0 {
+                return Err(NfsStat4::Nfs4errOpenmode.into());
+            }
+        } else {
+            return Err(NfsStat4::Nfs4errBadStateid.into());
+        }
+        let okey: OwnerKey = (client, owner.clone());
+        let (start, end, kind) = (r.start, r.end, r.kind);
+        loop {
+            let fs = self.files.entry(file.clone()).or_default();
+            fs.waiters.expire(now, self.lease);
+            // A queued waiter ahead of this owner goes first (§9.6),
+            // unless this owner already holds the whole range.
+            let ahead = fs
+                .waiters
+                .ahead(&okey, start, end, kind)
+                .filter(|_| !fs.locks.covers(&okey, start, end))
+                .cloned();
+            let denied = match ahead {
+                Some(w) => {
+                    if self.client_expired(w.owner.0, now) {
+                        if let Some(fs) = self.files.get_mut(file) {
+                            fs.waiters.remove(&w.owner);
+                        }
+                        continue;
+                    }
+                    // Report a held lock in the way if there is one.
+                    let held = self
+                        .files
+                        .get(file)
+                        .and_then(|f| f.locks.test(&okey, start, end, kind));
+                    held.unwrap_or(Held {
+                        owner: w.owner,
+                        start: w.start,
+                        end: w.end,
+                        kind: w.kind,
+                    })
+                }
+                None => match fs.locks.lock(&okey, start, end, kind) {
+                    Ok(()) => {
+                        fs.waiters.remove(&okey);
+                        let still_waits = fs.waiters.iter().any(|w| w.owner.0 == client);
+                        if !still_waits {
+                            if let Some(c) = self.clients.get_mut(&client) {
+                                c.waiting_on.remove(file);
+                            }
+                        }
+                        break;
+                    }
+                    Err(h) if h.owner.0 != client && self.client_expired(h.owner.0, now) => {
+                        self.purge_client(h.owner.0);
+                        continue;
+                    }
+                    Err(h) => h,
+                },
+            };
+            if r.blocking {
+                if let Some(fs) = self.files.get_mut(file) {
+                    fs.waiters.wait(&okey, start, end, kind, now);
+                }
+                if let Some(c) = self.clients.get_mut(&client) {
+                    c.waiting_on.insert(file.clone());
+                }
+            }
+            return Err(LockError::Denied(denied));
+        }
+        let existing = self
+            .clients
+            .get(&client)
+            .and_then(|c| c.locks_by_owner.get(&(owner.clone(), file.clone())))
+            .copied();
+        if let Some(other) = existing {
+            let le = self.entry_mut(client, &other)?;
+            le.seqid = next_seqid(le.seqid);
+            return Ok(le.stateid(other));
+        }
+        Ok(self.insert_state(
+            client,
+            StateEntry {
+                seqid: 1,
+                file: file.clone(),
+                kind: StateKind::Lock { owner, open },
+            },
+        )?)
+    }
+
+    /// LOCKU (RFC 8881 §18.12): the new lock stateid, and the waiters the
+    /// unlock made grantable.
+    pub fn unlock(
+        &mut self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+        start: u64,
+        end: u64,
+        now: Duration,
+    ) -> Result<(StateId4, Vec<Waiter<OwnerKey>>), NfsStat4> {
+        let e = self.check_stateid(client, sid, file)?;
+        let StateKind::Lock { owner, .. } = &e.kind else {
+            return Err(NfsStat4::Nfs4errBadStateid);
+        };
+        let okey = (client, owner.clone());
+        let mut ready = Vec::new();
+        if let Some(f) = self.files.get_mut(file) {
+            f.locks.unlock(&okey, start, end);
+            if !f.waiters.is_empty() {
+                f.waiters.expire(now, self.lease);
+                ready = f.waiters.grantable(&f.locks);
+            }
+        }
+        let e = self.entry_mut(client, &sid.other)?;
+        e.seqid = next_seqid(e.seqid);
+        Ok((e.stateid(sid.other), ready))
+    }
+
+    /// LOCKT (RFC 8881 §18.11).
+    pub fn test_lock(
+        &mut self,
+        owner: &OwnerKey,
+        file: &FileKey,
+        range: (u64, u64),
+        kind: LockKind,
+        now: Duration,
+    ) -> Option<Held<OwnerKey>> {
+        loop {
+            let h = self
+                .files
+                .get(file)?
+                .locks
+                .test(owner, range.0, range.1, kind)?;
+            if h.owner.0 != owner.0 && self.client_expired(h.owner.0, now) {
+                self.purge_client(h.owner.0);
+                continue;
+            }
+            return Some(h);
+        }
+    }
+
+    /// See [`super::State::check_io`].
+    pub fn check_io(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+        access: u32,
+    ) -> Result<bool, NfsStat4> {
+        let anon = sid.other == [0; 12];
+        let bypass = sid.other == [0xff; 12];
+        if anon || bypass {
+            if (anon && sid.seqid != 0) || (bypass && sid.seqid != u32::MAX) {
+                return Err(NfsStat4::Nfs4errBadStateid);
+            }
+            let read_bypass = bypass && access == OPEN4_SHARE_ACCESS_READ;
+            if !read_bypass && self.denied_by_share(file, access) {
+                return Err(NfsStat4::Nfs4errLocked);
+            }
+            return Ok(true);
+        }
+        let e = self.check_stateid(client, sid, file)?;
+        let open = match &e.kind {
+            StateKind::Open { access, .. } => *access,
+            StateKind::Lock { open, .. } => match self.entry(open)?.1.kind {
+                StateKind::Open { access, .. } => access,
+                StateKind::Lock { .. } => return Err(NfsStat4::Nfs4errBadStateid),
+            },
+        };
+        if access == OPEN4_SHARE_ACCESS_WRITE && open & OPEN4_SHARE_ACCESS_WRITE == 0 {
+            return Err(NfsStat4::Nfs4errOpenmode);
+        }
+        Ok(false)
+    }
+
+    /// Whether an I/O without an open (anonymous stateid) would break a
+    /// share reservation: `access` is OPEN4_SHARE_ACCESS_READ or _WRITE.
+    fn denied_by_share(&self, file: &FileKey, access: u32) -> bool {
+        self.files.get(file).is_some_and(|f| {
+            f.opens.iter().any(|o| {
+                self.entry(o).is_ok_and(
+                    |(_, e)| matches!(e.kind, StateKind::Open { deny, .. } if deny & access != 0),
+                )
+            })
+        })
+    }
+}

@@ -1,0 +1,547 @@
+//! The state's rules on a manual clock, without sockets.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use super::clock::ManualClock;
+use super::slots::CacheMemory;
+use super::*;
+use crate::locks::LockKind;
+
+const L: Duration = Duration::from_secs(10);
+const R: u32 = OPEN4_SHARE_ACCESS_READ;
+const W: u32 = OPEN4_SHARE_ACCESS_WRITE;
+
+fn s(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn file(n: u8) -> FileKey {
+    (1, vfs::Handle(Bytes::copy_from_slice(&[n; 8])))
+}
+
+fn attrs() -> ChannelAttrs4 {
+    ChannelAttrs4 {
+        headerpadsize: 0,
+        maxrequestsize: 1 << 20,
+        maxresponsesize: 1 << 20,
+        maxresponsesize_cached: 4096,
+        maxoperations: 16,
+        maxrequests: 4,
+        rdma_ird: None,
+    }
+}
+
+struct Fixture {
+    clock: Arc<ManualClock>,
+    st: State,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let clock = Arc::new(ManualClock::default());
+        let st = State::new(7, L, clock.clone());
+        Fixture { clock, st }
+    }
+
+    fn advance_to(&self, t: Duration) {
+        let now = self.clock.now();
+        self.clock.advance(t.saturating_sub(now));
+    }
+
+    fn owner(name: &str, verf: u8) -> ClientOwner4 {
+        ClientOwner4 {
+            verifier: [verf; 8],
+            ownerid: Bytes::copy_from_slice(name.as_bytes()),
+        }
+    }
+
+    fn session_req(&self, clientid: ClientId4, sequence: u32, uid: u32) -> NewSession {
+        NewSession {
+            clientid,
+            sequence,
+            principal: Principal::Sys { uid, gid: 0 },
+            flags: 0,
+            fore: attrs(),
+            back: attrs(),
+            cb_program: 0x4000_0000,
+            sec_parms: Vec::new(),
+            minorversion: 1,
+            conn: None,
+            drc: CacheMemory::new(1 << 20),
+        }
+    }
+
+    /// A confirmed client with a session, past its reclaims.
+    fn client(&self, name: &str) -> (ClientId4, SessionId4) {
+        let p = Principal::Sys { uid: 0, gid: 0 };
+        let x = self
+            .st
+            .exchange_id(&Self::owner(name, 1), p, false)
+            .unwrap();
+        let c = self
+            .st
+            .create_session(self.session_req(x.clientid, x.sequenceid, 0))
+            .unwrap();
+        self.st.reclaim_complete(x.clientid).unwrap();
+        (x.clientid, c.resok.sessionid)
+    }
+
+    fn lock(
+        &self,
+        client: ClientId4,
+        owner: Option<&str>,
+        presented: StateId4,
+        f: &FileKey,
+        range: (u64, u64),
+        blocking: bool,
+    ) -> Result<StateId4, LockError> {
+        self.st.lock(&LockRequest {
+            client,
+            new_owner: owner.map(|o| Bytes::copy_from_slice(o.as_bytes())),
+            presented,
+            file: f.clone(),
+            start: range.0,
+            end: range.1,
+            kind: LockKind::Write,
+            blocking,
+            reclaim: false,
+        })
+    }
+}
+
+fn denied_by(r: Result<StateId4, LockError>) -> ClientId4 {
+    match r {
+        Err(LockError::Denied(h)) => h.owner.0,
+        other => panic!("expected a denial, got {other:?}"),
+    }
+}
+
+#[test]
+fn exchange_id_cases_through_the_owner_index() {
+    let f = Fixture::new();
+    let p0 = Principal::Sys { uid: 0, gid: 0 };
+    let p1 = Principal::Sys { uid: 1, gid: 0 };
+    let a = Fixture::owner("a", 1);
+    let x = f.st.exchange_id(&a, p0.clone(), false).unwrap();
+    assert!(!x.confirmed);
+    // The same request again: the unconfirmed record is replaced (case 4).
+    let x2 = f.st.exchange_id(&a, p0.clone(), false).unwrap();
+    assert_ne!(x.clientid, x2.clientid);
+    assert_eq!(f.st.client_count(), 1);
+    // Confirmed by CREATE_SESSION, then the same verifier finds it (case 2).
+    f.st.create_session(f.session_req(x2.clientid, x2.sequenceid, 0))
+        .unwrap();
+    let x3 = f.st.exchange_id(&a, p0.clone(), false).unwrap();
+    assert_eq!((x3.clientid, x3.confirmed), (x2.clientid, true));
+    // Another principal while it holds a session: in use (case 3).
+    assert_eq!(
+        f.st.exchange_id(&a, p1, false),
+        Err(NfsStat4::Nfs4errClidInuse)
+    );
+    // A rebooted client (new verifier) gets a new record; confirming it
+    // replaces the old one and its session (case 5).
+    let rebooted = Fixture::owner("a", 2);
+    let x4 = f.st.exchange_id(&rebooted, p0, false).unwrap();
+    assert_ne!(x4.clientid, x2.clientid);
+    assert_eq!(f.st.client_count(), 2);
+    f.st.create_session(f.session_req(x4.clientid, x4.sequenceid, 0))
+        .unwrap();
+    assert_eq!(f.st.client_count(), 1);
+    assert_eq!(f.st.session_count(), 1);
+}
+
+#[test]
+fn create_session_sequence_and_replay() {
+    let f = Fixture::new();
+    let x =
+        f.st.exchange_id(
+            &Fixture::owner("a", 1),
+            Principal::Sys { uid: 0, gid: 0 },
+            false,
+        )
+        .unwrap();
+    let first =
+        f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
+            .unwrap();
+    // A retransmission gets the same reply and no new session.
+    let again =
+        f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
+            .unwrap();
+    assert_eq!(again.resok.sessionid, first.resok.sessionid);
+    assert_eq!(f.st.session_count(), 1);
+    assert_eq!(
+        f.st.create_session(f.session_req(x.clientid, x.sequenceid + 5, 0))
+            .err(),
+        Some(NfsStat4::Nfs4errSeqMisordered)
+    );
+    assert_eq!(
+        f.st.create_session(f.session_req(99, 1, 0)).err(),
+        Some(NfsStat4::Nfs4errStaleClientid)
+    );
+    // An unconfirmed record expires after a lease.
+    let y =
+        f.st.exchange_id(&Fixture::owner("b", 1), Principal::None, false)
+            .unwrap();
+    f.advance_to(s(11));
+    assert_eq!(
+        f.st.create_session(f.session_req(y.clientid, y.sequenceid, 0))
+            .err(),
+        Some(NfsStat4::Nfs4errStaleClientid)
+    );
+    // DESTROY_CLIENTID refuses while a session exists.
+    assert_eq!(
+        f.st.destroy_clientid(x.clientid),
+        Err(NfsStat4::Nfs4errClientidBusy)
+    );
+    f.st.destroy_session(&first.resok.sessionid).unwrap();
+    assert_eq!(
+        f.st.sequence(&first.resok.sessionid).err(),
+        Some(NfsStat4::Nfs4errBadsession)
+    );
+    f.st.destroy_clientid(x.clientid).unwrap();
+    assert_eq!(f.st.client_count(), 0);
+}
+
+#[test]
+fn sequence_renews_without_the_tables_lock() {
+    let f = Arc::new(Fixture::new());
+    let (_, sid) = f.client("a");
+    let g = f.clone();
+    let held = std::thread::spawn(move || {
+        let _t = g.st.lock_tables();
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = std::time::Instant::now();
+    f.advance_to(s(5));
+    let sess = f.st.sequence(&sid).unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(200),
+        "SEQUENCE waited for the tables' lock"
+    );
+    assert_eq!(sess.lease.last(), s(5));
+    held.join().unwrap();
+}
+
+#[test]
+fn share_reservations_and_upgrade() {
+    let f = Fixture::new();
+    let (c1, _) = f.client("1");
+    let (c2, _) = f.client("2");
+    let o = Bytes::from_static(b"o");
+    let s1 = f.st.open(c1, &o, &file(1), R, W).unwrap();
+    assert_eq!(s1.seqid, 1);
+    // deny write blocks a writer from another client
+    assert_eq!(
+        f.st.open(c2, &o, &file(1), W, 0),
+        Err(NfsStat4::Nfs4errShareDenied)
+    );
+    // and from another owner of the same client
+    let o2 = Bytes::from_static(b"o2");
+    assert_eq!(
+        f.st.open(c1, &o2, &file(1), R | W, 0),
+        Err(NfsStat4::Nfs4errShareDenied)
+    );
+    // the same owner upgrades: same other, seqid 2
+    let s2 = f.st.open(c1, &o, &file(1), W, 0).unwrap();
+    assert_eq!((s2.other, s2.seqid), (s1.other, 2));
+    assert_eq!(
+        f.st.downgrade(c1, &s1, &file(1), R, 0),
+        Err(NfsStat4::Nfs4errOldStateid)
+    );
+    assert_eq!(
+        f.st.downgrade(c1, &s2, &file(2), R, 0),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    // another client's stateid is unknown to it
+    assert_eq!(
+        f.st.close(c2, &s2, &file(1)),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    // an expired holder yields
+    f.advance_to(s(11));
+    let (c3, _) = f.client("3");
+    assert!(f.st.open(c3, &o, &file(1), W, 0).is_ok());
+    assert_eq!(f.st.client_count(), 2);
+    assert_eq!(
+        f.st.test_stateids(c1, &[s2])[0],
+        NfsStat4::Nfs4errBadStateid
+    );
+}
+
+#[test]
+fn locks_close_and_free_stateid() {
+    let f = Fixture::new();
+    let (c1, _) = f.client("1");
+    let (c2, _) = f.client("2");
+    let o = Bytes::from_static(b"o");
+    let open = f.st.open(c1, &o, &file(1), R | W, 0).unwrap();
+    let ls = f
+        .lock(c1, Some("lo"), open, &file(1), (0, u64::MAX), false)
+        .unwrap();
+    assert_eq!(ls.seqid, 1);
+    let open2 = f.st.open(c2, &o, &file(1), R | W, 0).unwrap();
+    assert_eq!(
+        denied_by(f.lock(c2, Some("lo"), open2, &file(1), (10, 20), false)),
+        c1
+    );
+    assert_eq!(
+        f.st.close(c1, &open, &file(1)),
+        Err(NfsStat4::Nfs4errLocksHeld)
+    );
+    assert_eq!(f.st.free_stateid(c1, &ls), Err(NfsStat4::Nfs4errLocksHeld));
+    assert_eq!(
+        f.st.free_stateid(c1, &open),
+        Err(NfsStat4::Nfs4errLocksHeld)
+    );
+    let (ls2, _) = f.st.unlock(c1, &ls, &file(1), 0, u64::MAX).unwrap();
+    assert_eq!(ls2.seqid, 2);
+    // FREE_STATEID checks the seqid first (RFC 8881 §8.2.2): the
+    // out-of-date one frees nothing, another client's is unknown.
+    assert_eq!(f.st.free_stateid(c1, &ls), Err(NfsStat4::Nfs4errOldStateid));
+    assert_eq!(
+        f.st.free_stateid(c2, &ls2),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    let newer = StateId4 { seqid: 3, ..ls2 };
+    assert_eq!(
+        f.st.free_stateid(c1, &newer),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    assert_eq!(f.st.test_stateids(c1, &[ls2])[0], NfsStat4::Nfs4Ok);
+    f.st.free_stateid(c1, &ls2).unwrap();
+    assert_eq!(
+        f.st.test_stateids(c1, &[ls2])[0],
+        NfsStat4::Nfs4errBadStateid
+    );
+    // a lock stateid kept to CLOSE goes with its open
+    let ls3 = f
+        .lock(c1, Some("lo2"), open, &file(1), (100, 200), false)
+        .unwrap();
+    f.st.unlock(c1, &ls3, &file(1), 100, 200).unwrap();
+    f.st.close(c1, &open, &file(1)).unwrap();
+    assert_eq!(
+        f.st.test_stateids(c1, &[ls3])[0],
+        NfsStat4::Nfs4errBadStateid
+    );
+    // client 2 can lock now
+    assert!(f
+        .lock(c2, Some("lo"), open2, &file(1), (10, 20), false)
+        .is_ok());
+    // stateids of another server instance are stale
+    let mut stale = open2;
+    stale.other[..4].copy_from_slice(&8u32.to_be_bytes());
+    assert_eq!(
+        f.st.test_stateids(c2, &[stale])[0],
+        NfsStat4::Nfs4errStaleStateid
+    );
+}
+
+#[test]
+fn lock_grace_and_openmode() {
+    let f = Fixture::new();
+    let x =
+        f.st.exchange_id(
+            &Fixture::owner("a", 1),
+            Principal::Sys { uid: 0, gid: 0 },
+            false,
+        )
+        .unwrap();
+    f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
+        .unwrap();
+    let c = x.clientid;
+    let o = Bytes::from_static(b"o");
+    let ro = f.st.open(c, &o, &file(1), R, 0).unwrap();
+    // Before RECLAIM_COMPLETE only reclaims (§18.51.3).
+    assert!(matches!(
+        f.lock(c, Some("l"), ro, &file(1), (0, 1), false),
+        Err(LockError::Status(NfsStat4::Nfs4errGrace))
+    ));
+    f.st.reclaim_complete(c).unwrap();
+    assert_eq!(
+        f.st.reclaim_complete(c),
+        Err(NfsStat4::Nfs4errCompleteAlready)
+    );
+    // A write lock needs an open for writing.
+    assert!(matches!(
+        f.lock(c, Some("l"), ro, &file(1), (0, 1), false),
+        Err(LockError::Status(NfsStat4::Nfs4errOpenmode))
+    ));
+}
+
+#[test]
+fn blocking_lock_waiters_go_first_until_stale() {
+    let f = Fixture::new();
+    let clients: Vec<_> = (1..=3).map(|n| f.client(&n.to_string())).collect();
+    let ids: Vec<ClientId4> = clients.iter().map(|c| c.0).collect();
+    let renew_all = || {
+        for (_, sess) in &clients {
+            f.st.sequence(sess).unwrap();
+        }
+    };
+    let o = Bytes::from_static(b"o");
+    let fl = file(1);
+    let opens: Vec<StateId4> = ids
+        .iter()
+        .map(|c| f.st.open(*c, &o, &fl, R | W, 0).unwrap())
+        .collect();
+    let (a, b, c) = (ids[0], ids[1], ids[2]);
+    let l1 = f
+        .lock(a, Some("lo"), opens[0], &fl, (0, 100), false)
+        .unwrap();
+    // Client b blocks and is queued; client c (not blocking) is not.
+    f.advance_to(s(1));
+    assert_eq!(
+        denied_by(f.lock(b, Some("lo"), opens[1], &fl, (0, 100), true)),
+        a
+    );
+    assert_eq!(
+        denied_by(f.lock(c, Some("lo"), opens[2], &fl, (50, 60), false)),
+        a
+    );
+    // The holder may still re-lock what it holds.
+    let l1 = f.lock(a, None, l1, &fl, (0, 100), false).unwrap();
+    // a unlocks: b is told (once); c may not jump the queue, except
+    // outside b's range.
+    f.advance_to(s(2));
+    let (_, notes) = f.st.unlock(a, &l1, &fl, 0, 100).unwrap();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].owner.clientid, b);
+    assert_eq!(
+        denied_by(f.lock(c, Some("lo"), opens[2], &fl, (50, 60), false)),
+        b
+    );
+    assert!(f
+        .lock(c, Some("lo"), opens[2], &fl, (200, 300), false)
+        .is_ok());
+    // The waiter's retry is granted and leaves the queue.
+    f.advance_to(s(3));
+    let l2 = f
+        .lock(b, Some("lo"), opens[1], &fl, (0, 100), true)
+        .unwrap();
+    // c now waits (blocking) behind b's lock...
+    f.advance_to(s(4));
+    let c_ls = match f.lock(c, Some("lo"), opens[2], &fl, (0, 10), true) {
+        Err(LockError::Denied(h)) => h,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c_ls.owner.0, b);
+    f.st.unlock(b, &l2, &fl, 0, 100).unwrap();
+    // ...so a cannot take [0, 10) while c's entry is fresh...
+    f.advance_to(s(13));
+    renew_all();
+    assert_eq!(
+        denied_by(f.lock(a, Some("lo"), opens[0], &fl, (5, 6), false)),
+        c
+    );
+    // ...but can once c has not retried for more than a lease.
+    f.advance_to(s(15));
+    renew_all();
+    assert!(f.lock(a, Some("lo"), opens[0], &fl, (5, 6), false).is_ok());
+}
+
+#[test]
+fn reaper_follows_renewals_in_order() {
+    let f = Fixture::new();
+    let (c1, s1) = f.client("1");
+    let (_c2, _) = f.client("2");
+    f.st.exchange_id(&Fixture::owner("3", 1), Principal::None, false)
+        .unwrap();
+    // The unconfirmed record goes after a lease.
+    f.advance_to(s(11));
+    assert_eq!(f.st.reap(), 1);
+    // Client 1 renews through SEQUENCE; client 2 does not.
+    f.st.sequence(&s1).unwrap();
+    f.advance_to(s(21));
+    assert_eq!(f.st.reap(), 1);
+    assert_eq!(f.st.client_count(), 1);
+    assert!(f.st.sequence(&s1).is_ok());
+    f.advance_to(s(42));
+    assert_eq!(f.st.reap(), 1);
+    assert_eq!(f.st.client_count(), 0);
+    assert_eq!(f.st.session_count(), 0);
+    assert_eq!(f.st.reclaim_done(c1), Err(NfsStat4::Nfs4errStaleClientid));
+}
+
+#[test]
+fn purged_client_leaves_no_file_state() {
+    let f = Fixture::new();
+    let (c1, _) = f.client("1");
+    let (c2, _) = f.client("2");
+    let o = Bytes::from_static(b"o");
+    let open1 = f.st.open(c1, &o, &file(1), R | W, 0).unwrap();
+    let open2 = f.st.open(c2, &o, &file(1), R | W, 0).unwrap();
+    f.lock(c1, Some("l"), open1, &file(1), (0, 10), false)
+        .unwrap();
+    assert_eq!(
+        denied_by(f.lock(c2, Some("l"), open2, &file(1), (0, 10), true)),
+        c1
+    );
+    // c2 waits; purging it removes its waiter, and c1's state stays.
+    f.st.destroy_clientid(c2).unwrap_err(); // has a session
+    f.advance_to(s(25));
+    assert_eq!(f.st.reap(), 2);
+    assert!(f.st.tables().files.is_empty());
+}
+
+#[test]
+fn io_stateids() {
+    let f = Fixture::new();
+    let (c1, _) = f.client("1");
+    let (c2, _) = f.client("2");
+    let o = Bytes::from_static(b"o");
+    // anonymous I/O is fine until someone denies it
+    assert_eq!(
+        f.st.check_io(c1, &StateId4::ANONYMOUS, &file(1), W),
+        Ok(true)
+    );
+    let ro =
+        f.st.open(c1, &o, &file(1), R, OPEN4_SHARE_DENY_WRITE)
+            .unwrap();
+    assert_eq!(
+        f.st.check_io(c2, &StateId4::ANONYMOUS, &file(1), W),
+        Err(NfsStat4::Nfs4errLocked)
+    );
+    assert_eq!(
+        f.st.check_io(c2, &StateId4::ANONYMOUS, &file(1), R),
+        Ok(true)
+    );
+    assert_eq!(
+        f.st.check_io(c2, &StateId4::BYPASS, &file(1), W),
+        Err(NfsStat4::Nfs4errLocked)
+    );
+    let bad = StateId4 {
+        seqid: 5,
+        ..StateId4::ANONYMOUS
+    };
+    assert_eq!(
+        f.st.check_io(c1, &bad, &file(1), R),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    // a read-only open may read, not write; other clients may not use it
+    assert_eq!(f.st.check_io(c1, &ro, &file(1), R), Ok(false));
+    assert_eq!(
+        f.st.check_io(c1, &ro, &file(1), W),
+        Err(NfsStat4::Nfs4errOpenmode)
+    );
+    assert_eq!(
+        f.st.check_io(c2, &ro, &file(1), R),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    assert_eq!(
+        f.st.check_io(c1, &ro, &file(2), R),
+        Err(NfsStat4::Nfs4errBadStateid)
+    );
+    // a write-only open may read too (§18.22.3 allows it)
+    let wo = f.st.open(c2, &o, &file(2), W, 0).unwrap();
+    assert_eq!(f.st.check_io(c2, &wo, &file(2), R), Ok(false));
+    // a lock stateid carries its open's access
+    let ls = f
+        .lock(c2, Some("lo"), wo, &file(2), (0, 10), false)
+        .unwrap();
+    assert_eq!(f.st.check_io(c2, &ls, &file(2), W), Ok(false));
+}
