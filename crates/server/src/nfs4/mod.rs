@@ -100,6 +100,7 @@ impl Nfs4Server {
         let epoch = started.as_secs() as u32;
         let host = hostname();
         let ns = pseudo::Namespace::build(&exports);
+        let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         Arc::new(Nfs4Server {
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
