@@ -666,3 +666,186 @@ async fn a_flavor_the_export_does_not_accept_is_wrongsec() {
     })
     .await
 }
+
+// ---- filehandles stay inside their export (RFC 8881 §4.2.2) ----
+
+/// Makes the kernel forget unused dentries, so that handles are opened
+/// disconnected (as after memory pressure or a reboot). Needs root: the
+/// tests run as root, CI included.
+fn forget_dentries() {
+    assert!(is_root(), "this test needs root: run as root (CI does)");
+    std::fs::write("/proc/sys/vm/drop_caches", b"2").expect("drop the dentry cache");
+}
+
+/// Starts a server with these exports and state directory.
+async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
+    let cfg = ServerConfig {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        state_dir: state.to_path_buf(),
+        exports,
+        nfs4: Nfs4Config {
+            lease: Duration::from_secs(10),
+            ..Default::default()
+        },
+        rpc: Default::default(),
+    };
+    server::run::start(cfg).await.expect("server starts")
+}
+
+/// Stops a server and waits until its backends are gone, so none of
+/// their cached descriptors keeps a dentry alive.
+async fn stop_fully(running: Running) {
+    let backends: Vec<_> = running
+        .nfs4
+        .exports
+        .iter()
+        .map(|e| std::sync::Arc::downgrade(&e.vfs))
+        .collect();
+    running.stop().await;
+    for _ in 0..500 {
+        if backends.iter().all(|w| w.strong_count() == 0) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the stopped server's backends are still alive");
+}
+
+/// The status a PUTFH of `fh` followed by GETATTR and by READ ends with.
+async fn uses_of(c: &Client, fh: &NfsFh4) -> [NfsStat4; 2] {
+    let read = NfsArgOp4::Read(Read4Args {
+        stateid: StateId4::ANONYMOUS,
+        offset: 0,
+        count: 100,
+    });
+    let mut out = [NfsStat4::Nfs4Ok; 2];
+    for (i, op) in [getattr(&[FATTR4_TYPE]), read].into_iter().enumerate() {
+        if let Err(e) = c.compound(vec![putfh(fh), op]).await {
+            out[i] = e.status().expect("an NFS status");
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn handles_minted_by_a_wider_export_are_stale_once_it_is_narrowed() {
+    within(async {
+        let top = tempfile::tempdir().unwrap();
+        let a = top.path();
+        std::fs::create_dir_all(a.join("sub/dir")).unwrap();
+        std::fs::create_dir_all(a.join("outdir")).unwrap();
+        std::fs::write(a.join("secret"), b"secret").unwrap();
+        std::fs::write(a.join("outdir/f"), b"secret too").unwrap();
+        std::fs::write(a.join("sub/inside"), b"inside").unwrap();
+        let state = tempfile::tempdir().unwrap();
+
+        // Export "/" is the whole of A: the client learns some handles.
+        let wide = serve(state.path(), vec![ExportConfig::open("/", a)]).await;
+        let c = Client::connect(wide.addr, options()).await.unwrap();
+        let mut old = Vec::new();
+        for p in ["/secret", "/outdir", "/outdir/f", "/sub/inside", "/sub/dir"] {
+            let fh = c.lookup_path(p).await.unwrap();
+            assert_eq!(uses_of(&c, &fh).await[0], NfsStat4::Nfs4Ok, "{p}");
+            old.push((p, fh));
+        }
+        drop(c);
+        stop_fully(wide).await;
+
+        // The same export narrowed to A/sub, same key; the kernel has
+        // forgotten the dentries, so files open disconnected.
+        let narrow = serve(state.path(), vec![ExportConfig::open("/", a.join("sub"))]).await;
+        forget_dentries();
+        let c = Client::connect(narrow.addr, options()).await.unwrap();
+        for (p, fh) in &old {
+            // Every handle of the old configuration is bound to the old
+            // root, even those naming objects still inside: STALE, and
+            // already at PUTFH.
+            let r = c.compound(vec![putfh(fh)]).await;
+            assert_eq!(failed_at(r), (0, NfsStat4::Nfs4errStale), "{p}");
+            assert_eq!(uses_of(&c, fh).await, [NfsStat4::Nfs4errStale; 2], "{p}");
+        }
+        // Handles of the new configuration work, disconnected or not.
+        let inside = c.lookup_path("/inside").await.unwrap();
+        let dir = c.lookup_path("/dir").await.unwrap();
+        drop(c);
+        stop_fully(narrow).await;
+        let narrow = serve(state.path(), vec![ExportConfig::open("/", a.join("sub"))]).await;
+        forget_dentries();
+        let c = Client::connect(narrow.addr, options()).await.unwrap();
+        assert_eq!(uses_of(&c, &inside).await, [NfsStat4::Nfs4Ok; 2]);
+        assert_eq!(uses_of(&c, &dir).await[0], NfsStat4::Nfs4Ok);
+        let (data, _) = c.read(&inside, StateId4::ANONYMOUS, 0, 100).await.unwrap();
+        assert_eq!(&data[..], b"inside");
+        narrow.stop().await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn exports_sharing_a_file_system_do_not_open_each_others_objects() {
+    within(async {
+        let top = tempfile::tempdir().unwrap();
+        let a = top.path();
+        for d in ["x", "y/dy"] {
+            std::fs::create_dir_all(a.join(d)).unwrap();
+        }
+        std::fs::write(a.join("x/fx"), b"x").unwrap();
+        std::fs::write(a.join("y/fy"), b"y").unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let running = serve(
+            state.path(),
+            vec![
+                ExportConfig::open("/x", a.join("x")),
+                ExportConfig::open("/y", a.join("y")),
+            ],
+        )
+        .await;
+        let srv = running.nfs4.clone();
+        let id_of = |p: &str| srv.exports.iter().find(|e| e.path == p).unwrap().id;
+        let (x, y) = (id_of("/x"), id_of("/y"));
+        let c = Client::connect(running.addr, options()).await.unwrap();
+        let fx = c.lookup_path("/x/fx").await.unwrap();
+        assert_eq!(uses_of(&c, &fx).await, [NfsStat4::Nfs4Ok; 2]);
+
+        // /x's handle with /y's export id: the MAC no longer matches.
+        let mut moved = fx.0.to_vec();
+        moved[2..4].copy_from_slice(&y.to_be_bytes());
+        let r = c.compound(vec![putfh(&NfsFh4(Bytes::from(moved)))]).await;
+        assert_eq!(failed_at(r), (0, NfsStat4::Nfs4errBadhandle));
+
+        // Objects of /y, in a handle minted (with the server's key) for
+        // /x: whether the kernel still knows where they are or not, /x
+        // does not open them.
+        let ys = vfs::local::LocalFs::new(&a.join("y")).unwrap();
+        let root = vfs::Vfs::root(&ys);
+        let cr = vfs::Creds::root();
+        let objs: Vec<_> = ["fy", "dy"]
+            .iter()
+            .map(|n| vfs::Vfs::lookup(&ys, &cr, &root, n.as_bytes()).unwrap().0)
+            .collect();
+        drop(ys);
+        let minted: Vec<_> = objs
+            .into_iter()
+            .map(|handle| NfsFh4(srv.fh.encode(&FhTarget::Object { export: x, handle })))
+            .collect();
+        for fh in &minted {
+            assert_eq!(
+                uses_of(&c, fh).await,
+                [NfsStat4::Nfs4errStale; 2],
+                "connected"
+            );
+        }
+        forget_dentries();
+        for fh in &minted {
+            assert_eq!(
+                uses_of(&c, fh).await,
+                [NfsStat4::Nfs4errStale; 2],
+                "disconnected"
+            );
+        }
+        // /x's own handle still works.
+        assert_eq!(uses_of(&c, &fx).await, [NfsStat4::Nfs4Ok; 2]);
+        running.stop().await;
+    })
+    .await
+}

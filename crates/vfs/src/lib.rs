@@ -197,6 +197,11 @@ pub struct DirEntry {
 pub trait Vfs: Send + Sync + 'static {
     /// The export's root.
     fn root(&self) -> Handle;
+    /// What the export's root is: the same across restarts for the same
+    /// directory, different for any other. Protocol layers bind their
+    /// filehandles to it, so a handle made while the export was another
+    /// directory is stale (RFC 8881 §4.2.2).
+    fn root_identity(&self) -> Bytes;
     /// Checks a handle still names an object (ESTALE otherwise).
     fn getattr(&self, h: &Handle) -> Result<Attr>;
     fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)>;

@@ -3,20 +3,22 @@
 //!
 //! # Handles
 //! A backend handle is the kernel's file handle (`name_to_handle_at`)
-//! serialized as `[handle_type: u32 BE][f_handle]`. It embeds the inode
-//! number and generation, so it survives server restarts and a deleted
-//! object's handle fails with ESTALE.
+//! serialized as `[handle_type: u32 BE][f_handle]`, then the export's
+//! 8-byte root tag. The kernel handle embeds the inode number and
+//! generation, so it survives server restarts and a deleted object's handle
+//! fails with ESTALE. The root tag hashes the export root's identity
+//! ([`Vfs::root_identity`]): a handle made under another root (a wider
+//! export since narrowed, a sibling export on the same file system) fails
+//! with ESTALE before anything is opened. An object has one handle per
+//! export, whatever name it was reached by (RFC 8881 §4.2.1), and keeps it
+//! across renames.
 //!
 //! Handles are resolved to `O_PATH` descriptors, kept in a bounded cache.
 //! Two resolution modes are chosen at construction by probing
 //! `open_by_handle_at` on the root:
 //! * **kernel**: `open_by_handle_at(root_fd, fh, O_PATH)` (needs
-//!   CAP_DAC_READ_SEARCH). Objects on another device are refused; a
-//!   directory must reach the export root through `..`; a non-directory
-//!   whose /proc path lies outside the export (and really names it there) is
-//!   refused. A non-directory the kernel returns disconnected (no known
-//!   path) is accepted if it is on the export's device, like knfsd's
-//!   `no_subtree_check`.
+//!   CAP_DAC_READ_SEARCH), then checked to lie inside the export (see
+//!   `LocalFs::check_inside`).
 //! * **path map** (unprivileged): handle → path relative to the root,
 //!   filled whenever a handle is produced; on a miss the tree is walked
 //!   breadth-first. Opening a path walks it component by component with
@@ -39,6 +41,8 @@
 //! offsets are non-negative `off_t`s so they never have bit 63 set.
 
 mod cache;
+#[cfg(test)]
+mod confinement_tests;
 mod copy;
 mod ident;
 mod space;
@@ -65,6 +69,8 @@ use crate::{
     SeekWhat, SetAttr, SetTime, Stability, Timespec, Vfs,
 };
 
+/// Bytes of the root tag ending every backend handle.
+const ROOT_TAG_LEN: usize = 8;
 /// Marks a remapped directory offset of 0, 1 or 2.
 const COOKIE_TAG: u64 = 1 << 63;
 /// Largest read served at once (a short read is legal).
@@ -112,6 +118,10 @@ impl Obj {
 pub struct LocalFs {
     root_fd: Arc<OwnedFd>,
     root_handle: Handle,
+    /// The file system's id and the root's kernel handle.
+    root_ident: Bytes,
+    /// Ends every handle of this export: a hash of `root_ident`.
+    root_tag: [u8; ROOT_TAG_LEN],
     root_dev: u64,
     root_ino: u64,
     mode: Mode,
@@ -202,8 +212,21 @@ fn stale(e: Errno) -> Errno {
     }
 }
 
-fn handle_of(fd: RawFd) -> Result<Handle> {
-    sys::name_to_handle(fd, EMPTY, libc::AT_EMPTY_PATH)
+/// The tag of the export root with identity `ident`.
+fn root_tag(ident: &[u8]) -> [u8; ROOT_TAG_LEN] {
+    let mut h = blake3::Hasher::new_derive_key("ferrite LocalFs export root tag");
+    h.update(ident);
+    let mut tag = [0u8; ROOT_TAG_LEN];
+    tag.copy_from_slice(&h.finalize().as_bytes()[..ROOT_TAG_LEN]);
+    tag
+}
+
+/// A backend handle: the serialized kernel handle, then the root tag.
+fn bind(kernel: &[u8], tag: &[u8; ROOT_TAG_LEN]) -> Handle {
+    let mut b = BytesMut::with_capacity(kernel.len() + ROOT_TAG_LEN);
+    b.extend_from_slice(kernel);
+    b.extend_from_slice(tag);
+    Handle(b.freeze())
 }
 
 fn encode_cookie(off: i64) -> u64 {
@@ -238,10 +261,21 @@ impl LocalFs {
             .or_else(|_| sys::openat(libc::AT_FDCWD, &p, libc::O_PATH | libc::O_DIRECTORY, 0))
             .map_err(io_err)?;
         let st = sys::fstat(root_fd.as_raw_fd()).map_err(io_err)?;
-        let root_handle = handle_of(root_fd.as_raw_fd()).map_err(io_err)?;
+        let raw_root =
+            sys::name_to_handle(root_fd.as_raw_fd(), EMPTY, libc::AT_EMPTY_PATH).map_err(io_err)?;
+        // The file system's id where it has one (ext4 and btrfs derive it
+        // from their UUID, stable across reboots), else the device.
+        let fs_id = match sys::fsid(root_fd.as_raw_fd()).map_err(io_err)? {
+            0 => st.st_dev,
+            id => id,
+        };
+        let mut ident = Vec::with_capacity(8 + raw_root.0.len());
+        ident.extend_from_slice(&fs_id.to_be_bytes());
+        ident.extend_from_slice(&raw_root.0);
+        let tag = root_tag(&ident);
         let mode = match force {
             Some(m) => m,
-            None => match sys::open_by_handle(root_fd.as_raw_fd(), &root_handle.0, libc::O_PATH) {
+            None => match sys::open_by_handle(root_fd.as_raw_fd(), &raw_root.0, libc::O_PATH) {
                 Ok(_) => Mode::Kernel,
                 Err(Errno(libc::EPERM | libc::EBADF)) => Mode::PathMap,
                 Err(e) => return Err(io_err(e)),
@@ -254,7 +288,9 @@ impl LocalFs {
         tracing::debug!(?mode, root = %root.display(), "local export");
         Ok(LocalFs {
             root_fd: Arc::new(root_fd),
-            root_handle,
+            root_handle: bind(&raw_root.0, &tag),
+            root_ident: Bytes::from(ident),
+            root_tag: tag,
             root_dev: st.st_dev,
             root_ino: st.st_ino,
             mode,
@@ -269,6 +305,27 @@ impl LocalFs {
 
     fn root_raw(&self) -> RawFd {
         self.root_fd.as_raw_fd()
+    }
+
+    /// This export's handle of `dir`/`name` (`dir` itself with an empty
+    /// name and `AT_EMPTY_PATH`).
+    fn handle_at(&self, dir: RawFd, name: &CStr, flags: i32) -> Result<Handle> {
+        let raw = sys::name_to_handle(dir, name, flags)?;
+        Ok(bind(&raw.0, &self.root_tag))
+    }
+
+    /// This export's handle of the object `fd` is open on.
+    fn handle_of(&self, fd: RawFd) -> Result<Handle> {
+        self.handle_at(fd, EMPTY, libc::AT_EMPTY_PATH)
+    }
+
+    /// The kernel handle inside `h`: ESTALE unless `h` ends with this
+    /// export's root tag.
+    fn unbind<'a>(&self, h: &'a Handle) -> Result<&'a [u8]> {
+        match h.0.len().checked_sub(ROOT_TAG_LEN) {
+            Some(n) if h.0[n..] == self.root_tag => Ok(&h.0[..n]),
+            _ => Err(Errno(libc::ESTALE)),
+        }
     }
 
     fn as_caller(&self, c: &Creds) -> Result<AsCaller> {
@@ -328,6 +385,7 @@ impl LocalFs {
                 st,
             });
         }
+        let kernel = self.unbind(h)?;
         let cached = lock(&self.fds).get(h);
         if let Some(fd) = cached {
             match sys::fstat(fd.as_raw_fd()) {
@@ -341,7 +399,7 @@ impl LocalFs {
         }
         let fd = match self.mode {
             Mode::Kernel => {
-                sys::open_by_handle(self.root_raw(), &h.0, libc::O_PATH).map_err(stale)?
+                sys::open_by_handle(self.root_raw(), kernel, libc::O_PATH).map_err(stale)?
             }
             Mode::PathMap => self.open_mapped(h)?,
         };
@@ -357,14 +415,23 @@ impl LocalFs {
         Ok(Obj { fd, st })
     }
 
-    /// Kernel mode: refuses objects outside the export (same device, other
-    /// subtree).
+    /// Kernel mode: refuses an object opened by handle that lies outside
+    /// the export (same device, other subtree).
+    ///
+    /// A directory must reach the export root by climbing `..` (the kernel
+    /// returns directories connected). A non-directory is refused when its
+    /// only name lies outside. One returned disconnected (dentry evicted:
+    /// no path) is accepted, as is one with several links: its handle
+    /// carries this root's tag, so it was made for an object reached
+    /// inside. Only a file moved out since stays reachable, as with knfsd's
+    /// `no_subtree_check`; `subtree_check` would put the parent in the
+    /// handle, at the cost of a handle per link and stale ones after
+    /// renames (docs/architecture.md, "Staying inside the export").
     fn check_inside(&self, fd: &OwnedFd, st: &libc::stat) -> Result<()> {
         if self.is_root(st) {
             return Ok(());
         }
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-            // Directories are always connected: climb to the export root.
             let mut cur = sys::openat(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
             let mut cst = sys::fstat(cur.as_raw_fd())?;
             for _ in 0..4096 {
@@ -387,15 +454,15 @@ impl LocalFs {
         // A non-directory: compare its path (if the kernel knows one) with
         // the export root's current path.
         let root_path = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw()))?;
-        if root_path == Path::new("/") {
+        if root_path == Path::new("/") || st.st_nlink > 1 {
             return Ok(());
         }
         let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
         if path.starts_with(&root_path) {
             return Ok(());
         }
-        // Outside the root: refuse only if that path really names this
-        // object (a disconnected dentry yields a path that does not).
+        // Outside the root: refuse if that path really names this object
+        // (a disconnected dentry yields "/", which does not).
         match CString::new(path.as_os_str().as_bytes()) {
             Ok(cp) => match sys::fstatat(libc::AT_FDCWD, &cp, libc::AT_SYMLINK_NOFOLLOW) {
                 Ok(ost) if ost.st_dev == st.st_dev && ost.st_ino == st.st_ino => {
@@ -459,7 +526,7 @@ impl LocalFs {
         let known = lock(&self.paths).get(h);
         if let Some(rel) = known {
             if let Ok(fd) = self.open_rel(&rel) {
-                if handle_of(fd.as_raw_fd()).ok().as_ref() == Some(h) {
+                if self.handle_of(fd.as_raw_fd()).ok().as_ref() == Some(h) {
                     return Ok(fd);
                 }
             }
@@ -467,7 +534,7 @@ impl LocalFs {
         }
         if let Some(rel) = self.scan_for(h) {
             let fd = self.open_rel(&rel)?;
-            if handle_of(fd.as_raw_fd()).ok().as_ref() == Some(h) {
+            if self.handle_of(fd.as_raw_fd()).ok().as_ref() == Some(h) {
                 return Ok(fd);
             }
         }
@@ -496,7 +563,7 @@ impl LocalFs {
                         continue;
                     };
                     let child = rel.join(OsStr::from_bytes(e.name));
-                    if let Ok(h) = sys::name_to_handle(rd.as_raw_fd(), &cn, 0) {
+                    if let Ok(h) = self.handle_at(rd.as_raw_fd(), &cn, 0) {
                         let hit = h == *target;
                         lock(&self.paths).insert(h, child.clone());
                         if hit {
@@ -529,7 +596,7 @@ impl LocalFs {
             // A mount point: the mounted file system is not exported.
             return Err(Errno(libc::EACCES));
         }
-        let h = handle_of(fd.as_raw_fd())?;
+        let h = self.handle_of(fd.as_raw_fd())?;
         let fd = Arc::new(fd);
         lock(&self.fds).insert(h.clone(), fd.clone());
         let a = self.attr(&st);
@@ -634,7 +701,7 @@ impl LocalFs {
         let file = File::from(fd);
         let raw = file.as_raw_fd();
         let applied = (|| -> Result<Handle> {
-            let h = handle_of(raw)?;
+            let h = self.handle_of(raw)?;
             let _g = self.as_caller(c)?;
             let exclusive = matches!(how, CreateMode::Exclusive(_));
             self.apply_new(raw, false, mode, set, !exclusive)?;
@@ -683,7 +750,7 @@ impl LocalFs {
         if st.st_dev != self.root_dev {
             return Ok(None);
         }
-        match sys::name_to_handle(dir, &cn, 0) {
+        match self.handle_at(dir, &cn, 0) {
             Ok(h) => Ok(Some((h, self.attr(&st)))),
             Err(Errno(libc::ENOENT)) => Err(Errno(libc::ENOENT)),
             Err(_) => Ok(None),
@@ -694,6 +761,10 @@ impl LocalFs {
 impl Vfs for LocalFs {
     fn root(&self) -> Handle {
         self.root_handle.clone()
+    }
+
+    fn root_identity(&self) -> Bytes {
+        self.root_ident.clone()
     }
 
     fn getattr(&self, h: &Handle) -> Result<Attr> {
@@ -979,7 +1050,7 @@ impl Vfs for LocalFs {
     fn remove(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<()> {
         let cn = cname(name)?;
         let d = self.resolve(dir)?;
-        let victim = sys::name_to_handle(d.raw(), &cn, 0).ok();
+        let victim = self.handle_at(d.raw(), &cn, 0).ok();
         {
             let _g = self.as_caller(c)?;
             match sys::unlinkat(d.raw(), &cn, 0) {
@@ -1009,8 +1080,8 @@ impl Vfs for LocalFs {
         let ct = cname(to_name)?;
         let fd = self.resolve(from)?;
         let td = self.resolve(to)?;
-        let moved = sys::name_to_handle(fd.raw(), &cf, 0).ok();
-        let victim = sys::name_to_handle(td.raw(), &ct, 0).ok();
+        let moved = self.handle_at(fd.raw(), &cf, 0).ok();
+        let victim = self.handle_at(td.raw(), &ct, 0).ok();
         {
             let _g = self.as_caller(c)?;
             sys::renameat(fd.raw(), &cf, td.raw(), &ct)?;

@@ -15,7 +15,7 @@ use rpc::{Call, Connection, Reply};
 use tracing::{debug, warn};
 use xdr::{Encoder, Pack, Unpack};
 
-use super::filehandle::FhTarget;
+use super::filehandle::{FhError, FhTarget};
 use super::ops;
 use super::pseudo::PSEUDO_EXPORT;
 use super::state::session::Session;
@@ -426,7 +426,9 @@ impl Compound {
             // A pseudo node of another configuration.
             Ok(FhTarget::Pseudo(n)) if self.srv.ns.node(n).is_none() => Err(NfsStat4::Nfs4errStale),
             Ok(FhTarget::Pseudo(n)) => Ok(self.pseudo_fh(n)),
-            Err(_) => Err(NfsStat4::Nfs4errBadhandle),
+            // Ours, for an export that is gone or now another directory.
+            Err(FhError::Stale) => Err(NfsStat4::Nfs4errStale),
+            Err(FhError::Bad) => Err(NfsStat4::Nfs4errBadhandle),
         }
     }
 

@@ -1,12 +1,24 @@
-//! Filehandles (RFC 8881 §4): persistent, bound to their export and
+//! Filehandles (RFC 8881 §4): persistent, bound to their export's root and
 //! authenticated so a client cannot forge one that reaches outside it.
 //!
 //! Layout (at most NFS4_FHSIZE = 128 bytes):
-//! `[version=1][kind][export id: u16 BE][backend handle][MAC: 16 bytes]`,
-//! where the MAC is a keyed BLAKE3 hash of everything before it under a
-//! secret kept in the server's state directory, so handles survive restarts
-//! of the same server and nobody without the key can mint one.
+//! * an object: `[version=2][kind=1][export id: u16 BE][root tag: 8 bytes]
+//!   [backend handle][MAC: 16 bytes]`;
+//! * a pseudo node: `[version=2][kind=0][node: u16 BE][MAC: 16 bytes]`.
+//!
+//! The MAC is a keyed BLAKE3 hash of everything before it under a secret
+//! kept in the server's state directory, so handles survive restarts of
+//! the same server and nobody without the key can mint one. The root tag
+//! is a keyed hash of the export root's identity ([`vfs::Vfs::root_identity`]):
+//! a handle made while the export was another directory (wider, before it
+//! was narrowed) no longer matches and is stale.
+//!
+//! Handles that fail the MAC, or are malformed, are NFS4ERR_BADHANDLE
+//! (RFC 8881 §15.1.2.1); ours that cannot be honoured any more (an export
+//! gone or re-rooted, version 1 handles from before the root tag) are
+//! NFS4ERR_STALE (§15.1.2.7), as for an object that no longer exists.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -14,9 +26,12 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 /// Largest NFSv4 filehandle (RFC 8881 §4.2.1).
 pub const NFS4_FHSIZE: usize = 128;
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The format before handles carried a root tag.
+const VERSION_UNBOUND: u8 = 1;
 const MAC_LEN: usize = 16;
 const HEADER: usize = 4;
+const TAG_LEN: usize = 8;
 
 /// What a filehandle names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -30,18 +45,39 @@ pub enum FhTarget {
 /// Why a filehandle was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FhError {
-    /// Not one of ours at all (NFS4ERR_BADHANDLE).
+    /// Not one of ours at all (NFS4ERR_BADHANDLE, RFC 8881 §15.1.2.1).
     Bad,
+    /// Ours, but for an export that is gone or now another directory
+    /// (NFS4ERR_STALE, RFC 8881 §15.1.2.7).
+    Stale,
 }
 
 /// Mints and checks filehandles with the server's secret.
 pub struct FhKey {
     key: [u8; 32],
+    /// Export id → tag of its root's identity.
+    roots: HashMap<u16, [u8; TAG_LEN]>,
 }
 
 impl FhKey {
     pub fn from_key(key: [u8; 32]) -> Self {
-        FhKey { key }
+        FhKey {
+            key,
+            roots: HashMap::new(),
+        }
+    }
+
+    /// Binds the handles of each export to its root's identity
+    /// ([`vfs::Vfs::root_identity`]); handles of unbound exports are stale.
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = (u16, Bytes)>) -> Self {
+        let tag_key = blake3::derive_key("ferrite filehandle export root tag", &self.key);
+        for (export, identity) in roots {
+            let h = blake3::keyed_hash(&tag_key, &identity);
+            let mut tag = [0u8; TAG_LEN];
+            tag.copy_from_slice(&h.as_bytes()[..TAG_LEN]);
+            self.roots.insert(export, tag);
+        }
+        self
     }
 
     /// Loads the key from `state_dir/fh.key`, creating it (mode 0600) with
@@ -69,7 +105,7 @@ impl FhKey {
             }
             Err(e) => return Err(e),
         }
-        Ok(FhKey { key })
+        Ok(FhKey::from_key(key))
     }
 
     fn mac(&self, data: &[u8]) -> [u8; MAC_LEN] {
@@ -79,6 +115,7 @@ impl FhKey {
         out
     }
 
+    /// The filehandle of `t`, bound to its export's root.
     pub fn encode(&self, t: &FhTarget) -> Bytes {
         let mut b = BytesMut::with_capacity(NFS4_FHSIZE);
         b.put_u8(VERSION);
@@ -90,6 +127,8 @@ impl FhKey {
             FhTarget::Object { export, handle } => {
                 b.put_u8(1);
                 b.put_u16(*export);
+                // An unbound export's handles are refused by `decode`.
+                b.put_slice(&self.roots.get(export).copied().unwrap_or_default());
                 b.put_slice(&handle.0);
             }
         }
@@ -98,8 +137,11 @@ impl FhKey {
         b.freeze()
     }
 
+    /// Checks a filehandle a client presented: [`FhError::Bad`] unless this
+    /// server minted it, [`FhError::Stale`] if its export is gone or is now
+    /// another directory.
     pub fn decode(&self, fh: &Bytes) -> Result<FhTarget, FhError> {
-        if fh.len() < HEADER + MAC_LEN || fh.len() > NFS4_FHSIZE || fh[0] != VERSION {
+        if fh.len() < HEADER + MAC_LEN || fh.len() > NFS4_FHSIZE {
             return Err(FhError::Bad);
         }
         let body = fh.len() - MAC_LEN;
@@ -109,16 +151,25 @@ impl FhKey {
             .iter()
             .zip(&fh[body..])
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        if diff != 0 {
-            return Err(FhError::Bad);
+        match fh[0] {
+            VERSION if diff == 0 => {}
+            // Minted by this server before handles were bound to roots.
+            VERSION_UNBOUND if diff == 0 => return Err(FhError::Stale),
+            _ => return Err(FhError::Bad),
         }
         let id = u16::from_be_bytes([fh[2], fh[3]]);
         match fh[1] {
             0 if body == HEADER => Ok(FhTarget::Pseudo(id)),
-            1 => Ok(FhTarget::Object {
-                export: id,
-                handle: vfs::Handle(fh.slice(HEADER..body)),
-            }),
+            1 if body >= HEADER + TAG_LEN => {
+                let tag = &fh[HEADER..HEADER + TAG_LEN];
+                if self.roots.get(&id).map(|t| &t[..]) != Some(tag) {
+                    return Err(FhError::Stale);
+                }
+                Ok(FhTarget::Object {
+                    export: id,
+                    handle: vfs::Handle(fh.slice(HEADER + TAG_LEN..body)),
+                })
+            }
             _ => Err(FhError::Bad),
         }
     }
@@ -139,13 +190,25 @@ impl Mode0600 for std::fs::OpenOptions {
 mod tests {
     use super::*;
 
+    fn bound(key: u8, roots: &[(u16, &'static [u8])]) -> FhKey {
+        FhKey::from_key([key; 32]).with_roots(
+            roots
+                .iter()
+                .map(|&(id, ident)| (id, Bytes::from_static(ident))),
+        )
+    }
+
+    fn object(export: u16) -> FhTarget {
+        FhTarget::Object {
+            export,
+            handle: vfs::Handle(Bytes::from_static(b"\x00\x00\x00\x01abcdefgh")),
+        }
+    }
+
     #[test]
     fn roundtrip_and_forgery() {
-        let k = FhKey::from_key([7; 32]);
-        let t = FhTarget::Object {
-            export: 3,
-            handle: vfs::Handle(Bytes::from_static(b"\x00\x00\x00\x01abcdefgh")),
-        };
+        let k = bound(7, &[(3, b"root of 3")]);
+        let t = object(3);
         let fh = k.encode(&t);
         assert!(fh.len() <= NFS4_FHSIZE);
         assert_eq!(k.decode(&fh), Ok(t));
@@ -156,10 +219,50 @@ mod tests {
             assert_eq!(k.decode(&Bytes::from(v)), Err(FhError::Bad), "byte {i}");
         }
         // another server's key: refused
-        assert_eq!(FhKey::from_key([8; 32]).decode(&fh), Err(FhError::Bad));
+        let other = bound(8, &[(3, b"root of 3")]);
+        assert_eq!(other.decode(&fh), Err(FhError::Bad));
         assert_eq!(k.decode(&Bytes::from_static(b"abc")), Err(FhError::Bad));
         let p = k.encode(&FhTarget::Pseudo(0));
         assert_eq!(k.decode(&p), Ok(FhTarget::Pseudo(0)));
+    }
+
+    #[test]
+    fn handles_are_bound_to_the_export_root() {
+        let k = bound(7, &[(0, b"/srv"), (1, b"/srv/other")]);
+        let fh = k.encode(&object(0));
+        // The same key and export id, but export 0 is now another root.
+        let narrowed = bound(7, &[(0, b"/srv/sub"), (1, b"/srv/other")]);
+        assert_eq!(narrowed.decode(&fh), Err(FhError::Stale));
+        // An export that no longer exists.
+        assert_eq!(
+            bound(7, &[(1, b"/srv/other")]).decode(&fh),
+            Err(FhError::Stale)
+        );
+        // Moving a handle to another export breaks the MAC.
+        let mut moved = fh.to_vec();
+        moved[3] = 1;
+        assert_eq!(k.decode(&Bytes::from(moved)), Err(FhError::Bad));
+        // A restart with an export added keeps the others' handles.
+        let more = bound(7, &[(0, b"/srv"), (1, b"/srv/other"), (2, b"/new")]);
+        assert_eq!(more.decode(&fh), Ok(object(0)));
+        // Unbound exports' handles are never accepted.
+        let unbound = FhKey::from_key([7; 32]);
+        assert_eq!(
+            unbound.decode(&unbound.encode(&object(0))),
+            Err(FhError::Stale)
+        );
+    }
+
+    #[test]
+    fn version_1_handles_are_stale_unless_forged() {
+        let k = bound(7, &[(0, b"/srv")]);
+        // [1][kind=1][export 0][backend handle][MAC] under the same key.
+        let mut v1 = vec![1u8, 1, 0, 0, 0, 0, 0, 1, b'x'];
+        v1.extend_from_slice(&k.mac(&v1));
+        assert_eq!(k.decode(&Bytes::from(v1.clone())), Err(FhError::Stale));
+        let last = v1.len() - 1;
+        v1[last] ^= 1;
+        assert_eq!(k.decode(&Bytes::from(v1)), Err(FhError::Bad));
     }
 
     #[test]

@@ -102,6 +102,7 @@ impl Nfs4Server {
         let ns = pseudo::Namespace::build(&exports);
         let cfg_lease = cfg.lease;
         let clock_for_state = clock.clone();
+        let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         Arc::new(Nfs4Server {
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,

@@ -16,6 +16,10 @@ use crate::{Errno, Handle, Result, MAX_HANDLE};
 /// The kernel's own limit on `f_handle` (MAX_HANDLE_SZ).
 const MAX_FH: usize = 128;
 
+/// Largest serialized kernel handle: a backend handle also carries the
+/// export's root tag and must fit in [`MAX_HANDLE`].
+const MAX_KERNEL_HANDLE: usize = MAX_HANDLE - super::ROOT_TAG_LEN;
+
 /// The empty path used with `AT_EMPTY_PATH`.
 pub(crate) const EMPTY: &CStr = c"";
 
@@ -128,7 +132,7 @@ pub(crate) fn name_to_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Hand
         )
     })?;
     let n = fh.handle_bytes as usize;
-    if n > MAX_FH || 4 + n > MAX_HANDLE {
+    if n > MAX_FH || 4 + n > MAX_KERNEL_HANDLE {
         return Err(Errno(libc::EOVERFLOW));
     }
     let mut out = Vec::with_capacity(4 + n);
@@ -140,7 +144,7 @@ pub(crate) fn name_to_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Hand
 /// Opens a serialized kernel handle relative to the file system of
 /// `mount_fd`. Malformed handles fail with ESTALE.
 pub(crate) fn open_by_handle(mount_fd: RawFd, h: &[u8], flags: i32) -> Result<OwnedFd> {
-    if h.len() < 5 || h.len() > MAX_HANDLE {
+    if h.len() < 5 || h.len() > MAX_KERNEL_HANDLE {
         return Err(Errno(libc::ESTALE));
     }
     let mut fh = FileHandle {
@@ -314,6 +318,17 @@ pub(crate) fn fstatfs(fd: RawFd) -> Result<libc::statfs> {
     cvt(unsafe { libc::fstatfs(fd, st.as_mut_ptr()) })?;
     // SAFETY: fstatfs succeeded; the struct was zeroed beforehand.
     Ok(unsafe { st.assume_init() })
+}
+
+/// The file system's id (`f_fsid` of statfs(2), as fstatvfs(3) folds it
+/// into one number); 0 when the file system has none.
+#[allow(clippy::unnecessary_cast)] // c_ulong is 32 bits on some targets
+pub(crate) fn fsid(fd: RawFd) -> Result<u64> {
+    let mut st = MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `st` points to writable memory the size of a `struct statvfs`.
+    cvt(unsafe { libc::fstatvfs(fd, st.as_mut_ptr()) })?;
+    // SAFETY: fstatvfs succeeded; the struct was zeroed beforehand.
+    Ok(unsafe { st.assume_init() }.f_fsid as u64)
 }
 
 pub(crate) fn lseek_set(fd: RawFd, off: i64) -> Result<()> {
