@@ -1,20 +1,21 @@
 //! The NLM v4 and port mapper clients against a real NFS-Ganesha (or any
-//! NFSv3 server with MOUNT and NLM on TCP). Runs only when
-//! `FERRITE_GANESHA_V3=host:nfsport:mountport` (as for `v3_ganesha.rs`) and
-//! `FERRITE_GANESHA_NLM=host:nlmport` are set; `FERRITE_GANESHA_V3_EXPORT`
-//! names the export (default `/export`), and `FERRITE_GANESHA_PMAP=host:port`,
-//! if set, is a port mapper that knows the server's programs (checked with
-//! GETPORT). `tools/ganesha.sh start` prints all of these.
+//! NFSv3 server with MOUNT and NLM on TCP, registered with a port mapper).
+//! Ignored unless asked for (`-- --ignored`, as tests/peer-ganesha.sh
+//! does); it then needs `FERRITE_GANESHA_V3=host:nfsport:mountport` (as for
+//! `v3_ganesha.rs`), `FERRITE_GANESHA_NLM=host:nlmport` and
+//! `FERRITE_GANESHA_PMAP=host:port`, a port mapper that knows the server's
+//! programs (checked with GETPORT); `FERRITE_GANESHA_V3_EXPORT` names the
+//! export (default `/export`). `tools/ganesha.sh start` prints all of these.
 //!
 //! Everything happens on a fresh file in a fresh directory, both removed at
 //! the end.
 
-use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use client::observe::CallInfo;
+use client::portmap::getport;
 use client::v3::nlm::Nlm;
 use client::v3::{Client, Error};
 use proto::nfs3::*;
@@ -24,7 +25,7 @@ struct Target {
     nfs: SocketAddr,
     mnt: SocketAddr,
     nlm: SocketAddr,
-    pmap: Option<SocketAddr>,
+    pmap: SocketAddr,
     export: String,
 }
 
@@ -36,33 +37,32 @@ fn resolve(what: &str, hostport: &str) -> SocketAddr {
         .unwrap_or_else(|| panic!("{what}: cannot resolve {hostport:?}"))
 }
 
-fn target() -> Option<Target> {
-    let (Ok(spec), Ok(nlm)) = (
-        std::env::var("FERRITE_GANESHA_V3"),
-        std::env::var("FERRITE_GANESHA_NLM"),
-    ) else {
-        // Straight to stderr, past the test harness's output capture.
-        let _ = std::io::stderr().write_all(
-            b"nlm_ganesha: SKIPPED (set FERRITE_GANESHA_V3=host:nfsport:mountport and \
-              FERRITE_GANESHA_NLM=host:nlmport, e.g. from `tools/ganesha.sh start`, to run the \
-              NLM client against a live server)\n",
-        );
-        return None;
-    };
+/// An environment variable the test cannot run without.
+fn required(name: &str, what: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name}={what} is not set: this test needs a live NFSv3 server with NLM \
+             (tests/peer-ganesha.sh starts NFS-Ganesha and runs it)"
+        )
+    })
+}
+
+fn target() -> Target {
+    let spec = required("FERRITE_GANESHA_V3", "host:nfsport:mountport");
+    let nlm = required("FERRITE_GANESHA_NLM", "host:nlmport");
+    let pmap = required("FERRITE_GANESHA_PMAP", "host:port");
     let mut parts = spec.rsplitn(3, ':');
     let (mnt, nfs, host) = match (parts.next(), parts.next(), parts.next()) {
         (Some(m), Some(n), Some(h)) => (m, n, h),
         _ => panic!("FERRITE_GANESHA_V3 must be host:nfsport:mountport, got {spec:?}"),
     };
-    Some(Target {
+    Target {
         nfs: resolve("FERRITE_GANESHA_V3", &format!("{host}:{nfs}")),
         mnt: resolve("FERRITE_GANESHA_V3", &format!("{host}:{mnt}")),
         nlm: resolve("FERRITE_GANESHA_NLM", &nlm),
-        pmap: std::env::var("FERRITE_GANESHA_PMAP")
-            .ok()
-            .map(|p| resolve("FERRITE_GANESHA_PMAP", &p)),
+        pmap: resolve("FERRITE_GANESHA_PMAP", &pmap),
         export: std::env::var("FERRITE_GANESHA_V3_EXPORT").unwrap_or_else(|_| "/export".into()),
-    })
+    }
 }
 
 fn denied(r: Result<(), Error>) -> bool {
@@ -76,44 +76,38 @@ fn denied(r: Result<(), Error>) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs NFS-Ganesha: run by tests/peer-ganesha.sh"]
 async fn nlm_and_portmap_against_live_server() {
-    let Some(t) = target() else {
-        return;
-    };
+    let t = target();
     let auth = rpc::Auth::sys(0, 0, Vec::new(), "ferrite-nlm-test");
 
     // Port mapper: the server's programs are where the URL says.
-    match t.pmap {
-        Some(pmap) => {
-            use client::portmap::getport;
-            client::portmap::null(pmap).await.unwrap();
-            assert_eq!(
-                getport(pmap, NLM_PROG, NLM4_VERS).await.unwrap(),
-                Some(t.nlm.port())
-            );
-            assert_eq!(
-                getport(pmap, proto::mount::MOUNT_PROGRAM, proto::mount::MOUNT_V3)
-                    .await
-                    .unwrap(),
-                Some(t.mnt.port())
-            );
-            assert_eq!(
-                getport(pmap, NFS_PROGRAM, NFS_V3).await.unwrap(),
-                Some(t.nfs.port())
-            );
-            // Not registered: 0, which is None.
-            assert_eq!(getport(pmap, 0x2fff_fff0, 1).await.unwrap(), None);
-            // (A version that is not registered is not necessarily None:
-            // rpcbind answers with the port of another version of the
-            // program, leaving the mismatch to the program itself.)
-            let all = client::portmap::dump(pmap).await.unwrap();
-            eprintln!("port mapper {pmap}: {} mappings", all.len());
-            assert!(all.iter().any(|m| m.prog == NLM_PROG
-                && m.vers == NLM4_VERS
-                && m.port == t.nlm.port() as u32));
-        }
-        None => eprintln!("nlm_ganesha: FERRITE_GANESHA_PMAP unset, port mapper part skipped"),
-    }
+    let pmap = t.pmap;
+    client::portmap::null(pmap).await.unwrap();
+    assert_eq!(
+        getport(pmap, NLM_PROG, NLM4_VERS).await.unwrap(),
+        Some(t.nlm.port())
+    );
+    assert_eq!(
+        getport(pmap, proto::mount::MOUNT_PROGRAM, proto::mount::MOUNT_V3)
+            .await
+            .unwrap(),
+        Some(t.mnt.port())
+    );
+    assert_eq!(
+        getport(pmap, NFS_PROGRAM, NFS_V3).await.unwrap(),
+        Some(t.nfs.port())
+    );
+    // Not registered: 0, which is None.
+    assert_eq!(getport(pmap, 0x2fff_fff0, 1).await.unwrap(), None);
+    // (A version that is not registered is not necessarily None:
+    // rpcbind answers with the port of another version of the
+    // program, leaving the mismatch to the program itself.)
+    let all = client::portmap::dump(pmap).await.unwrap();
+    eprintln!("port mapper {pmap}: {} mappings", all.len());
+    assert!(all
+        .iter()
+        .any(|m| m.prog == NLM_PROG && m.vers == NLM4_VERS && m.port == t.nlm.port() as u32));
 
     let c = Client::connect(t.nfs, t.mnt, &t.export, auth.clone())
         .await

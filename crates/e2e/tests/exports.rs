@@ -454,10 +454,7 @@ async fn read_only_export_refuses_changes_and_serves_reads() {
 async fn root_is_squashed_to_nobody() {
     within(async {
         let srv = Exports::start().await;
-        if !is_root() {
-            eprintln!("not root: identities cannot be switched, skipping");
-            return;
-        }
+        require_root();
         let root = srv.client().await;
         let dir = root.lookup_path(DATA).await.unwrap();
         let o = root
@@ -501,10 +498,7 @@ async fn root_is_squashed_to_nobody() {
 async fn all_squash_acts_as_the_anonymous_identity() {
     within(async {
         let srv = Exports::start().await;
-        if !is_root() {
-            eprintln!("not root: identities cannot be switched, skipping");
-            return;
-        }
+        require_root();
         let d = srv.dir(SHARED);
         for (name, uid) in [("anon", 1234), ("roots", 0)] {
             let p = d.join(name);
@@ -555,10 +549,13 @@ async fn a_client_without_a_rule_cannot_enter_or_see_an_export() {
     .await
 }
 
-/// Whether the tests run as root (needed to switch identities and bind
-/// privileged ports).
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+/// Fails a test that needs root (to switch identities or bind privileged
+/// ports) when not run as root, rather than letting it pass untested.
+fn require_root() {
+    assert!(
+        std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0),
+        "this test needs root: run it as root (CI and ./test.sh do)"
+    );
 }
 
 /// A connection from a privileged local port (we run as root).
@@ -592,10 +589,7 @@ async fn a_secure_export_wants_a_privileged_port() {
         let r = c.compound(vec![putfh(&fh), getattr(&[FATTR4_TYPE])]).await;
         assert_eq!(failed_at(r), (0, NfsStat4::Nfs4errPerm));
         // From a port below 1024 it works.
-        if !is_root() {
-            eprintln!("not root: no privileged port, skipping the rest");
-            return;
-        }
+        require_root();
         let stream = privileged_stream(srv.addr)
             .await
             .expect("a privileged port");

@@ -5,10 +5,14 @@
 //! client carries that client's [`Creds`]; a backend running as root
 //! performs the call with those credentials so the kernel decides
 //! permissions exactly as it would for a local process.
+//!
+//! Backends: [`local::LocalFs`] exports a local directory; [`mem::MemFs`]
+//! keeps a bounded file system in memory for in-process tests.
 
 use bytes::Bytes;
 
 pub mod local;
+pub mod mem;
 
 /// A backend's handle for an object: opaque, stable across server restarts,
 /// at most [`MAX_HANDLE`] bytes. Protocol layers wrap it in their own

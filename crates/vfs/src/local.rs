@@ -198,7 +198,7 @@ fn set_time(t: Option<SetTime>) -> Option<Option<(i64, u32)>> {
 /// The exclusive-create verifier as stored in (atime, mtime) seconds. Like
 /// knfsd, the top bit of each half is dropped so the values fit every
 /// file system's timestamp range.
-fn verifier_times(v: &[u8; 8]) -> (i64, i64) {
+pub(crate) fn verifier_times(v: &[u8; 8]) -> (i64, i64) {
     let a = u32::from_be_bytes([v[0], v[1], v[2], v[3]]) & 0x7fff_ffff;
     let m = u32::from_be_bytes([v[4], v[5], v[6], v[7]]) & 0x7fff_ffff;
     (a as i64, m as i64)
