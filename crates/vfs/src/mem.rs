@@ -95,6 +95,8 @@ impl Default for Limits {
 /// mode 0755.
 pub struct MemFs {
     tree: Mutex<Tree>,
+    /// Distinguishes this file system from every other of the process.
+    identity: u64,
 }
 
 impl std::fmt::Debug for MemFs {
@@ -112,8 +114,10 @@ impl Default for MemFs {
 impl MemFs {
     /// An empty file system with these limits and clock.
     pub fn new(limits: Limits, clock: Clock) -> MemFs {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         MemFs {
             tree: Mutex::new(Tree::new(limits, clock)),
+            identity: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -130,6 +134,13 @@ const READDIR_BATCH: usize = 128;
 impl Vfs for MemFs {
     fn root(&self) -> Handle {
         self.tree().root_handle()
+    }
+
+    /// Lives as long as the process: another `MemFs` is another root.
+    fn root_identity(&self) -> Bytes {
+        let mut id = b"mem:".to_vec();
+        id.extend_from_slice(&self.identity.to_be_bytes());
+        Bytes::from(id)
     }
 
     fn getattr(&self, h: &Handle) -> Result<Attr> {
