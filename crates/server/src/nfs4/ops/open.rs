@@ -195,15 +195,15 @@ enum How {
     Create(vfs::CreateMode, vfs::SetAttr, Bitmap4),
 }
 
-fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
+async fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
     Ok(match openhow {
         OpenFlag4::NoCreate => How::NoCreate,
         OpenFlag4::Create(CreateHow4::Unchecked(a)) => {
-            let (s, m) = attrs::to_setattr(&cx.srv, a)?;
+            let (s, m) = attrs::to_setattr(&cx.srv, a).await?;
             How::Create(vfs::CreateMode::Unchecked, s, m)
         }
         OpenFlag4::Create(CreateHow4::Guarded(a)) => {
-            let (s, m) = attrs::to_setattr(&cx.srv, a)?;
+            let (s, m) = attrs::to_setattr(&cx.srv, a).await?;
             How::Create(vfs::CreateMode::Guarded, s, m)
         }
         OpenFlag4::Create(CreateHow4::Exclusive(verf)) => How::Create(
@@ -221,7 +221,7 @@ fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
             {
                 return Err(NfsStat4::Nfs4errInval);
             }
-            let (s, m) = attrs::to_setattr(&cx.srv, &cva.attrs)?;
+            let (s, m) = attrs::to_setattr(&cx.srv, &cva.attrs).await?;
             How::Create(vfs::CreateMode::Exclusive(cva.verf), s, m)
         }
     })
@@ -236,7 +236,7 @@ async fn by_name(
     openhow: &OpenFlag4,
     access: u32,
 ) -> Result<Target, NfsStat4> {
-    let how = how(cx, openhow)?;
+    let how = how(cx, openhow).await?;
     let dh = dir.handle.clone();
     cx.vfs(dir.export, move |v, c| {
         let d = v.getattr(&dh)?;

@@ -277,7 +277,7 @@ async fn pseudo(
             match *child {
                 Child::Node(m) => {
                     let wire = srv.fh.encode(&FhTarget::Pseudo(m));
-                    attrs::build_pseudo(&srv, cx.minorversion, m, &wire, want)?
+                    attrs::pseudo(cx, m, &wire, want).await?
                 }
                 Child::Export(id) => {
                     let e = cx.export(id)?;
