@@ -361,6 +361,22 @@ impl Compound {
         self.cur_stateid = None;
     }
 
+    /// Leaves no current filehandle, as SECINFO and SECINFO_NO_NAME do
+    /// (RFC 8881 §2.6.3.1.1.8).
+    pub fn consume_cfh(&mut self) {
+        self.cfh = None;
+        self.cur_stateid = None;
+    }
+
+    /// Makes the root of the namespace the current filehandle (PUTROOTFH,
+    /// and PUTPUBFH, whose public filehandle is the root here: RFC 8881
+    /// §18.20, §18.21).
+    pub fn put_root_fh(&mut self) -> Result<(), NfsStat4> {
+        let fh = self.root_fh()?;
+        self.set_cfh(fh);
+        Ok(())
+    }
+
     pub fn export(&self, id: u16) -> Result<&Export, NfsStat4> {
         self.srv.export(id).ok_or(NfsStat4::Nfs4errStale)
     }
@@ -530,6 +546,20 @@ impl Compound {
         } else {
             Ok(*sid)
         }
+    }
+
+    /// Checks the stateid of an I/O operation on the current filehandle
+    /// for `access` (RFC 8881 §8.2); returns whether the file still has
+    /// to be checked to be a regular file (a special stateid was used).
+    pub fn check_io(&self, sid: &StateId4, access: u32) -> Result<bool, NfsStat4> {
+        self.check_io_of(self.cfh()?, sid, access)
+    }
+
+    /// [`Compound::check_io`] for the object `fh`.
+    pub fn check_io_of(&self, fh: &Fh, sid: &StateId4, access: u32) -> Result<bool, NfsStat4> {
+        let client = self.clientid()?;
+        let sid = self.resolve_stateid(sid)?;
+        self.srv.state().check_io(client, &sid, &fh.key(), access)
     }
 
     /// The client this compound's session belongs to.

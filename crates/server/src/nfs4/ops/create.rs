@@ -5,9 +5,10 @@
 
 use proto::nfs4::*;
 
-use super::lookup::{change_info, need_dir};
 use crate::nfs4::attrs;
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Create4Args) -> Create4Res {
     create(cx, args).await.into()

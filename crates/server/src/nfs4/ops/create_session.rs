@@ -1,12 +1,11 @@
 //! CREATE_SESSION (RFC 8881 §18.36).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use proto::nfs4::*;
-use tracing::debug;
 
+use crate::nfs4::callback::probe_back_channel;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::state::session::{BackChannel, Session};
 use crate::nfs4::state::slots::SlotTable;
@@ -144,26 +143,4 @@ pub async fn run(cx: &mut Compound, args: CreateSession4Args) -> CreateSession4R
         tokio::spawn(probe_back_channel(session));
     }
     Res4::Ok(resok)
-}
-
-/// Sends CB_NULL over the back channel (RFC 8881 §20); a failure marks
-/// the session's callback path down (SEQ4_STATUS_CB_PATH_DOWN_SESSION).
-pub async fn probe_back_channel(session: Arc<Session>) {
-    let (conn, program, cred) = {
-        let Ok(b) = session.back.lock() else { return };
-        (b.conn(), b.program, super::backchannel_ctl::cb_cred(&b.sec))
-    };
-    let Some(conn) = conn else {
-        session.cb_down.store(true, Ordering::Relaxed);
-        return;
-    };
-    let call = conn.call(program, 1, 0, &cred, Vec::new());
-    let ok = matches!(
-        tokio::time::timeout(Duration::from_secs(5), call).await,
-        Ok(Ok(_))
-    );
-    if !ok {
-        debug!(session = ?session.id, "CB_NULL failed; back channel marked down");
-    }
-    session.cb_down.store(!ok, Ordering::Relaxed);
 }

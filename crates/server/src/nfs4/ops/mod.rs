@@ -1,6 +1,9 @@
 //! One module per operation (RFC 8881 §18, RFC 7862 §15). Each has
 //! `run(cx, args) -> result`; this table dispatches to them. Operations
-//! without a module answer NFS4ERR_NOTSUPP (RFC 8881 §15.1.1.5).
+//! without a module answer NFS4ERR_NOTSUPP (RFC 8881 §15.1.1.5). An
+//! operation's module uses the compound, the state, the attributes and
+//! the shared helpers (`check`, `dirs`, `space`, `callback`), never
+//! another operation's module.
 
 use proto::nfs4::*;
 
@@ -152,4 +155,34 @@ pub async fn dispatch(cx: &mut Compound, op: NfsArgOp4) -> OpResult {
 /// An error result for an operation we do not implement.
 fn notsupp(op: OpNum4) -> OpResult {
     OpResult::Error(op as u32, NfsStat4::Nfs4errNotsupp)
+}
+
+#[cfg(test)]
+mod tests {
+    /// An operation's module uses shared modules, never another
+    /// operation's: the modules here other than this one say nothing of
+    /// `super::` or `ops::`.
+    #[test]
+    fn operations_do_not_import_operations() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/nfs4");
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("ops"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().is_some_and(|n| n != "mod.rs"))
+            .collect();
+        assert!(files.len() >= 48, "{files:?}");
+        // Nor do the shared modules (only the compound loop dispatches).
+        for shared in ["attrs.rs", "callback.rs", "check.rs", "dirs.rs", "space.rs"] {
+            files.push(dir.join(shared));
+        }
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let op_file = f.parent().is_some_and(|p| p.ends_with("ops"));
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let bad = code.contains("ops::") || (op_file && code.contains("super::"));
+                assert!(!bad, "{}:{}: {line}", f.display(), i + 1);
+            }
+        }
+    }
 }

@@ -7,27 +7,13 @@
 
 use proto::nfs4::*;
 
-use super::read::regular;
 use crate::nfs4::attrs;
+use crate::nfs4::check::{regular, share_bits};
 use crate::nfs4::compound::{check_name, Compound};
-
-/// The `OPEN4_SHARE_ACCESS_WANT_*` bits (RFC 8881 §18.16.1).
-const WANT_BITS: u32 = OPEN4_SHARE_ACCESS_WANT_DELEG_MASK
-    | OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
-    | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
+use crate::nfs4::dirs::pseudo_child;
 
 pub async fn run(cx: &mut Compound, args: Open4Args) -> Open4Res {
     open(cx, args).await.into()
-}
-
-/// The share access and deny of an OPEN or OPEN_DOWNGRADE, WANT bits
-/// masked off: access 1..=3, deny 0..=3, else NFS4ERR_INVAL.
-pub(crate) fn share_bits(access: u32, deny: u32) -> Result<(u32, u32), NfsStat4> {
-    let a = access & !WANT_BITS;
-    if !(1..=3).contains(&a) || deny > 3 {
-        return Err(NfsStat4::Nfs4errInval);
-    }
-    Ok((a, deny))
 }
 
 /// The file an OPEN settled on, before state is attached.
@@ -64,7 +50,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             OpenClaim4::Null(_) if creates => NfsStat4::Nfs4errRofs,
             OpenClaim4::Null(name) => {
                 let name = check_name(&name)?;
-                super::lookup::pseudo_child(cx, node, &name)?;
+                pseudo_child(cx, node, &name)?;
                 NfsStat4::Nfs4errIsdir
             }
             _ => NfsStat4::Nfs4errIsdir,

@@ -15,8 +15,8 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::lookup::need_dir;
 use crate::nfs4::attrs;
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::errors::from_errno;
 use crate::nfs4::filehandle::FhTarget;

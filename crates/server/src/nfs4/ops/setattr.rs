@@ -2,7 +2,6 @@
 
 use proto::nfs4::*;
 
-use super::read::check_io;
 use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 
@@ -26,7 +25,7 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     // The stateid matters only for a change of size (§18.30.3), which is
     // a write to the file.
     if set.size.is_some() {
-        check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
+        cx.check_io(&args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
     }
     if set.is_empty() {
         return Ok(mask);
