@@ -105,6 +105,24 @@ pub fn needs_fsstat(want: &Bitmap4) -> bool {
     .any(|a| want.contains(*a))
 }
 
+/// The most the `fattr4` of a GETATTR for `want` can take: mask, length
+/// and each supported attribute asked for at its largest (the reply size
+/// estimate of RFC 8881 §2.10.6.4).
+pub fn max_len(want: &Bitmap4) -> usize {
+    let vals: usize = want
+        .iter()
+        .filter(|n| SUPPORTED.contains(n) || SUPPORTED_42.contains(n))
+        .map(|n| match n {
+            FATTR4_FILEHANDLE => 4 + NFS4_FHSIZE,
+            // A user or group name (LOGIN_NAME_MAX).
+            FATTR4_OWNER | FATTR4_OWNER_GROUP => 4 + 256,
+            FATTR4_SUPPORTED_ATTRS | FATTR4_SUPPATTR_EXCLCREAT => 4 + 3 * 4,
+            _ => 16,
+        })
+        .sum();
+    4 + 3 * 4 + 4 + vals
+}
+
 /// Whether building `want` may need the name service (owner names).
 fn needs_names(srv: &Nfs4Server, want: &Bitmap4) -> bool {
     !srv.cfg.numeric_owners && (want.contains(FATTR4_OWNER) || want.contains(FATTR4_OWNER_GROUP))
