@@ -74,9 +74,5 @@ impl Error {
 
 /// The operation number of a result.
 pub fn opnum_of(r: &NfsResOp4) -> u32 {
-    // The union discriminant is the first word of the encoding.
-    let b = xdr::to_bytes(r);
-    b.get(..4)
-        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-        .unwrap_or(0)
+    r.opnum()
 }

@@ -839,6 +839,75 @@ async fn exports_sharing_a_file_system_do_not_open_each_others_objects() {
         }
         // /x's own handle still works.
         assert_eq!(uses_of(&c, &fx).await, [NfsStat4::Nfs4Ok; 2]);
+
+/// With `numeric_owners` off, owners are reported by name (RFC 8881
+/// §5.9), for pseudo directories, export roots and directory entries
+/// alike, and names are accepted back.
+#[tokio::test]
+async fn owner_names_when_not_numeric() {
+    within(async {
+        let (a, b_dir, state) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        let export = |p: &str, d: &TempDir| ExportConfig {
+            path: p.into(),
+            dir: d.path().to_path_buf(),
+            rules: rules(
+                vec![rule(false, Squash::None)],
+                vec![Flavor::Sys, Flavor::None],
+            ),
+        };
+        let running = server::run::start(ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: state.path().to_path_buf(),
+            exports: vec![export("/a", &a), export("/b", &b_dir)],
+            nfs4: Nfs4Config {
+                numeric_owners: false,
+                ..Default::default()
+            },
+            rpc: Default::default(),
+        })
+        .await
+        .unwrap();
+        let c = Client::connect(running.addr, options()).await.unwrap();
+        let ids = server::ids::IdMap::default();
+        let want = [FATTR4_OWNER, FATTR4_OWNER_GROUP];
+        let root = c.root_fh().await.unwrap();
+        let pseudo = c.getattr(&root, &want).await.unwrap();
+        assert_eq!(pseudo.owner, Some(Bytes::from(ids.user_name(0))));
+        assert_eq!(pseudo.owner_group, Some(Bytes::from(ids.group_name(0))));
+        let meta = std::fs::metadata(a.path()).unwrap();
+        let fh = c.lookup(&root, "a").await.unwrap();
+        let attrs = c.getattr(&fh, &want).await.unwrap();
+        let owner = Bytes::from(ids.user_name(meta.uid()));
+        assert_eq!(attrs.owner.as_ref(), Some(&owner));
+        assert_eq!(
+            attrs.owner_group,
+            Some(Bytes::from(ids.group_name(meta.gid())))
+        );
+        for e in c.readdir(&root, &want).await.unwrap() {
+            assert!(e.attrs.owner.is_some(), "{e:?}");
+        }
+        // The name given back, with a domain, sets the same owner.
+        let mut named = owner.to_vec();
+        named.extend(b"@ferrite.test");
+        let r = c
+            .compound(vec![
+                putfh(&fh),
+                NfsArgOp4::SetAttr(SetAttr4Args {
+                    stateid: StateId4::ANONYMOUS,
+                    obj_attributes: Attrs {
+                        owner: Some(Bytes::from(named)),
+                        ..Default::default()
+                    }
+                    .encode(),
+                }),
+            ])
+            .await;
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(std::fs::metadata(a.path()).unwrap().uid(), meta.uid());
         running.stop().await;
     })
     .await

@@ -698,3 +698,142 @@ async fn many_clients_at_once() {
     })
     .await
 }
+
+/// A session on `conn` whose replies may be at most `max` bytes, and at
+/// most `cached` bytes when the client asks for them to be cached.
+async fn session_with_reply_limits(
+    conn: &rpc::Connection,
+    clientid: ClientId4,
+    sequence: u32,
+    max: u32,
+    cached: u32,
+) -> SessionId4 {
+    let mut fore = client::fore_channel_attrs(1);
+    fore.maxresponsesize = max;
+    fore.maxresponsesize_cached = cached;
+    let r = single(
+        conn,
+        NfsArgOp4::CreateSession(CreateSession4Args {
+            clientid,
+            sequence,
+            flags: 0,
+            fore_chan_attrs: fore,
+            back_chan_attrs: client::back_channel_attrs(),
+            cb_program: client::CB_PROGRAM,
+            sec_parms: vec![CallbackSecParms4::AuthNone],
+        }),
+    )
+    .await;
+    let NfsResOp4::CreateSession(Res4::Ok(ok)) = r else {
+        panic!("CREATE_SESSION failed: {r:?}")
+    };
+    assert_eq!(ok.fore_chan_attrs.maxresponsesize, max);
+    assert_eq!(ok.fore_chan_attrs.maxresponsesize_cached, cached);
+    ok.sessionid
+}
+
+/// SEQUENCE on slot 0 (first use), `PAD` PUTROOTFHs, then `last`.
+fn padded(sessionid: SessionId4, cachethis: bool, last: &[NfsArgOp4]) -> Vec<NfsArgOp4> {
+    let mut ops = vec![NfsArgOp4::Sequence(Sequence4Args {
+        sessionid,
+        sequenceid: 1,
+        slotid: 0,
+        highest_slotid: 0,
+        cachethis,
+    })];
+    ops.extend(std::iter::repeat_n(NfsArgOp4::PutRootFh, PAD));
+    ops.extend_from_slice(last);
+    ops
+}
+
+/// PUTROOTFHs that bring small replies over the smallest session limit.
+const PAD: usize = 25;
+
+/// The reply before the last operations of [`padded`]: RPC header (24),
+/// COMPOUND4res header with an empty tag (12), SEQUENCE (44), PUTROOTFHs.
+const PADDED: u32 = 24 + 12 + 44 + 8 * PAD as u32;
+
+#[tokio::test]
+async fn modifying_operation_whose_reply_cannot_fit_is_not_run() {
+    within(async {
+        let srv = TestServer::start().await;
+        let conn = raw_conn(&srv).await;
+        let NfsResOp4::ExchangeId(Res4::Ok(eid)) =
+            single(&conn, exchange_id(b"reply-limits", [3; 8])).await
+        else {
+            panic!("EXCHANGE_ID failed")
+        };
+        let (id, seq) = (eid.clientid, eid.sequenceid);
+        let send = |ops: Vec<NfsArgOp4>| {
+            let conn = conn.clone();
+            async move { send_compound(&conn, &cred(), b"", 1, &ops).await.unwrap() }
+        };
+        std::fs::write(srv.path("victim"), b"x").unwrap();
+        let remove = [NfsArgOp4::Remove(Remove4Args {
+            target: b("victim"),
+        })];
+        // REMOVE4resok is 28 bytes: one byte short, it does not run
+        // (RFC 8881 §2.10.6.4).
+        let exact = PADDED + 28;
+        let s = session_with_reply_limits(&conn, id, seq, exact - 1, 64 * 1024).await;
+        let r = send(padded(s, false, &remove)).await;
+        assert_eq!(r.status, NfsStat4::Nfs4errRepTooBig, "{r:?}");
+        assert_eq!(r.resarray.len(), PAD + 2);
+        assert!(srv.path("victim").exists(), "REMOVE ran");
+        // Asked to be cached, with the cached limit one byte short.
+        let s = session_with_reply_limits(&conn, id, seq + 1, 64 * 1024, exact - 1).await;
+        let r = send(padded(s, true, &remove)).await;
+        assert_eq!(r.status, NfsStat4::Nfs4errRepTooBigToCache, "{r:?}");
+        assert!(srv.path("victim").exists(), "REMOVE ran");
+        // Not asked to be cached, the cached limit does not matter.
+        let s = session_with_reply_limits(&conn, id, seq + 2, exact, exact - 1).await;
+        let r = send(padded(s, false, &remove)).await;
+        assert_eq!(r.status, NfsStat4::Nfs4Ok, "{r:?}");
+        assert!(!srv.path("victim").exists());
+
+        // WRITE4resok is 24 bytes, after a LOOKUP's 8.
+        std::fs::write(srv.path("data"), b"original").unwrap();
+        let write = [
+            NfsArgOp4::Lookup(Lookup4Args { objname: b("data") }),
+            NfsArgOp4::Write(Write4Args {
+                stateid: StateId4::ANONYMOUS,
+                offset: 0,
+                stable: StableHow4::FileSync4,
+                data: b("changed!"),
+            }),
+        ];
+        let exact = PADDED + 8 + 24;
+        let s = session_with_reply_limits(&conn, id, seq + 3, exact - 1, exact - 1).await;
+        let r = send(padded(s, false, &write)).await;
+        assert_eq!(r.status, NfsStat4::Nfs4errRepTooBig, "{r:?}");
+        assert_eq!(r.resarray.len(), PAD + 3);
+        assert_eq!(std::fs::read(srv.path("data")).unwrap(), b"original");
+
+        // A READ changes nothing: it runs, and only a reply that turns
+        // out too big is refused. Its 1000 bytes asked for would not fit,
+        // the 8 it gets do.
+        let read = |count| {
+            [
+                NfsArgOp4::Lookup(Lookup4Args { objname: b("data") }),
+                NfsArgOp4::Read(Read4Args {
+                    stateid: StateId4::ANONYMOUS,
+                    offset: 0,
+                    count,
+                }),
+            ]
+        };
+        let s = session_with_reply_limits(&conn, id, seq + 4, exact, exact).await;
+        let r = send(padded(s, false, &read(1000))).await;
+        assert_eq!(r.status, NfsStat4::Nfs4Ok, "{r:?}");
+        let Some(NfsResOp4::Read(Res4::Ok(ok))) = r.resarray.last() else {
+            panic!("{r:?}")
+        };
+        assert_eq!(&ok.data[..], b"original");
+        std::fs::write(srv.path("data"), vec![b'z'; 1000]).unwrap();
+        let s = session_with_reply_limits(&conn, id, seq + 5, exact, exact).await;
+        let r = send(padded(s, false, &read(1000))).await;
+        assert_eq!(r.status, NfsStat4::Nfs4errRepTooBig, "{r:?}");
+        assert_eq!(r.resarray.len(), PAD + 3);
+    })
+    .await
+}

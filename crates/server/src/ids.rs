@@ -1,86 +1,196 @@
 //! Owner and group names (RFC 8881 §5.9): numeric ids to the host's user
 //! and group names where they resolve, numeric strings otherwise; both
 //! forms (with or without "@domain") are accepted back.
+//!
+//! Looking a name up may block (the name service can be LDAP or NIS), so
+//! the blocking methods are for the blocking pool; the `try_` ones answer
+//! without a lookup when they can. Answers, negative ones included, are
+//! cached for ten minutes in caches of at most 1024 entries each, since a
+//! client can send any name.
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
+use std::hash::Hash;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Entries per cache.
+const CACHE_ENTRIES: usize = 1024;
+/// How long an answer is trusted.
+const CACHE_TTL: Duration = Duration::from_secs(600);
+
+/// A bounded cache: the oldest entry goes first when it is full, and
+/// entries older than the time to live are not answered.
+struct Cache<K, V> {
+    inner: Mutex<CacheInner<K, V>>,
+    cap: usize,
+    ttl: Duration,
+}
+
+struct CacheInner<K, V> {
+    map: HashMap<K, (V, Instant)>,
+    /// Keys in insertion order, for eviction.
+    order: VecDeque<K>,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
+    fn new(cap: usize, ttl: Duration) -> Self {
+        Cache {
+            inner: Mutex::new(CacheInner {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+            cap: cap.max(1),
+            ttl,
+        }
+    }
+
+    fn get<Q: Hash + Eq + ?Sized>(&self, k: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
+        let m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        m.map
+            .get(k)
+            .filter(|(_, at)| at.elapsed() < self.ttl)
+            .map(|(v, _)| v.clone())
+    }
+
+    fn insert(&self, k: K, v: V) {
+        let mut m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if m.map.insert(k.clone(), (v, Instant::now())).is_none() {
+            m.order.push_back(k);
+            while m.map.len() > self.cap {
+                let Some(old) = m.order.pop_front() else {
+                    break;
+                };
+                m.map.remove(&old);
+            }
+        }
+    }
+
+    /// The cached answer for `k`, or `f`'s, then cached.
+    fn get_or(&self, k: &K, f: impl FnOnce() -> V) -> V {
+        if let Some(v) = self.get(k) {
+            return v;
+        }
+        let v = f();
+        self.insert(k.clone(), v.clone());
+        v
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner.lock().map(|m| m.map.len()).unwrap_or(0)
+    }
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Default for Cache<K, V> {
+    fn default() -> Self {
+        Cache::new(CACHE_ENTRIES, CACHE_TTL)
+    }
+}
 
 #[derive(Default)]
 pub struct IdMap {
-    users: Mutex<HashMap<u32, String>>,
-    groups: Mutex<HashMap<u32, String>>,
+    users: Cache<u32, String>,
+    groups: Cache<u32, String>,
+    uids: Cache<String, Option<u32>>,
+    gids: Cache<String, Option<u32>>,
 }
 
-impl IdMap {
-    pub fn user_name(&self, uid: u32) -> String {
-        cached(&self.users, uid, || lookup_user(uid))
-    }
-
-    pub fn group_name(&self, gid: u32) -> String {
-        cached(&self.groups, gid, || lookup_group(gid))
-    }
-
-    /// The uid for an owner string; `None` if it names nobody.
-    pub fn uid(&self, name: &[u8]) -> Option<u32> {
-        parse(name, |n| {
-            let c = CString::new(n).ok()?;
-            let mut buf = vec![0 as libc::c_char; 4096];
-            let mut pw: libc::passwd = unsafe_zeroed_passwd();
-            let mut out: *mut libc::passwd = std::ptr::null_mut();
-            // SAFETY: all pointers are valid for the call; buf outlives pw.
-            let r = unsafe {
-                libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut out)
-            };
-            (r == 0 && !out.is_null()).then_some(pw.pw_uid)
-        })
-    }
-
-    /// The gid for a group string; `None` if it names no group.
-    pub fn gid(&self, name: &[u8]) -> Option<u32> {
-        parse(name, |n| {
-            let c = CString::new(n).ok()?;
-            let mut buf = vec![0 as libc::c_char; 4096];
-            let mut gr: libc::group = unsafe_zeroed_group();
-            let mut out: *mut libc::group = std::ptr::null_mut();
-            // SAFETY: all pointers are valid for the call; buf outlives gr.
-            let r = unsafe {
-                libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr(), buf.len(), &mut out)
-            };
-            (r == 0 && !out.is_null()).then_some(gr.gr_gid)
-        })
-    }
-}
-
-fn cached(
-    map: &Mutex<HashMap<u32, String>>,
-    id: u32,
-    f: impl FnOnce() -> Option<String>,
-) -> String {
-    if let Some(n) = map.lock().ok().and_then(|m| m.get(&id).cloned()) {
-        return n;
-    }
-    let name = f().unwrap_or_else(|| id.to_string());
-    if let Ok(mut m) = map.lock() {
-        if m.len() > 10_000 {
-            m.clear();
-        }
-        m.insert(id, name.clone());
-    }
-    name
+/// What an owner string is before any lookup.
+enum Owner<'a> {
+    Invalid,
+    Id(u32),
+    Name(&'a str),
 }
 
 /// Accepts "123", "name" and "name@domain".
-fn parse(name: &[u8], by_name: impl FnOnce(&str) -> Option<u32>) -> Option<u32> {
-    let s = std::str::from_utf8(name).ok()?;
+fn owner(name: &[u8]) -> Owner<'_> {
+    let Ok(s) = std::str::from_utf8(name) else {
+        return Owner::Invalid;
+    };
     let local = s.split('@').next().unwrap_or(s);
     if local.is_empty() {
-        return None;
+        return Owner::Invalid;
     }
-    if let Ok(n) = local.parse::<u32>() {
-        return Some(n);
+    match local.parse::<u32>() {
+        Ok(n) => Owner::Id(n),
+        Err(_) => Owner::Name(local),
     }
-    by_name(local)
+}
+
+impl IdMap {
+    /// The user name for `uid` (blocking).
+    pub fn user_name(&self, uid: u32) -> String {
+        self.users
+            .get_or(&uid, || lookup_user(uid).unwrap_or_else(|| uid.to_string()))
+    }
+
+    /// The group name for `gid` (blocking).
+    pub fn group_name(&self, gid: u32) -> String {
+        self.groups.get_or(&gid, || {
+            lookup_group(gid).unwrap_or_else(|| gid.to_string())
+        })
+    }
+
+    /// The uid for an owner string; `None` if it names nobody (blocking).
+    pub fn uid(&self, name: &[u8]) -> Option<u32> {
+        match owner(name) {
+            Owner::Invalid => None,
+            Owner::Id(n) => Some(n),
+            Owner::Name(n) => self.uids.get_or(&n.to_string(), || lookup_uid(n)),
+        }
+    }
+
+    /// The gid for a group string; `None` if it names no group (blocking).
+    pub fn gid(&self, name: &[u8]) -> Option<u32> {
+        match owner(name) {
+            Owner::Invalid => None,
+            Owner::Id(n) => Some(n),
+            Owner::Name(n) => self.gids.get_or(&n.to_string(), || lookup_gid(n)),
+        }
+    }
+
+    /// [`IdMap::uid`] if it needs no lookup: `None` if it does.
+    pub fn try_uid(&self, name: &[u8]) -> Option<Option<u32>> {
+        match owner(name) {
+            Owner::Invalid => Some(None),
+            Owner::Id(n) => Some(Some(n)),
+            Owner::Name(n) => self.uids.get(n),
+        }
+    }
+
+    /// [`IdMap::gid`] if it needs no lookup: `None` if it does.
+    pub fn try_gid(&self, name: &[u8]) -> Option<Option<u32>> {
+        match owner(name) {
+            Owner::Invalid => Some(None),
+            Owner::Id(n) => Some(Some(n)),
+            Owner::Name(n) => self.gids.get(n),
+        }
+    }
+}
+
+fn lookup_uid(name: &str) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut pw: libc::passwd = unsafe_zeroed_passwd();
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call; buf outlives pw.
+    let r = unsafe { libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut out) };
+    (r == 0 && !out.is_null()).then_some(pw.pw_uid)
+}
+
+fn lookup_gid(name: &str) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut gr: libc::group = unsafe_zeroed_group();
+    let mut out: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call; buf outlives gr.
+    let r = unsafe { libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr(), buf.len(), &mut out) };
+    (r == 0 && !out.is_null()).then_some(gr.gr_gid)
 }
 
 fn unsafe_zeroed_passwd() -> libc::passwd {
@@ -144,5 +254,39 @@ mod tests {
         assert_eq!(m.gid(b"root"), Some(0));
         assert_eq!(m.uid(b""), None);
         assert_eq!(m.uid(b"\xff"), None);
+    }
+
+    #[test]
+    fn try_answers_without_lookup_only_when_it_can() {
+        let m = IdMap::default();
+        assert_eq!(m.try_uid(b"1234@x"), Some(Some(1234)));
+        assert_eq!(m.try_uid(b"@x"), Some(None));
+        assert_eq!(m.try_gid(b"\xff"), Some(None));
+        assert_eq!(m.try_uid(b"root"), None);
+        assert_eq!(m.uid(b"root@x"), Some(0));
+        assert_eq!(m.try_uid(b"root@y"), Some(Some(0)));
+        // Negative answers are cached too.
+        assert_eq!(m.try_gid(b"no-such-group-here"), None);
+        assert_eq!(m.gid(b"no-such-group-here"), None);
+        assert_eq!(m.try_gid(b"no-such-group-here"), Some(None));
+    }
+
+    #[test]
+    fn cache_is_bounded_and_expires() {
+        let c: Cache<u32, u32> = Cache::new(16, CACHE_TTL);
+        for k in 0..1000 {
+            c.insert(k, k * 2);
+        }
+        assert_eq!(c.len(), 16);
+        assert_eq!(c.get(&0), None);
+        assert_eq!(c.get(&999), Some(1998));
+        // Updating an entry keeps one copy.
+        c.insert(999, 1);
+        assert_eq!((c.len(), c.get(&999)), (16, Some(1)));
+
+        let c: Cache<String, Option<u32>> = Cache::new(16, Duration::ZERO);
+        c.insert("x".into(), None);
+        assert_eq!(c.get("x"), None);
+        assert_eq!(c.get_or(&"x".to_string(), || Some(3)), Some(3));
     }
 }

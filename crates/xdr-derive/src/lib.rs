@@ -10,7 +10,11 @@
 //!   `#[xdr(value = EXPR)]` (any constant expression castable to `u32`) and is
 //!   a unit (void arm) or a one-field tuple (the arm's data). One variant may
 //!   be `#[xdr(default)] Name(D)` where `D: xdr::Discriminant` holds the
-//!   discriminant for a `default: void` arm.
+//!   discriminant for a `default: void` arm. A union also gets
+//!   `xdr::Union`, its discriminant as sent. On the enum,
+//!   `#[xdr(each = f, returns = T, otherwise = EXPR)]` adds
+//!   `pub fn f(&self) -> T` calling `f()` on the arm's data (void and
+//!   default arms give `EXPR`): for example an operation result's status.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -62,6 +66,99 @@ pub fn derive_unpack(input: TokenStream) -> TokenStream {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
+}
+
+/// The enum-level `#[xdr(each = f, returns = T, otherwise = EXPR)]`.
+struct Each {
+    method: syn::Ident,
+    returns: syn::Type,
+    otherwise: Expr,
+}
+
+fn each_attr(list: &[syn::Attribute]) -> syn::Result<Option<Each>> {
+    let (mut method, mut returns, mut otherwise) = (None, None, None);
+    for attr in list {
+        if !attr.path().is_ident("xdr") {
+            continue;
+        }
+        attr.parse_nested_meta(|m| {
+            if m.path.is_ident("each") {
+                method = Some(m.value()?.parse()?);
+            } else if m.path.is_ident("returns") {
+                returns = Some(m.value()?.parse()?);
+            } else if m.path.is_ident("otherwise") {
+                otherwise = Some(m.value()?.parse()?);
+            } else {
+                return Err(m.error("unknown xdr attribute on an enum"));
+            }
+            Ok(())
+        })?;
+    }
+    match (method, returns, otherwise) {
+        (None, None, None) => Ok(None),
+        (Some(method), Some(returns), Some(otherwise)) => Ok(Some(Each {
+            method,
+            returns,
+            otherwise,
+        })),
+        _ => Err(syn::Error::new_spanned(
+            &list[0],
+            "#[xdr(each = f, returns = T, otherwise = EXPR)] needs all three",
+        )),
+    }
+}
+
+/// For a union: `xdr::Union`, and the `each` forwarding method if asked.
+fn union_extras(input: &DeriveInput, en: &syn::DataEnum) -> syn::Result<TokenStream2> {
+    let name = &input.ident;
+    let (ig, tg, wc) = input.generics.split_for_impl();
+    let mut disc = Vec::new();
+    for v in &en.variants {
+        let vi = &v.ident;
+        let a = attrs(&v.attrs)?;
+        if a.default {
+            disc.push(quote! { Self::#vi(d) => ::xdr::Discriminant::to_u32(d), });
+            continue;
+        }
+        let Some(val) = a.value else { continue };
+        let pat = match v.fields.len() {
+            0 => quote! { Self::#vi },
+            _ => quote! { Self::#vi(..) },
+        };
+        disc.push(quote! { #pat => (#val) as u32, });
+    }
+    let mut out = quote! {
+        impl #ig ::xdr::Union for #name #tg #wc {
+            fn discriminant(&self) -> u32 { match self { #(#disc)* } }
+        }
+    };
+    if let Some(Each {
+        method,
+        returns,
+        otherwise,
+    }) = each_attr(&input.attrs)?
+    {
+        let mut arms = Vec::new();
+        for v in &en.variants {
+            let vi = &v.ident;
+            let data = v.fields.len() == 1 && !attrs(&v.attrs)?.default;
+            arms.push(if data {
+                quote! { Self::#vi(x) => x.#method(), }
+            } else if v.fields.is_empty() {
+                quote! { Self::#vi => #otherwise, }
+            } else {
+                quote! { Self::#vi(..) => #otherwise, }
+            });
+        }
+        let doc = format!("Each arm's `{method}()`.");
+        out.extend(quote! {
+            impl #ig #name #tg #wc {
+                #[doc = #doc]
+                pub fn #method(&self) -> #returns { match self { #(#arms)* } }
+            }
+        });
+    }
+    Ok(out)
 }
 
 fn is_c_like(data: &syn::DataEnum) -> bool {
@@ -117,11 +214,16 @@ fn pack(input: &DeriveInput) -> syn::Result<TokenStream2> {
         }
         Data::Union(_) => return Err(syn::Error::new_spanned(input, "unions unsupported")),
     };
+    let extras = match &input.data {
+        Data::Enum(en) if !is_c_like(en) => union_extras(input, en)?,
+        _ => quote! {},
+    };
     Ok(quote! {
         impl #ig ::xdr::Pack for #name #tg #wc {
             #[allow(unused_variables)]
             fn pack(&self, e: &mut ::xdr::Encoder) { #body }
         }
+        #extras
     })
 }
 

@@ -226,6 +226,34 @@ impl Encoder {
         self.len += data.len();
     }
 
+    /// Cuts the message back to its first `len` bytes (a length
+    /// [`Encoder::len`] returned earlier), dropping what was encoded
+    /// after, zero-copy chunks included. Longer than the message: no-op.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        let in_chunks: usize = self.chunks.iter().map(Bytes::len).sum();
+        if len >= in_chunks {
+            self.buf.truncate(len - in_chunks);
+        } else {
+            self.buf.clear();
+            let mut kept = 0;
+            let mut n = 0;
+            for c in &mut self.chunks {
+                if kept + c.len() >= len {
+                    c.truncate(len - kept);
+                    n += usize::from(!c.is_empty());
+                    break;
+                }
+                kept += c.len();
+                n += 1;
+            }
+            self.chunks.truncate(n);
+        }
+        self.len = len;
+    }
+
     /// The gather list, in order.
     pub fn finish(mut self) -> Vec<Bytes> {
         if !self.buf.is_empty() {
@@ -464,6 +492,13 @@ mod tests;
 pub trait Discriminant: Sized {
     fn from_u32(v: u32) -> Result<Self>;
     fn to_u32(&self) -> u32;
+}
+
+/// A discriminated union (RFC 4506 §4.15); `#[derive(Pack)]` implements
+/// it for every union.
+pub trait Union {
+    /// The discriminant the value is sent with.
+    fn discriminant(&self) -> u32;
 }
 
 impl Discriminant for u32 {

@@ -151,6 +151,54 @@ fn optional() {
     );
 }
 
+#[test]
+fn union_discriminant() {
+    assert_eq!(Union::discriminant(&Res::Ok(pair())), 0);
+    assert_eq!(Union::discriminant(&Res::Seven), 7);
+    assert_eq!(Union::discriminant(&Res::Err(42)), 42);
+    assert_eq!(Union::discriminant(&Open::Other(9)), 9);
+}
+
+/// Encodes a word, a zero-copy payload and a word; truncates to `at`
+/// and appends `tail`.
+fn truncated(at: usize) -> Vec<u8> {
+    let big = Bytes::from(vec![7u8; ZERO_COPY_THRESHOLD + 1]);
+    let mut e = Encoder::new();
+    e.u32(1);
+    e.opaque_bytes(&big);
+    e.u32(2);
+    e.truncate(at);
+    assert_eq!(e.len(), at);
+    e.u32(0xdead_beef);
+    let chunks = e.finish();
+    let flat: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+    assert!(chunks.iter().all(|c| !c.is_empty()));
+    flat
+}
+
+#[test]
+fn truncate_across_zero_copy_chunks() {
+    let big = Bytes::from(vec![7u8; ZERO_COPY_THRESHOLD + 1]);
+    let mut whole = Encoder::new();
+    whole.u32(1);
+    whole.opaque_bytes(&big);
+    whole.u32(2);
+    let full = whole.to_bytes().to_vec();
+    let payload_end = 8 + big.len();
+    // In the copied head, at a chunk boundary, inside the payload, in
+    // its padding and in the copied tail.
+    for at in [0, 4, 8, 100, payload_end, payload_end + 2, full.len() - 4] {
+        let mut want = full[..at].to_vec();
+        want.extend([0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(truncated(at), want, "at {at}");
+    }
+    // Past the end: nothing changes.
+    let mut e = Encoder::new();
+    e.u32(5);
+    e.truncate(100);
+    assert_eq!(&e.to_bytes()[..], &[0, 0, 0, 5]);
+}
+
 mod props {
     use super::*;
     use proptest::prelude::*;

@@ -488,31 +488,16 @@ pub enum NfsCbArgOp4 {
 impl NfsCbArgOp4 {
     /// The operation number on the wire.
     pub fn opnum(&self) -> u32 {
-        use NfsCbOpNum4 as N;
-        (match self {
-            NfsCbArgOp4::CbGetattr(_) => N::CbGetattr,
-            NfsCbArgOp4::CbRecall(_) => N::CbRecall,
-            NfsCbArgOp4::CbLayoutRecall(_) => N::CbLayoutRecall,
-            NfsCbArgOp4::CbNotify(_) => N::CbNotify,
-            NfsCbArgOp4::CbPushDeleg(_) => N::CbPushDeleg,
-            NfsCbArgOp4::CbRecallAny(_) => N::CbRecallAny,
-            NfsCbArgOp4::CbRecallableObjAvail(_) => N::CbRecallableObjAvail,
-            NfsCbArgOp4::CbRecallSlot(_) => N::CbRecallSlot,
-            NfsCbArgOp4::CbSequence(_) => N::CbSequence,
-            NfsCbArgOp4::CbWantsCancelled(_) => N::CbWantsCancelled,
-            NfsCbArgOp4::CbNotifyLock(_) => N::CbNotifyLock,
-            NfsCbArgOp4::CbNotifyDeviceId(_) => N::CbNotifyDeviceId,
-            NfsCbArgOp4::CbOffload(_) => N::CbOffload,
-            NfsCbArgOp4::CbIllegal => N::CbIllegal,
-            NfsCbArgOp4::Unknown(n) => return *n,
-        }) as u32
+        xdr::Union::discriminant(self)
     }
 }
 
 /// `nfs_cb_resop4` (RFC 8881 §20): one result of a CB_COMPOUND reply.
 /// Unknown operation numbers decode as [`NfsCbResOp4::Unknown`] (with no
-/// body; the rest of the reply cannot be decoded after it).
+/// body; the rest of the reply cannot be decoded after it). Its
+/// `status()` is the operation's.
 #[derive(Debug, Clone, PartialEq, Pack, Unpack)]
+#[xdr(each = status, returns = NfsStat4, otherwise = NfsStat4::Nfs4errOpIllegal)]
 pub enum NfsCbResOp4 {
     #[xdr(value = NfsCbOpNum4::CbGetattr)]
     CbGetattr(CbGetattr4Res),
@@ -547,47 +532,9 @@ pub enum NfsCbResOp4 {
 }
 
 impl NfsCbResOp4 {
-    /// The operation's status.
-    pub fn status(&self) -> NfsStat4 {
-        match self {
-            NfsCbResOp4::CbGetattr(r) => r.status(),
-            NfsCbResOp4::CbSequence(r) => r.status(),
-            NfsCbResOp4::CbRecall(r)
-            | NfsCbResOp4::CbLayoutRecall(r)
-            | NfsCbResOp4::CbNotify(r)
-            | NfsCbResOp4::CbPushDeleg(r)
-            | NfsCbResOp4::CbRecallAny(r)
-            | NfsCbResOp4::CbRecallableObjAvail(r)
-            | NfsCbResOp4::CbRecallSlot(r)
-            | NfsCbResOp4::CbWantsCancelled(r)
-            | NfsCbResOp4::CbNotifyLock(r)
-            | NfsCbResOp4::CbNotifyDeviceId(r)
-            | NfsCbResOp4::CbOffload(r)
-            | NfsCbResOp4::CbIllegal(r) => r.status(),
-            NfsCbResOp4::Unknown(_) => NfsStat4::Nfs4errOpIllegal,
-        }
-    }
-
     /// The operation number on the wire.
     pub fn opnum(&self) -> u32 {
-        use NfsCbOpNum4 as N;
-        (match self {
-            NfsCbResOp4::CbGetattr(_) => N::CbGetattr,
-            NfsCbResOp4::CbRecall(_) => N::CbRecall,
-            NfsCbResOp4::CbLayoutRecall(_) => N::CbLayoutRecall,
-            NfsCbResOp4::CbNotify(_) => N::CbNotify,
-            NfsCbResOp4::CbPushDeleg(_) => N::CbPushDeleg,
-            NfsCbResOp4::CbRecallAny(_) => N::CbRecallAny,
-            NfsCbResOp4::CbRecallableObjAvail(_) => N::CbRecallableObjAvail,
-            NfsCbResOp4::CbRecallSlot(_) => N::CbRecallSlot,
-            NfsCbResOp4::CbSequence(_) => N::CbSequence,
-            NfsCbResOp4::CbWantsCancelled(_) => N::CbWantsCancelled,
-            NfsCbResOp4::CbNotifyLock(_) => N::CbNotifyLock,
-            NfsCbResOp4::CbNotifyDeviceId(_) => N::CbNotifyDeviceId,
-            NfsCbResOp4::CbOffload(_) => N::CbOffload,
-            NfsCbResOp4::CbIllegal(_) => N::CbIllegal,
-            NfsCbResOp4::Unknown(n) => return *n,
-        }) as u32
+        xdr::Union::discriminant(self)
     }
 }
 

@@ -168,89 +168,15 @@ pub enum NfsArgOp4 {
 impl NfsArgOp4 {
     /// The operation number on the wire.
     pub fn opnum(&self) -> u32 {
-        match self {
-            NfsArgOp4::Access(_) => OpNum4::Access as u32,
-            NfsArgOp4::Close(_) => OpNum4::Close as u32,
-            NfsArgOp4::Commit(_) => OpNum4::Commit as u32,
-            NfsArgOp4::Create(_) => OpNum4::Create as u32,
-            NfsArgOp4::DelegPurge(_) => OpNum4::DelegPurge as u32,
-            NfsArgOp4::DelegReturn(_) => OpNum4::DelegReturn as u32,
-            NfsArgOp4::GetAttr(_) => OpNum4::GetAttr as u32,
-            NfsArgOp4::GetFh => OpNum4::GetFh as u32,
-            NfsArgOp4::Link(_) => OpNum4::Link as u32,
-            NfsArgOp4::Lock(_) => OpNum4::Lock as u32,
-            NfsArgOp4::LockT(_) => OpNum4::LockT as u32,
-            NfsArgOp4::LockU(_) => OpNum4::LockU as u32,
-            NfsArgOp4::Lookup(_) => OpNum4::Lookup as u32,
-            NfsArgOp4::LookupP => OpNum4::LookupP as u32,
-            NfsArgOp4::NVerify(_) => OpNum4::NVerify as u32,
-            NfsArgOp4::Open(_) => OpNum4::Open as u32,
-            NfsArgOp4::OpenAttr(_) => OpNum4::OpenAttr as u32,
-            NfsArgOp4::OpenConfirm(_) => OpNum4::OpenConfirm as u32,
-            NfsArgOp4::OpenDowngrade(_) => OpNum4::OpenDowngrade as u32,
-            NfsArgOp4::PutFh(_) => OpNum4::PutFh as u32,
-            NfsArgOp4::PutPubFh => OpNum4::PutPubFh as u32,
-            NfsArgOp4::PutRootFh => OpNum4::PutRootFh as u32,
-            NfsArgOp4::Read(_) => OpNum4::Read as u32,
-            NfsArgOp4::ReadDir(_) => OpNum4::ReadDir as u32,
-            NfsArgOp4::ReadLink => OpNum4::ReadLink as u32,
-            NfsArgOp4::Remove(_) => OpNum4::Remove as u32,
-            NfsArgOp4::Rename(_) => OpNum4::Rename as u32,
-            NfsArgOp4::Renew(_) => OpNum4::Renew as u32,
-            NfsArgOp4::RestoreFh => OpNum4::RestoreFh as u32,
-            NfsArgOp4::SaveFh => OpNum4::SaveFh as u32,
-            NfsArgOp4::SecInfo(_) => OpNum4::SecInfo as u32,
-            NfsArgOp4::SetAttr(_) => OpNum4::SetAttr as u32,
-            NfsArgOp4::SetClientId(_) => OpNum4::SetClientId as u32,
-            NfsArgOp4::SetClientIdConfirm(_) => OpNum4::SetClientIdConfirm as u32,
-            NfsArgOp4::Verify(_) => OpNum4::Verify as u32,
-            NfsArgOp4::Write(_) => OpNum4::Write as u32,
-            NfsArgOp4::ReleaseLockOwner(_) => OpNum4::ReleaseLockOwner as u32,
-            NfsArgOp4::BackchannelCtl(_) => OpNum4::BackchannelCtl as u32,
-            NfsArgOp4::BindConnToSession(_) => OpNum4::BindConnToSession as u32,
-            NfsArgOp4::ExchangeId(_) => OpNum4::ExchangeId as u32,
-            NfsArgOp4::CreateSession(_) => OpNum4::CreateSession as u32,
-            NfsArgOp4::DestroySession(_) => OpNum4::DestroySession as u32,
-            NfsArgOp4::FreeStateId(_) => OpNum4::FreeStateId as u32,
-            NfsArgOp4::GetDirDelegation(_) => OpNum4::GetDirDelegation as u32,
-            NfsArgOp4::GetDeviceInfo(_) => OpNum4::GetDeviceInfo as u32,
-            NfsArgOp4::GetDeviceList(_) => OpNum4::GetDeviceList as u32,
-            NfsArgOp4::LayoutCommit(_) => OpNum4::LayoutCommit as u32,
-            NfsArgOp4::LayoutGet(_) => OpNum4::LayoutGet as u32,
-            NfsArgOp4::LayoutReturn(_) => OpNum4::LayoutReturn as u32,
-            NfsArgOp4::SecInfoNoName(_) => OpNum4::SecInfoNoName as u32,
-            NfsArgOp4::Sequence(_) => OpNum4::Sequence as u32,
-            NfsArgOp4::SetSsv(_) => OpNum4::SetSsv as u32,
-            NfsArgOp4::TestStateId(_) => OpNum4::TestStateId as u32,
-            NfsArgOp4::WantDelegation(_) => OpNum4::WantDelegation as u32,
-            NfsArgOp4::DestroyClientId(_) => OpNum4::DestroyClientId as u32,
-            NfsArgOp4::ReclaimComplete(_) => OpNum4::ReclaimComplete as u32,
-            NfsArgOp4::Allocate(_) => OpNum4::Allocate as u32,
-            NfsArgOp4::Copy(_) => OpNum4::Copy as u32,
-            NfsArgOp4::CopyNotify(_) => OpNum4::CopyNotify as u32,
-            NfsArgOp4::Deallocate(_) => OpNum4::Deallocate as u32,
-            NfsArgOp4::IoAdvise(_) => OpNum4::IoAdvise as u32,
-            NfsArgOp4::LayoutError(_) => OpNum4::LayoutError as u32,
-            NfsArgOp4::LayoutStats(_) => OpNum4::LayoutStats as u32,
-            NfsArgOp4::OffloadCancel(_) => OpNum4::OffloadCancel as u32,
-            NfsArgOp4::OffloadStatus(_) => OpNum4::OffloadStatus as u32,
-            NfsArgOp4::ReadPlus(_) => OpNum4::ReadPlus as u32,
-            NfsArgOp4::Seek(_) => OpNum4::Seek as u32,
-            NfsArgOp4::WriteSame(_) => OpNum4::WriteSame as u32,
-            NfsArgOp4::Clone(_) => OpNum4::Clone as u32,
-            NfsArgOp4::GetXattr(_) => OpNum4::GetXattr as u32,
-            NfsArgOp4::SetXattr(_) => OpNum4::SetXattr as u32,
-            NfsArgOp4::ListXattrs(_) => OpNum4::ListXattrs as u32,
-            NfsArgOp4::RemoveXattr(_) => OpNum4::RemoveXattr as u32,
-            NfsArgOp4::Illegal => OpNum4::Illegal as u32,
-            NfsArgOp4::Unknown(n) => *n,
-        }
+        xdr::Union::discriminant(self)
     }
 }
 
-/// RFC 8881 §16.2.3: `nfs_resop4`, the result of one operation.
+/// RFC 8881 §16.2.3: `nfs_resop4`, the result of one operation; its
+/// `status()` is the operation's `nfsstat4`.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Pack, Unpack)]
+#[xdr(each = status, returns = NfsStat4, otherwise = NfsStat4::Nfs4errOpIllegal)]
 pub enum NfsResOp4 {
     #[xdr(value = OpNum4::Access)]
     Access(Access4Res),
@@ -407,85 +333,9 @@ pub enum NfsResOp4 {
 }
 
 impl NfsResOp4 {
-    /// The operation's `nfsstat4`.
-    pub fn status(&self) -> NfsStat4 {
-        match self {
-            NfsResOp4::Access(r) => r.status(),
-            NfsResOp4::Close(r) => r.status(),
-            NfsResOp4::Commit(r) => r.status(),
-            NfsResOp4::Create(r) => r.status(),
-            NfsResOp4::DelegPurge(r) => r.status(),
-            NfsResOp4::DelegReturn(r) => r.status(),
-            NfsResOp4::GetAttr(r) => r.status(),
-            NfsResOp4::GetFh(r) => r.status(),
-            NfsResOp4::Link(r) => r.status(),
-            NfsResOp4::Lock(r) => r.status(),
-            NfsResOp4::LockT(r) => r.status(),
-            NfsResOp4::LockU(r) => r.status(),
-            NfsResOp4::Lookup(r) => r.status(),
-            NfsResOp4::LookupP(r) => r.status(),
-            NfsResOp4::NVerify(r) => r.status(),
-            NfsResOp4::Open(r) => r.status(),
-            NfsResOp4::OpenAttr(r) => r.status(),
-            NfsResOp4::OpenConfirm(r) => r.status(),
-            NfsResOp4::OpenDowngrade(r) => r.status(),
-            NfsResOp4::PutFh(r) => r.status(),
-            NfsResOp4::PutPubFh(r) => r.status(),
-            NfsResOp4::PutRootFh(r) => r.status(),
-            NfsResOp4::Read(r) => r.status(),
-            NfsResOp4::ReadDir(r) => r.status(),
-            NfsResOp4::ReadLink(r) => r.status(),
-            NfsResOp4::Remove(r) => r.status(),
-            NfsResOp4::Rename(r) => r.status(),
-            NfsResOp4::Renew(r) => r.status(),
-            NfsResOp4::RestoreFh(r) => r.status(),
-            NfsResOp4::SaveFh(r) => r.status(),
-            NfsResOp4::SecInfo(r) => r.status(),
-            NfsResOp4::SetAttr(r) => r.status(),
-            NfsResOp4::SetClientId(r) => r.status(),
-            NfsResOp4::SetClientIdConfirm(r) => r.status(),
-            NfsResOp4::Verify(r) => r.status(),
-            NfsResOp4::Write(r) => r.status(),
-            NfsResOp4::ReleaseLockOwner(r) => r.status(),
-            NfsResOp4::BackchannelCtl(r) => r.status(),
-            NfsResOp4::BindConnToSession(r) => r.status(),
-            NfsResOp4::ExchangeId(r) => r.status(),
-            NfsResOp4::CreateSession(r) => r.status(),
-            NfsResOp4::DestroySession(r) => r.status(),
-            NfsResOp4::FreeStateId(r) => r.status(),
-            NfsResOp4::GetDirDelegation(r) => r.status(),
-            NfsResOp4::GetDeviceInfo(r) => r.status(),
-            NfsResOp4::GetDeviceList(r) => r.status(),
-            NfsResOp4::LayoutCommit(r) => r.status(),
-            NfsResOp4::LayoutGet(r) => r.status(),
-            NfsResOp4::LayoutReturn(r) => r.status(),
-            NfsResOp4::SecInfoNoName(r) => r.status(),
-            NfsResOp4::Sequence(r) => r.status(),
-            NfsResOp4::SetSsv(r) => r.status(),
-            NfsResOp4::TestStateId(r) => r.status(),
-            NfsResOp4::WantDelegation(r) => r.status(),
-            NfsResOp4::DestroyClientId(r) => r.status(),
-            NfsResOp4::ReclaimComplete(r) => r.status(),
-            NfsResOp4::Allocate(r) => r.status(),
-            NfsResOp4::Copy(r) => r.status(),
-            NfsResOp4::CopyNotify(r) => r.status(),
-            NfsResOp4::Deallocate(r) => r.status(),
-            NfsResOp4::IoAdvise(r) => r.status(),
-            NfsResOp4::LayoutError(r) => r.status(),
-            NfsResOp4::LayoutStats(r) => r.status(),
-            NfsResOp4::OffloadCancel(r) => r.status(),
-            NfsResOp4::OffloadStatus(r) => r.status(),
-            NfsResOp4::ReadPlus(r) => r.status(),
-            NfsResOp4::Seek(r) => r.status(),
-            NfsResOp4::WriteSame(r) => r.status(),
-            NfsResOp4::Clone(r) => r.status(),
-            NfsResOp4::GetXattr(r) => r.status(),
-            NfsResOp4::SetXattr(r) => r.status(),
-            NfsResOp4::ListXattrs(r) => r.status(),
-            NfsResOp4::RemoveXattr(r) => r.status(),
-            NfsResOp4::Illegal(r) => r.status(),
-            NfsResOp4::Unknown(_) => NfsStat4::Nfs4errOpIllegal,
-        }
+    /// The operation number on the wire.
+    pub fn opnum(&self) -> u32 {
+        xdr::Union::discriminant(self)
     }
 }
 
@@ -623,6 +473,9 @@ mod tests {
         assert_eq!(from_bytes::<NfsArgOp4>(b).unwrap(), NfsArgOp4::Illegal);
 
         let r = NfsResOp4::Illegal(Res4::Err(NfsStat4::Nfs4errOpIllegal));
+        assert_eq!(r.opnum(), 10044);
+        assert_eq!(NfsResOp4::Unknown(77).opnum(), 77);
+        assert_eq!(NfsResOp4::Unknown(77).status(), NfsStat4::Nfs4errOpIllegal);
         assert_eq!(&to_bytes(&r)[..], &[0, 0, 0x27, 0x3c, 0, 0, 0x27, 0x3c]);
         roundtrip(&r);
 

@@ -1,6 +1,8 @@
 //! File attributes (RFC 8881 §5): what GETATTR and READDIR report, what
 //! SETATTR, CREATE and OPEN may set, and VERIFY/NVERIFY comparisons.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use proto::nfs4::*;
 
@@ -101,6 +103,29 @@ pub fn needs_fsstat(want: &Bitmap4) -> bool {
     ]
     .iter()
     .any(|a| want.contains(*a))
+}
+
+/// The most the `fattr4` of a GETATTR for `want` can take: mask, length
+/// and each supported attribute asked for at its largest (the reply size
+/// estimate of RFC 8881 §2.10.6.4).
+pub fn max_len(want: &Bitmap4) -> usize {
+    let vals: usize = want
+        .iter()
+        .filter(|n| SUPPORTED.contains(n) || SUPPORTED_42.contains(n))
+        .map(|n| match n {
+            FATTR4_FILEHANDLE => 4 + NFS4_FHSIZE,
+            // A user or group name (LOGIN_NAME_MAX).
+            FATTR4_OWNER | FATTR4_OWNER_GROUP => 4 + 256,
+            FATTR4_SUPPORTED_ATTRS | FATTR4_SUPPATTR_EXCLCREAT => 4 + 3 * 4,
+            _ => 16,
+        })
+        .sum();
+    4 + 3 * 4 + 4 + vals
+}
+
+/// Whether building `want` may need the name service (owner names).
+fn needs_names(srv: &Nfs4Server, want: &Bitmap4) -> bool {
+    !srv.cfg.numeric_owners && (want.contains(FATTR4_OWNER) || want.contains(FATTR4_OWNER_GROUP))
 }
 
 fn ftype(t: vfs::FileType) -> NfsFtype4 {
@@ -280,39 +305,54 @@ pub fn build_full(
     r.encode_only(want)
 }
 
-/// GETATTR's work for the object `fh` (RFC 8881 §18.7).
+/// GETATTR's work for the object `fh` (RFC 8881 §18.7). Built on the
+/// blocking pool, like the backend call: owner names may need the name
+/// service.
 pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
     if let Some(node) = fh.pseudo {
-        return build_pseudo(&cx.srv, cx.minorversion, node, &fh.wire, want);
+        return pseudo(cx, node, &fh.wire, want).await;
     }
     let handle = fh.handle.clone();
     let with_fs = needs_fsstat(want);
-    let (a, fs) = cx
-        .vfs(fh.export, move |v, _| {
-            let a = v.getattr(&handle)?;
-            let fs = if with_fs {
-                Some(v.fsstat(&handle)?)
-            } else {
-                None
-            };
-            Ok((a, fs))
-        })
-        .await?;
-    let export = cx.export(fh.export)?;
-    Ok(build(
-        &cx.srv,
-        cx.minorversion,
-        export,
-        &fh.wire,
-        &a,
-        fs.as_ref(),
-        want,
-    ))
+    let (srv, minor, id) = (cx.srv.clone(), cx.minorversion, fh.export);
+    let (wire, want) = (fh.wire.clone(), want.clone());
+    cx.vfs(fh.export, move |v, _| {
+        let a = v.getattr(&handle)?;
+        let fs = if with_fs {
+            Some(v.fsstat(&handle)?)
+        } else {
+            None
+        };
+        let export = srv.export(id).ok_or(vfs::Errno(libc::ESTALE))?;
+        Ok(build(&srv, minor, export, &wire, &a, fs.as_ref(), &want))
+    })
+    .await
+}
+
+/// [`build_pseudo`] for this compound, on the blocking pool when owner
+/// names are asked for.
+pub async fn pseudo(
+    cx: &Compound,
+    node: u16,
+    wire: &Bytes,
+    want: &Bitmap4,
+) -> Result<Fattr4, NfsStat4> {
+    if !needs_names(&cx.srv, want) {
+        return build_pseudo(&cx.srv, cx.minorversion, node, wire, want);
+    }
+    let (srv, minor) = (cx.srv.clone(), cx.minorversion);
+    let (wire, want) = (wire.clone(), want.clone());
+    tokio::task::spawn_blocking(move || build_pseudo(&srv, minor, node, &wire, &want))
+        .await
+        .unwrap_or(Err(NfsStat4::Nfs4errServerfault))
 }
 
 /// Decodes a client's attributes to set (SETATTR, CREATE, OPEN), checking
 /// each is writable. Returns what to set and the mask of what will be set.
-pub fn to_setattr(srv: &Nfs4Server, f: &Fattr4) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
+pub async fn to_setattr(
+    srv: &Arc<Nfs4Server>,
+    f: &Fattr4,
+) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
     for n in f.attrmask.iter() {
         if !SUPPORTED.contains(&n) {
             return Err(NfsStat4::Nfs4errAttrnotsupp);
@@ -333,10 +373,10 @@ pub fn to_setattr(srv: &Nfs4Server, f: &Fattr4) -> Result<(vfs::SetAttr, Bitmap4
         s.mode = Some(m);
     }
     if let Some(o) = &a.owner {
-        s.uid = Some(srv.ids.uid(o).ok_or(NfsStat4::Nfs4errBadowner)?);
+        s.uid = Some(owner_id(srv, o, false).await?);
     }
     if let Some(g) = &a.owner_group {
-        s.gid = Some(srv.ids.gid(g).ok_or(NfsStat4::Nfs4errBadowner)?);
+        s.gid = Some(owner_id(srv, g, true).await?);
     }
     s.size = a.size;
     let set_time = |t: SetTime4| -> Result<vfs::SetTime, NfsStat4> {
@@ -354,6 +394,33 @@ pub fn to_setattr(srv: &Nfs4Server, f: &Fattr4) -> Result<(vfs::SetAttr, Bitmap4
     s.atime = a.time_access_set.map(set_time).transpose()?;
     s.mtime = a.time_modify_set.map(set_time).transpose()?;
     Ok((s, a.mask()))
+}
+
+/// The id an owner (or, `group`, owner_group) string names (RFC 8881
+/// §5.9), NFS4ERR_BADOWNER if none. A name not in the cache is looked up
+/// on the blocking pool.
+async fn owner_id(srv: &Arc<Nfs4Server>, name: &Bytes, group: bool) -> Result<u32, NfsStat4> {
+    let known = if group {
+        srv.ids.try_gid(name)
+    } else {
+        srv.ids.try_uid(name)
+    };
+    let id = match known {
+        Some(id) => id,
+        None => {
+            let (srv, name) = (srv.clone(), name.clone());
+            tokio::task::spawn_blocking(move || {
+                if group {
+                    srv.ids.gid(&name)
+                } else {
+                    srv.ids.uid(&name)
+                }
+            })
+            .await
+            .map_err(|_| NfsStat4::Nfs4errServerfault)?
+        }
+    };
+    id.ok_or(NfsStat4::Nfs4errBadowner)
 }
 
 /// VERIFY/NVERIFY (RFC 8881 §18.31, §18.15): whether the object's

@@ -4,13 +4,14 @@
 //! held across a callback.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use proto::nfs4::*;
+use rpc::OpaqueAuth;
 use tracing::debug;
 use xdr::Unpack;
 
-use super::ops::backchannel_ctl::cb_cred;
 use super::state::session::Session;
 use super::state::{next_seqid, LockNotify};
 
@@ -31,6 +32,54 @@ pub enum CbError {
     Rpc(#[from] rpc::CallError),
     #[error("undecodable callback reply: {0}")]
     Xdr(#[from] xdr::Error),
+}
+
+/// The credential for callbacks: the first of the client's choices we can
+/// produce (AUTH_SYS or AUTH_NONE; RPCSEC_GSS is not supported), from
+/// CREATE_SESSION or BACKCHANNEL_CTL (RFC 8881 §18.36, §18.33).
+pub fn cb_cred(sec: &[CallbackSecParms4]) -> OpaqueAuth {
+    for s in sec {
+        match s {
+            CallbackSecParms4::AuthNone => return OpaqueAuth::none(),
+            CallbackSecParms4::AuthSys(p) => {
+                let parms = rpc::AuthSysParms {
+                    stamp: p.stamp,
+                    machinename: p.machinename.clone(),
+                    uid: p.uid,
+                    gid: p.gid,
+                    gids: p.gids.clone(),
+                };
+                return OpaqueAuth {
+                    flavor: rpc::AUTH_SYS,
+                    body: xdr::to_bytes(&parms),
+                };
+            }
+            CallbackSecParms4::RpcSecGss(_) => continue,
+        }
+    }
+    OpaqueAuth::none()
+}
+
+/// Sends CB_NULL over the back channel (RFC 8881 §20); a failure marks
+/// the session's callback path down (SEQ4_STATUS_CB_PATH_DOWN_SESSION).
+pub async fn probe_back_channel(session: Arc<Session>) {
+    let (conn, program, cred) = {
+        let Ok(b) = session.back.lock() else { return };
+        (b.conn(), b.program, cb_cred(&b.sec))
+    };
+    let Some(conn) = conn else {
+        session.cb_down.store(true, Ordering::Relaxed);
+        return;
+    };
+    let call = conn.call(program, 1, 0, &cred, Vec::new());
+    let ok = matches!(
+        tokio::time::timeout(Duration::from_secs(5), call).await,
+        Ok(Ok(_))
+    );
+    if !ok {
+        debug!(session = ?session.id, "CB_NULL failed; back channel marked down");
+    }
+    session.cb_down.store(!ok, Ordering::Relaxed);
 }
 
 /// Sends CB_SEQUENCE followed by `ops` and returns the reply. The slot's

@@ -4,19 +4,24 @@
 //! operation gets its own error result (NFS4ERR_BADXDR, NFS4ERR_OP_ILLEGAL)
 //! after the ones before it have run. The first operation decides the
 //! compound's kind: SEQUENCE (the normal case), or one of the operations
-//! allowed alone outside a session.
+//! allowed alone outside a session. What else is checked before an
+//! operation runs comes from its entry in the operation table
+//! ([`ops::OPS`]). Each result is encoded once, straight into the reply.
 
 use std::hash::{Hash, Hasher};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use proto::nfs4::*;
 use rpc::{Call, Connection, Reply};
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
 use xdr::{Encoder, Pack, Unpack};
 
 use super::filehandle::{FhError, FhTarget};
-use super::ops;
+use super::ops::{self, OpDesc, OpFuture};
 use super::pseudo::PSEUDO_EXPORT;
 use super::state::session::Session;
 use super::Nfs4Server;
@@ -41,11 +46,51 @@ impl Fh {
     }
 }
 
-/// The SEQUENCE this compound runs under.
+/// The slot SEQUENCE took for this compound (RFC 8881 §2.10.6.1).
+///
+/// Completed with the reply at the end of the compound. Dropped without
+/// that (a panic, or the request's task cancelled) it frees the slot with
+/// no reply cached: a retry then gets NFS4ERR_RETRY_UNCACHED_REP
+/// (§2.10.6.1.3), since operations may have run, instead of finding the
+/// slot in use forever.
 pub struct SlotUse {
     pub slotid: u32,
     pub digest: u64,
     pub cachethis: bool,
+    session: Arc<Session>,
+    done: bool,
+}
+
+impl SlotUse {
+    /// Takes charge of `slotid` of `session`, which SEQUENCE admitted.
+    pub fn new(session: Arc<Session>, slotid: u32, digest: u64, cachethis: bool) -> Self {
+        SlotUse {
+            slotid,
+            digest,
+            cachethis,
+            session,
+            done: false,
+        }
+    }
+
+    /// Frees the slot, keeping `reply` (if any) for retries.
+    pub fn complete(mut self, reply: Option<Vec<Bytes>>) {
+        self.release(reply);
+    }
+
+    fn release(&mut self, reply: Option<Vec<Bytes>>) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        let mut t = self.session.slots.lock().unwrap_or_else(|p| p.into_inner());
+        t.complete(self.slotid, self.digest, reply);
+    }
+}
+
+impl Drop for SlotUse {
+    fn drop(&mut self) {
+        self.release(None);
+    }
 }
 
 /// Everything an operation sees of its compound.
@@ -80,8 +125,8 @@ pub struct Compound {
 }
 
 /// The result of one operation: typed, or just an opcode and error status
-/// (for an operation that could not be decoded). Results are built and
-/// encoded one at a time, so the size difference costs nothing.
+/// (for an operation that could not be decoded or was refused before it
+/// ran).
 #[allow(clippy::large_enum_variant)]
 pub enum OpResult {
     Typed(NfsResOp4),
@@ -114,57 +159,51 @@ impl Pack for OpResult {
     }
 }
 
-/// Operations allowed as the only operation of a compound without SEQUENCE
-/// (RFC 8881 §2.6.3.1.1.8 / §18.35.3 etc.).
-fn sessionless(op: &NfsArgOp4) -> bool {
-    matches!(
-        op,
-        NfsArgOp4::ExchangeId(_)
-            | NfsArgOp4::CreateSession(_)
-            | NfsArgOp4::DestroySession(_)
-            | NfsArgOp4::DestroyClientId(_)
-            | NfsArgOp4::BindConnToSession(_)
-    )
+/// The largest error result ([`OpResult::Error`] of SETATTR): room kept
+/// after a result when another operation follows, so that one can always
+/// at least fail.
+const ERROR_RESULT_MAX: usize = 12;
+
+/// An accepted RPC reply's header (RFC 5531 §9): xid, message type,
+/// reply status, an AUTH_NONE verifier and the accept status. The session
+/// limits count it (RFC 8881 §18.36.3).
+const RPC_REPLY_HEADER: usize = 4 + 4 + 4 + 8 + 4;
+
+/// Small replies are kept in the slot even when the client did not ask
+/// (RFC 8881 §2.10.6.1.3), sparing it NFS4ERR_RETRY_UNCACHED_REP.
+const UNASKED_CACHE_MAX: usize = 2048;
+
+/// The fore channel's reply limits for this request (RFC 8881
+/// §2.10.6.4): ca_maxresponsesize, and ca_maxresponsesize_cached when the
+/// client asked for the reply to be cached.
+struct Limits {
+    max: usize,
+    cached: Option<usize>,
 }
 
-/// Operations that check the security flavor themselves, so a put-
-/// filehandle operation before them does not (RFC 8881 §2.6.3.1.1.1 -
-/// §2.6.3.1.1.5; OPEN of an existing name like LOOKUP).
-fn handles_wrongsec(op: &NfsArgOp4) -> bool {
-    matches!(
-        op,
-        NfsArgOp4::PutFh(_)
-            | NfsArgOp4::PutRootFh
-            | NfsArgOp4::PutPubFh
-            | NfsArgOp4::RestoreFh
-            | NfsArgOp4::SaveFh
-            | NfsArgOp4::Lookup(_)
-            | NfsArgOp4::LookupP
-            | NfsArgOp4::SecInfo(_)
-            | NfsArgOp4::SecInfoNoName(_)
-            | NfsArgOp4::Open(_)
-    )
-}
+impl Limits {
+    fn of(cx: &Compound) -> Option<Limits> {
+        let (s, slot) = (cx.session.as_ref()?, cx.slot.as_ref()?);
+        Some(Limits {
+            max: s.fore.maxresponsesize as usize,
+            cached: slot
+                .cachethis
+                .then_some(s.fore.maxresponsesize_cached as usize),
+        })
+    }
 
-/// Operations that modify the current filehandle's object and do not
-/// check for a read-only export or pseudo directory themselves (their
-/// results are unions on the status, so an error result is just it).
-fn modifies_cfh(op: &NfsArgOp4) -> bool {
-    matches!(
-        op,
-        NfsArgOp4::Copy(_)
-            | NfsArgOp4::Clone(_)
-            | NfsArgOp4::WriteSame(_)
-            | NfsArgOp4::SetXattr(_)
-            | NfsArgOp4::RemoveXattr(_)
-    )
-}
-
-fn puts_fh(op: &NfsArgOp4) -> bool {
-    matches!(
-        op,
-        NfsArgOp4::PutFh(_) | NfsArgOp4::PutRootFh | NfsArgOp4::PutPubFh | NfsArgOp4::RestoreFh
-    )
+    /// NFS4ERR_REP_TOO_BIG if a reply of `size` bytes exceeds what the
+    /// client accepts, NFS4ERR_REP_TOO_BIG_TO_CACHE if what it asked to
+    /// be cached.
+    fn check(&self, size: usize) -> Result<(), NfsStat4> {
+        if size > self.max {
+            Err(NfsStat4::Nfs4errRepTooBig)
+        } else if self.cached.is_some_and(|c| size > c) {
+            Err(NfsStat4::Nfs4errRepTooBigToCache)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 fn digest(b: &[u8]) -> u64 {
@@ -189,21 +228,90 @@ fn creds_of(auth: &rpc::Auth) -> vfs::Creds {
     }
 }
 
-fn encode_reply(status: NfsStat4, tag: &Bytes, results: &[OpResult]) -> Vec<Bytes> {
-    let mut e = Encoder::with_capacity(512);
+/// `COMPOUND4res` (RFC 8881 §16.2.2): the header, then the results
+/// already encoded in `results`.
+fn reply(status: NfsStat4, tag: &Bytes, count: u32, results: Encoder) -> Vec<Bytes> {
+    let mut e = Encoder::with_capacity(12 + tag.len());
     status.pack(&mut e);
     tag.pack(&mut e);
-    e.u32(results.len() as u32);
-    for r in results {
-        r.pack(&mut e);
-    }
-    e.finish()
+    e.u32(count);
+    let mut out = e.finish();
+    out.extend(results.finish());
+    out
 }
 
-fn encoded_len(r: &OpResult) -> usize {
-    let mut e = Encoder::new();
-    r.pack(&mut e);
-    e.len()
+/// Checks an operation must pass before it runs, in this order: its place
+/// in the compound (RFC 8881 §16.2.3, §18.46.3), then what its table entry
+/// says: a writable current object, support (§15.1.1.5) and minor
+/// version, a current filehandle, and, if it modifies anything, room for
+/// its reply (§2.10.6.4). `used` is the reply's size so far; `more`, that
+/// another operation follows.
+fn admit(
+    cx: &Compound,
+    d: &OpDesc,
+    op: &NfsArgOp4,
+    used: usize,
+    more: bool,
+) -> Result<(), NfsStat4> {
+    if cx.index == 0 {
+        return match op {
+            NfsArgOp4::Sequence(_) => Ok(()),
+            _ if d.sessionless() && cx.nops == 1 => Ok(()),
+            _ if d.sessionless() => Err(NfsStat4::Nfs4errNotOnlyOp),
+            _ => Err(NfsStat4::Nfs4errOpNotInSession),
+        };
+    }
+    if let NfsArgOp4::Sequence(_) = op {
+        return Err(NfsStat4::Nfs4errSequencePos);
+    }
+    if cx.session.is_none() {
+        return Err(NfsStat4::Nfs4errOpNotInSession);
+    }
+    if let (true, Some(fh)) = (d.writes_cfh(), &cx.cfh) {
+        cx.check_writable(fh)?;
+    }
+    if d.handler.is_none() || (d.v42() && cx.minorversion < 2) {
+        return Err(NfsStat4::Nfs4errNotsupp);
+    }
+    if d.needs_fh() && cx.cfh.is_none() {
+        return Err(NfsStat4::Nfs4errNofilehandle);
+    }
+    // A modifying operation runs only if its reply can be sent (and
+    // cached when asked): its effect must not be lost to REP_TOO_BIG.
+    if let (true, Some(limits)) = (d.modifies(), Limits::of(cx)) {
+        let slack = if more { ERROR_RESULT_MAX } else { 0 };
+        limits.check(used + d.reply_size(cx, op) + slack)?;
+    }
+    Ok(())
+}
+
+/// Runs an operation; a panic in it (a bug) becomes NFS4ERR_SERVERFAULT
+/// for it, logged at most every ten seconds, so the compound still
+/// answers and frees its slot.
+async fn run_caught(d: &OpDesc, mut fut: OpFuture<'_>) -> OpResult {
+    let r = std::future::poll_fn(|tcx| {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(tcx))) {
+            Ok(Poll::Ready(r)) => Poll::Ready(Ok(r)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(p) => Poll::Ready(Err(p)),
+        }
+    })
+    .await;
+    r.unwrap_or_else(|p| {
+        static LAST: AtomicU64 = AtomicU64::new(0);
+        if now_and_then(&LAST) {
+            let why = p
+                .downcast_ref::<&str>()
+                .copied()
+                .or(p.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("?");
+            error!(
+                op = d.name,
+                "operation panicked (answered SERVERFAULT): {why}"
+            );
+        }
+        OpResult::Error(d.num as u32, NfsStat4::Nfs4errServerfault)
+    })
 }
 
 /// Runs one COMPOUND call.
@@ -229,7 +337,8 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         _ => return Reply::Error(rpc::ReplyError::GarbageArgs),
     };
     if !(1..=2).contains(&minorversion) {
-        return Reply::Success(encode_reply(NfsStat4::Nfs4errMinorVersMismatch, &tag, &[]));
+        let status = NfsStat4::Nfs4errMinorVersMismatch;
+        return Reply::Success(reply(status, &tag, 0, Encoder::new()));
     }
     let mut cx = Compound {
         creds: creds_of(&auth),
@@ -250,10 +359,16 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         replay: None,
         sec_pending: false,
     };
-    let mut results: Vec<OpResult> = Vec::with_capacity(nops.min(64));
+    // The reply before its results: RPC header, status, tag, count.
+    let head = RPC_REPLY_HEADER + 4 + 4 + tag.len() + xdr::pad_len(tag.len()) + 4;
+    let mut results = Encoder::with_capacity(512);
+    let mut count = 0u32;
     let mut status = NfsStat4::Nfs4Ok;
-    let mut resp_size = 12 + tag.len() + 4;
-    let mut last_opnum = 0;
+    // Where the previous result starts and its operation, for a WRONGSEC
+    // found only by the next operation.
+    let mut last = (0, 0);
+    // Every operation so far may be cached without the client asking.
+    let mut cacheable = true;
     for i in 0..nops {
         cx.index = i;
         // The opcode, for the error result if the arguments do not decode.
@@ -267,85 +382,94 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
             Ok(op) => op,
             Err(e) => {
                 debug!(xid, op = i, "undecodable operation: {e}");
-                results.push(OpResult::Error(peeked, NfsStat4::Nfs4errBadxdr));
                 status = NfsStat4::Nfs4errBadxdr;
+                OpResult::Error(peeked, status).pack(&mut results);
+                count += 1;
                 break;
             }
         };
-        let opnum = match op {
-            NfsArgOp4::Illegal | NfsArgOp4::Unknown(_) => OpNum4::Illegal as u32,
-            _ => op.opnum(),
-        };
+        let desc = ops::desc(op.opnum());
         // §2.6.3.1.1.7: a put-filehandle operation followed by one that
         // uses the filehandle fails with NFS4ERR_WRONGSEC itself when the
         // flavor is not one the filehandle's export accepts.
-        if std::mem::take(&mut cx.sec_pending) && !handles_wrongsec(&op) {
-            if let Some(fh) = &cx.cfh {
-                if let (Err(s), Some(last)) = (cx.check_flavor(fh), results.last_mut()) {
-                    *last = OpResult::Error(last_opnum, s);
-                    status = s;
-                    break;
-                }
+        if std::mem::take(&mut cx.sec_pending) && !desc.is_some_and(OpDesc::handles_wrongsec) {
+            if let Some(Err(s)) = cx.cfh.as_ref().map(|fh| cx.check_flavor(fh)) {
+                results.truncate(last.0);
+                OpResult::Error(last.1, s).pack(&mut results);
+                status = s;
+                break;
             }
         }
-        let puts = puts_fh(&op);
-        last_opnum = opnum;
-        let readonly = match &cx.cfh {
-            Some(fh) if i > 0 && cx.session.is_some() && modifies_cfh(&op) => {
-                cx.check_writable(fh).err()
-            }
-            _ => None,
+        let Some(d) = desc else {
+            status = NfsStat4::Nfs4errOpIllegal;
+            OpResult::Error(OpNum4::Illegal as u32, status).pack(&mut results);
+            count += 1;
+            break;
         };
-        let r = if let NfsArgOp4::Illegal | NfsArgOp4::Unknown(_) = op {
-            OpResult::Error(OpNum4::Illegal as u32, NfsStat4::Nfs4errOpIllegal)
-        } else if let Some(s) = readonly {
-            OpResult::Error(opnum, s)
-        } else if i == 0 {
-            match &op {
-                NfsArgOp4::Sequence(_) => ops::dispatch(&mut cx, op).await,
-                _ if sessionless(&op) && nops == 1 => ops::dispatch(&mut cx, op).await,
-                _ if sessionless(&op) => OpResult::Error(op.opnum(), NfsStat4::Nfs4errNotOnlyOp),
-                _ => OpResult::Error(op.opnum(), NfsStat4::Nfs4errOpNotInSession),
-            }
-        } else if let NfsArgOp4::Sequence(_) = op {
-            OpResult::Error(op.opnum(), NfsStat4::Nfs4errSequencePos)
-        } else if cx.session.is_none() {
-            OpResult::Error(op.opnum(), NfsStat4::Nfs4errOpNotInSession)
-        } else {
-            ops::dispatch(&mut cx, op).await
+        let opnum = d.num as u32;
+        let mark = results.len();
+        last = (mark, opnum);
+        let more = i + 1 < nops;
+        let r = match (admit(&cx, d, &op, head + mark, more), d.handler) {
+            (Ok(()), Some(handler)) => run_caught(d, handler(&mut cx, op)).await,
+            (Err(s), _) => OpResult::Error(opnum, s),
+            (Ok(()), None) => OpResult::Error(opnum, NfsStat4::Nfs4errNotsupp),
         };
         // A replayed SEQUENCE answers with the cached reply as it was.
         if let Some(cached) = cx.replay.take() {
             return Reply::Success(cached);
         }
-        let mut r = r;
-        if let Some(sess) = &cx.session {
-            resp_size += encoded_len(&r);
-            let limit = sess.fore.maxresponsesize as usize;
-            let cache_limit = sess.fore.maxresponsesize_cached as usize;
-            let cachethis = cx.slot.as_ref().is_some_and(|s| s.cachethis);
-            if resp_size > limit {
-                r = OpResult::Error(opnum, NfsStat4::Nfs4errRepTooBig);
-            } else if cachethis && resp_size > cache_limit {
-                r = OpResult::Error(opnum, NfsStat4::Nfs4errRepTooBigToCache);
+        r.pack(&mut results);
+        count += 1;
+        status = r.status();
+        // Checked once encoded; a modifying operation was checked before
+        // it ran, so this only catches a wrong estimate.
+        if let Some(limits) = Limits::of(&cx) {
+            let slack = if status == NfsStat4::Nfs4Ok && more {
+                ERROR_RESULT_MAX
+            } else {
+                0
+            };
+            if let Err(s) = limits.check(head + results.len() + slack) {
+                if d.modifies() && status == NfsStat4::Nfs4Ok {
+                    static LAST: AtomicU64 = AtomicU64::new(0);
+                    if now_and_then(&LAST) {
+                        warn!(op = d.name, "reply larger than its estimate");
+                    }
+                }
+                results.truncate(mark);
+                status = s;
+                OpResult::Error(opnum, status).pack(&mut results);
             }
         }
-        status = r.status();
-        cx.sec_pending = puts && status == NfsStat4::Nfs4Ok;
-        results.push(r);
+        cacheable &= d.cacheable();
+        cx.sec_pending = d.puts_fh() && status == NfsStat4::Nfs4Ok;
         if status != NfsStat4::Nfs4Ok {
             break;
         }
     }
-    let reply = encode_reply(status, &tag, &results);
-    if let (Some(sess), Some(slot)) = (&cx.session, &cx.slot) {
-        let size: usize = reply.iter().map(Bytes::len).sum();
-        let keep =
-            size <= sess.fore.maxresponsesize_cached as usize && (slot.cachethis || size <= 2048);
-        let mut t = sess.slots.lock().unwrap_or_else(|p| p.into_inner());
-        t.complete(slot.slotid, slot.digest, keep.then(|| reply.clone()));
+    let out = reply(status, &tag, count, results);
+    if let Some(slot) = cx.slot.take() {
+        let size: usize = out.iter().map(Bytes::len).sum();
+        let keep = size <= slot.session.fore.maxresponsesize_cached as usize
+            && (slot.cachethis || (cacheable && size <= UNASKED_CACHE_MAX));
+        slot.complete(keep.then(|| out.clone()));
     }
-    Reply::Success(reply)
+    Reply::Success(out)
+}
+
+/// True at most once every ten seconds per `last` (the time it was last
+/// true), to keep what a client can provoke from flooding the log.
+fn now_and_then(last: &AtomicU64) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let then = last.load(Ordering::Relaxed);
+    now >= then + 10
+        && last
+            .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
 }
 
 impl Compound {
@@ -359,6 +483,22 @@ impl Compound {
     pub fn set_cfh(&mut self, fh: Fh) {
         self.cfh = Some(fh);
         self.cur_stateid = None;
+    }
+
+    /// Leaves no current filehandle, as SECINFO and SECINFO_NO_NAME do
+    /// (RFC 8881 §2.6.3.1.1.8).
+    pub fn consume_cfh(&mut self) {
+        self.cfh = None;
+        self.cur_stateid = None;
+    }
+
+    /// Makes the root of the namespace the current filehandle (PUTROOTFH,
+    /// and PUTPUBFH, whose public filehandle is the root here: RFC 8881
+    /// §18.20, §18.21).
+    pub fn put_root_fh(&mut self) -> Result<(), NfsStat4> {
+        let fh = self.root_fh()?;
+        self.set_cfh(fh);
+        Ok(())
     }
 
     pub fn export(&self, id: u16) -> Result<&Export, NfsStat4> {
@@ -534,6 +674,20 @@ impl Compound {
         }
     }
 
+    /// Checks the stateid of an I/O operation on the current filehandle
+    /// for `access` (RFC 8881 §8.2); returns whether the file still has
+    /// to be checked to be a regular file (a special stateid was used).
+    pub fn check_io(&self, sid: &StateId4, access: u32) -> Result<bool, NfsStat4> {
+        self.check_io_of(self.cfh()?, sid, access)
+    }
+
+    /// [`Compound::check_io`] for the object `fh`.
+    pub fn check_io_of(&self, fh: &Fh, sid: &StateId4, access: u32) -> Result<bool, NfsStat4> {
+        let client = self.clientid()?;
+        let sid = self.resolve_stateid(sid)?;
+        self.srv.state().check_io(client, &sid, &fh.key(), access)
+    }
+
     /// The client this compound's session belongs to.
     pub fn clientid(&self) -> Result<ClientId4, NfsStat4> {
         self.session
@@ -570,18 +724,8 @@ pub fn check_name(name: &Bytes) -> Result<Bytes, NfsStat4> {
 /// seconds, so a client retrying in a loop cannot flood it): otherwise the
 /// user only sees "Operation not permitted" from mount.
 fn refusal_warning(export: &str, peer: std::net::SocketAddr, status: NfsStat4) {
-    use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let last = LAST.load(Ordering::Relaxed);
-    if now < last + 10
-        || LAST
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-    {
+    if !now_and_then(&LAST) {
         return;
     }
     let why = match status {
@@ -592,4 +736,93 @@ fn refusal_warning(export: &str, peer: std::net::SocketAddr, status: NfsStat4) {
         _ => "refused",
     };
     warn!(%peer, export, "client refused: {why}");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicU32};
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::nfs4::state::session::BackChannel;
+    use crate::nfs4::state::slots::{CacheMemory, SlotDecision, SlotError, SlotTable};
+
+    fn session() -> Arc<Session> {
+        Arc::new(Session {
+            id: [1; 16],
+            client: 1,
+            fore: ChannelAttrs4::default(),
+            flags: 0,
+            slots: Mutex::new(SlotTable::new(2, CacheMemory::new(1 << 20))),
+            back: Mutex::new(BackChannel {
+                program: 0,
+                sec: Vec::new(),
+                attrs: ChannelAttrs4::default(),
+                conns: Vec::new(),
+                seqid: 1,
+            }),
+            lease: Arc::new(crate::nfs4::state::lease::Lease::new(Default::default())),
+            cb_down: AtomicBool::new(false),
+            minorversion: AtomicU32::new(1),
+            cb_slot: Default::default(),
+        })
+    }
+
+    fn begin(s: &Session, seqid: u32) -> Result<SlotDecision, SlotError> {
+        s.slots.lock().unwrap().begin(0, seqid, 9)
+    }
+
+    #[test]
+    fn a_slot_is_freed_on_every_exit_path() {
+        let s = session();
+        // Completed: a retry gets the cached reply.
+        assert_eq!(begin(&s, 1), Ok(SlotDecision::Execute));
+        let reply = vec![Bytes::from_static(b"reply")];
+        SlotUse::new(s.clone(), 0, 9, true).complete(Some(reply.clone()));
+        assert_eq!(begin(&s, 1), Ok(SlotDecision::Replay(reply)));
+        // Dropped mid-compound (a panic unwinding, a cancelled task): the
+        // slot is free, the retry told its reply was not kept.
+        assert_eq!(begin(&s, 2), Ok(SlotDecision::Execute));
+        let slot = SlotUse::new(s.clone(), 0, 9, true);
+        assert_eq!(begin(&s, 2), Err(SlotError::InProgress));
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(move || {
+            let _held = slot;
+            panic!("an operation's bug");
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(begin(&s, 2), Err(SlotError::Uncached));
+        assert_eq!(begin(&s, 3), Ok(SlotDecision::Execute));
+    }
+
+    #[tokio::test]
+    async fn a_panicking_operation_answers_serverfault() {
+        let d = ops::desc(OpNum4::Write as u32).unwrap();
+        let ok: OpFuture<'static> = Box::pin(async { OpResult::Error(1, NfsStat4::Nfs4errPerm) });
+        assert_eq!(run_caught(d, ok).await.status(), NfsStat4::Nfs4errPerm);
+        let bug: OpFuture<'static> = Box::pin(async {
+            tokio::task::yield_now().await;
+            panic!("an operation's bug")
+        });
+        let r = run_caught(d, bug).await;
+        assert!(matches!(
+            r,
+            OpResult::Error(n, NfsStat4::Nfs4errServerfault) if n == OpNum4::Write as u32
+        ));
+    }
+
+    #[test]
+    fn limits_refuse_what_exceeds_them() {
+        let asked = Limits {
+            max: 100,
+            cached: Some(50),
+        };
+        assert_eq!(asked.check(50), Ok(()));
+        assert_eq!(asked.check(51), Err(NfsStat4::Nfs4errRepTooBigToCache));
+        assert_eq!(asked.check(101), Err(NfsStat4::Nfs4errRepTooBig));
+        let unasked = Limits {
+            max: 100,
+            cached: None,
+        };
+        assert_eq!(unasked.check(100), Ok(()));
+    }
 }

@@ -2,11 +2,14 @@
 
 pub mod attrs;
 pub mod callback;
+pub mod check;
 pub mod compound;
+pub mod dirs;
 pub mod errors;
 pub mod filehandle;
 pub mod ops;
 pub mod pseudo;
+pub mod space;
 pub mod state;
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 
 use proto::nfs4::*;
 
+use crate::nfs4::callback::probe_back_channel;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToSession4Res {
@@ -25,7 +26,7 @@ pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToS
         dir,
         ChannelDirFromServer4::Cdfs4Back | ChannelDirFromServer4::Cdfs4Both
     ) {
-        tokio::spawn(super::create_session::probe_back_channel(session));
+        tokio::spawn(probe_back_channel(session));
     }
     Res4::Ok(BindConnToSession4ResOk {
         sessid: args.sessid,

@@ -4,7 +4,7 @@
 
 use proto::nfs4::*;
 
-use super::copy::{both_regular, endpoints};
+use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
@@ -12,7 +12,7 @@ pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
 }
 
 async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
-    let (src, dst) = endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
+    let (src, dst) = copy_endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
     let (sh, dh) = (src.handle, dst.handle);
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
     cx.vfs(dst.export, move |v, c| {

@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use super::read::regular;
+use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Commit4Args) -> Commit4Res {

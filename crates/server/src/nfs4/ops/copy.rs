@@ -6,8 +6,8 @@
 
 use proto::nfs4::*;
 
-use super::read::regular;
-use crate::nfs4::compound::{Compound, Fh};
+use crate::nfs4::check::{both_regular, copy_endpoints};
+use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Copy4Args) -> Copy4Res {
     match copy(cx, args).await {
@@ -29,51 +29,8 @@ pub async fn run(cx: &mut Compound, args: Copy4Args) -> Copy4Res {
     }
 }
 
-/// The source and destination of COPY and CLONE, their stateids checked:
-/// (source, destination). NFSv4.2 only.
-pub(crate) fn endpoints(
-    cx: &Compound,
-    src_stateid: &StateId4,
-    dst_stateid: &StateId4,
-) -> Result<(Fh, Fh), NfsStat4> {
-    if cx.minorversion < 2 {
-        return Err(NfsStat4::Nfs4errNotsupp);
-    }
-    let dst = cx.cfh()?.clone();
-    let src = cx.sfh.clone().ok_or(NfsStat4::Nfs4errNofilehandle)?;
-    // The destination is written (NFS4ERR_ROFS on a read-only export).
-    cx.check_writable(&dst)?;
-    // A node of the pseudo file system is a directory.
-    if src.pseudo.is_some() {
-        return Err(NfsStat4::Nfs4errIsdir);
-    }
-    let client = cx.clientid()?;
-    let ssid = cx.resolve_stateid(src_stateid)?;
-    let dsid = cx.resolve_stateid(dst_stateid)?;
-    {
-        let st = cx.srv.state();
-        st.check_io(client, &ssid, &src.key(), OPEN4_SHARE_ACCESS_READ)?;
-        st.check_io(client, &dsid, &dst.key(), OPEN4_SHARE_ACCESS_WRITE)?;
-    }
-    // Both must be regular files of one export (one backend).
-    if src.export != dst.export {
-        return Err(NfsStat4::Nfs4errXdev);
-    }
-    Ok((src, dst))
-}
-
-/// Checks both objects are regular files (NFS4ERR_ISDIR, _SYMLINK,
-/// _WRONG_TYPE otherwise), inside a backend call.
-pub(crate) fn both_regular(
-    v: &dyn vfs::Vfs,
-    src: &vfs::Handle,
-    dst: &vfs::Handle,
-) -> vfs::Result<Result<(), NfsStat4>> {
-    Ok(regular(&v.getattr(src)?).and(regular(&v.getattr(dst)?)))
-}
-
 async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
-    let (src, dst) = endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
+    let (src, dst) = copy_endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
     if !args.source_server.is_empty() {
         return Err(NfsStat4::Nfs4errNotsupp);
     }

@@ -5,9 +5,10 @@
 
 use proto::nfs4::*;
 
-use super::lookup::{change_info, need_dir};
 use crate::nfs4::attrs;
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Create4Args) -> Create4Res {
     create(cx, args).await.into()
@@ -39,7 +40,7 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
         CreateType4::Fifo => vfs::CreateKind::Fifo,
         CreateType4::Other(_) => return Err(NfsStat4::Nfs4errBadtype),
     };
-    let (mut set, attrset) = attrs::to_setattr(&cx.srv, &args.createattrs)?;
+    let (mut set, attrset) = attrs::to_setattr(&cx.srv, &args.createattrs).await?;
     if set.size.is_some() {
         // Only regular files have a size to set.
         return Err(NfsStat4::Nfs4errInval);

@@ -1,14 +1,10 @@
 //! CREATE_SESSION (RFC 8881 §18.36).
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Duration;
-
 use proto::nfs4::*;
-use tracing::debug;
 
+use crate::nfs4::callback::probe_back_channel;
 use crate::nfs4::compound::Compound;
-use crate::nfs4::state::{NewSession, Principal, Session};
+use crate::nfs4::state::{NewSession, Principal};
 
 const FLAGS: u32 = CREATE_SESSION4_FLAG_PERSIST
     | CREATE_SESSION4_FLAG_CONN_BACK_CHAN
@@ -76,26 +72,4 @@ pub async fn run(cx: &mut Compound, args: CreateSession4Args) -> CreateSession4R
         }
         Err(e) => Res4::Err(e),
     }
-}
-
-/// Sends CB_NULL over the back channel (RFC 8881 §20); a failure marks
-/// the session's callback path down (SEQ4_STATUS_CB_PATH_DOWN_SESSION).
-pub async fn probe_back_channel(session: Arc<Session>) {
-    let (conn, program, cred) = {
-        let Ok(b) = session.back.lock() else { return };
-        (b.conn(), b.program, super::backchannel_ctl::cb_cred(&b.sec))
-    };
-    let Some(conn) = conn else {
-        session.cb_down.store(true, Ordering::Relaxed);
-        return;
-    };
-    let call = conn.call(program, 1, 0, &cred, Vec::new());
-    let ok = matches!(
-        tokio::time::timeout(Duration::from_secs(5), call).await,
-        Ok(Ok(_))
-    );
-    if !ok {
-        debug!(session = ?session.id, "CB_NULL failed; back channel marked down");
-    }
-    session.cb_down.store(!ok, Ordering::Relaxed);
 }

@@ -2,8 +2,8 @@
 
 use proto::nfs4::*;
 
-use super::allocate::space;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::space::space;
 
 pub async fn run(cx: &mut Compound, args: Deallocate4Args) -> Deallocate4Res {
     space(cx, args.stateid, args.offset, args.length, true)

@@ -3,8 +3,9 @@
 
 use proto::nfs4::*;
 
-use super::lookup::{change_info, need_dir};
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Link4Args) -> Link4Res {
     link(cx, args).await.into()

@@ -6,38 +6,15 @@
 
 use proto::nfs4::*;
 
-use crate::locks::{self, Held, LockKind};
+use crate::locks;
+use crate::nfs4::check::{lock_denied, lock_kind};
 use crate::nfs4::compound::Compound;
-use crate::nfs4::state::{LockError, LockRequest, OwnerKey};
-
-/// The lock kind of an `nfs_lock_type4`.
-pub(crate) fn kind(t: NfsLockType4) -> LockKind {
-    match t {
-        NfsLockType4::ReadLt | NfsLockType4::ReadwLt => LockKind::Read,
-        NfsLockType4::WriteLt | NfsLockType4::WritewLt => LockKind::Write,
-    }
-}
-
-/// LOCK4denied for a conflicting lock.
-pub(crate) fn denied(h: Held<OwnerKey>) -> Lock4Denied {
-    Lock4Denied {
-        offset: h.start,
-        length: locks::length(h.start, h.end),
-        locktype: match h.kind {
-            LockKind::Read => NfsLockType4::ReadLt,
-            LockKind::Write => NfsLockType4::WriteLt,
-        },
-        owner: LockOwner4 {
-            clientid: h.owner.0,
-            owner: h.owner.1,
-        },
-    }
-}
+use crate::nfs4::state::{LockError, LockRequest};
 
 pub async fn run(cx: &mut Compound, args: Lock4Args) -> Lock4Res {
     match lock(cx, args) {
         Ok(lock_stateid) => Lock4Res::Ok(Lock4ResOk { lock_stateid }),
-        Err(LockError::Denied(h)) => Lock4Res::Denied(denied(h)),
+        Err(LockError::Denied(h)) => Lock4Res::Denied(lock_denied(h)),
         Err(LockError::Status(s)) => Lock4Res::Err(s),
     }
 }
@@ -46,7 +23,7 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
     let key = cx.cfh()?.key();
     let client = cx.clientid()?;
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
-    let kind = kind(args.locktype);
+    let kind = lock_kind(args.locktype);
     let blocking = matches!(
         args.locktype,
         NfsLockType4::ReadwLt | NfsLockType4::WritewLt

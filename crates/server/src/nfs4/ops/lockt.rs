@@ -2,9 +2,8 @@
 
 use proto::nfs4::*;
 
-use super::lock::{denied, kind};
-use super::read::regular;
 use crate::locks;
+use crate::nfs4::check::{lock_denied as denied, lock_kind as kind, regular};
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: LockT4Args) -> LockT4Res {

@@ -8,7 +8,9 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound, Fh};
+use crate::nfs4::dirs::pseudo_child;
 use crate::nfs4::pseudo::Child;
 
 pub async fn run(cx: &mut Compound, args: Lookup4Args) -> Lookup4Res {
@@ -25,7 +27,7 @@ async fn lookup(cx: &mut Compound, args: Lookup4Args) -> Result<(), NfsStat4> {
 
 /// The filehandle `name` in `dir` leads to, crossing into another export
 /// where one is mounted, with the checks for entering it.
-pub(crate) async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4> {
+async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4> {
     if let Some(node) = dir.pseudo {
         let fh = match pseudo_child(cx, node, &name)? {
             Child::Node(n) => cx.pseudo_fh(n),
@@ -47,38 +49,4 @@ pub(crate) async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh
         return Ok(fh);
     }
     Ok(cx.make_fh(dir.export, obj))
-}
-
-/// The entry `name` of pseudo directory `node`, as this client sees it:
-/// NFS4ERR_NOENT if there is none, NFS4ERR_ACCESS if it leads only to
-/// exports the client has no rule for.
-pub(crate) fn pseudo_child(cx: &Compound, node: u16, name: &[u8]) -> Result<Child, NfsStat4> {
-    let ns = &cx.srv.ns;
-    let child = ns.child(node, name).ok_or(NfsStat4::Nfs4errNoent)?;
-    if !ns.visible(&cx.srv.exports, child, cx.conn.peer().ip()) {
-        return Err(NfsStat4::Nfs4errAccess);
-    }
-    Ok(child)
-}
-
-/// Fails unless `a` is a directory: a symbolic link gives ELOOP
-/// (NFS4ERR_SYMLINK, RFC 8881 §15.1.2.11), anything else ENOTDIR
-/// (NFS4ERR_NOTDIR). For use inside backend calls.
-pub(crate) fn need_dir(a: &vfs::Attr) -> vfs::Result<()> {
-    match a.ftype {
-        vfs::FileType::Directory => Ok(()),
-        vfs::FileType::Symlink => Err(vfs::Errno(libc::ELOOP)),
-        _ => Err(vfs::Errno(libc::ENOTDIR)),
-    }
-}
-
-/// A `change_info4` from a directory's change attribute before and after
-/// an operation (RFC 8881 §3.3.8). Not atomic: other changes may fall
-/// between the two reads.
-pub(crate) fn change_info(before: u64, after: u64) -> ChangeInfo4 {
-    ChangeInfo4 {
-        atomic: false,
-        before,
-        after,
-    }
 }

@@ -3,7 +3,7 @@
 
 use proto::nfs4::*;
 
-use super::offload_status::no_offloads;
+use crate::nfs4::check::no_offloads;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, _args: OffloadCancel4Args) -> OffloadCancel4Res {

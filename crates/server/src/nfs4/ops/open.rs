@@ -7,27 +7,13 @@
 
 use proto::nfs4::*;
 
-use super::read::regular;
 use crate::nfs4::attrs;
+use crate::nfs4::check::{regular, share_bits};
 use crate::nfs4::compound::{check_name, Compound};
-
-/// The `OPEN4_SHARE_ACCESS_WANT_*` bits (RFC 8881 §18.16.1).
-const WANT_BITS: u32 = OPEN4_SHARE_ACCESS_WANT_DELEG_MASK
-    | OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
-    | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
+use crate::nfs4::dirs::pseudo_child;
 
 pub async fn run(cx: &mut Compound, args: Open4Args) -> Open4Res {
     open(cx, args).await.into()
-}
-
-/// The share access and deny of an OPEN or OPEN_DOWNGRADE, WANT bits
-/// masked off: access 1..=3, deny 0..=3, else NFS4ERR_INVAL.
-pub(crate) fn share_bits(access: u32, deny: u32) -> Result<(u32, u32), NfsStat4> {
-    let a = access & !WANT_BITS;
-    if !(1..=3).contains(&a) || deny > 3 {
-        return Err(NfsStat4::Nfs4errInval);
-    }
-    Ok((a, deny))
 }
 
 /// The file an OPEN settled on, before state is attached.
@@ -64,7 +50,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             OpenClaim4::Null(_) if creates => NfsStat4::Nfs4errRofs,
             OpenClaim4::Null(name) => {
                 let name = check_name(&name)?;
-                super::lookup::pseudo_child(cx, node, &name)?;
+                pseudo_child(cx, node, &name)?;
                 NfsStat4::Nfs4errIsdir
             }
             _ => NfsStat4::Nfs4errIsdir,
@@ -193,15 +179,15 @@ enum How {
     Create(vfs::CreateMode, vfs::SetAttr, Bitmap4),
 }
 
-fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
+async fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
     Ok(match openhow {
         OpenFlag4::NoCreate => How::NoCreate,
         OpenFlag4::Create(CreateHow4::Unchecked(a)) => {
-            let (s, m) = attrs::to_setattr(&cx.srv, a)?;
+            let (s, m) = attrs::to_setattr(&cx.srv, a).await?;
             How::Create(vfs::CreateMode::Unchecked, s, m)
         }
         OpenFlag4::Create(CreateHow4::Guarded(a)) => {
-            let (s, m) = attrs::to_setattr(&cx.srv, a)?;
+            let (s, m) = attrs::to_setattr(&cx.srv, a).await?;
             How::Create(vfs::CreateMode::Guarded, s, m)
         }
         OpenFlag4::Create(CreateHow4::Exclusive(verf)) => How::Create(
@@ -219,7 +205,7 @@ fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
             {
                 return Err(NfsStat4::Nfs4errInval);
             }
-            let (s, m) = attrs::to_setattr(&cx.srv, &cva.attrs)?;
+            let (s, m) = attrs::to_setattr(&cx.srv, &cva.attrs).await?;
             How::Create(vfs::CreateMode::Exclusive(cva.verf), s, m)
         }
     })
@@ -234,7 +220,7 @@ async fn by_name(
     openhow: &OpenFlag4,
     access: u32,
 ) -> Result<Target, NfsStat4> {
-    let how = how(cx, openhow)?;
+    let how = how(cx, openhow).await?;
     let dh = dir.handle.clone();
     cx.vfs(dir.export, move |v, c| {
         let d = v.getattr(&dh)?;

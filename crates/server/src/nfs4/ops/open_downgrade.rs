@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use super::open::share_bits;
+use crate::nfs4::check::share_bits;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: OpenDowngrade4Args) -> OpenDowngrade4Res {

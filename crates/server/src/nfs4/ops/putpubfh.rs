@@ -5,5 +5,5 @@ use proto::nfs4::*;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound) -> PutPubFh4Res {
-    super::putrootfh::run(cx).await
+    cx.put_root_fh().into()
 }

@@ -15,8 +15,8 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::lookup::need_dir;
 use crate::nfs4::attrs;
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::errors::from_errno;
 use crate::nfs4::filehandle::FhTarget;
@@ -277,7 +277,7 @@ async fn pseudo(
             match *child {
                 Child::Node(m) => {
                     let wire = srv.fh.encode(&FhTarget::Pseudo(m));
-                    attrs::build_pseudo(&srv, cx.minorversion, m, &wire, want)?
+                    attrs::pseudo(cx, m, &wire, want).await?
                 }
                 Child::Export(id) => {
                     let e = cx.export(id)?;

@@ -7,8 +7,9 @@
 
 use proto::nfs4::*;
 
-use super::lookup::{change_info, need_dir};
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Rename4Args) -> Rename4Res {
     rename(cx, args).await.into()

@@ -5,8 +5,9 @@
 
 use proto::nfs4::*;
 
-use super::lookup::{need_dir, pseudo_child};
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::dirs::pseudo_child;
 use crate::nfs4::pseudo::Child;
 
 pub async fn run(cx: &mut Compound, args: SecInfo4Args) -> SecInfo4Res {
@@ -41,13 +42,6 @@ async fn secinfo(cx: &mut Compound, args: SecInfo4Args) -> Result<SecInfo4ResOk,
         }
     };
     let flavors = cx.flavors(&target)?;
-    consume_cfh(cx);
+    cx.consume_cfh();
     Ok(flavors)
-}
-
-/// After SECINFO and SECINFO_NO_NAME there is no current filehandle
-/// (RFC 8881 §2.6.3.1.1.8).
-pub(crate) fn consume_cfh(cx: &mut Compound) {
-    cx.cfh = None;
-    cx.cur_stateid = None;
 }

@@ -4,10 +4,9 @@
 
 use proto::nfs4::*;
 
-use super::lookup::need_dir;
-use super::lookupp::parent_fh;
-use super::secinfo::consume_cfh;
+use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::dirs::parent_fh;
 
 pub async fn run(cx: &mut Compound, args: SecInfoNoName4Args) -> SecInfoNoName4Res {
     secinfo_no_name(cx, args).await.into()
@@ -47,6 +46,6 @@ async fn secinfo_no_name(
         }
     };
     let flavors = cx.flavors(&target)?;
-    consume_cfh(cx);
+    cx.consume_cfh();
     Ok(flavors)
 }

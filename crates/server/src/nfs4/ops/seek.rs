@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use super::read::{check_io, regular};
+use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Seek4Args) -> Seek4Res {
@@ -14,7 +14,7 @@ async fn seek(cx: &mut Compound, args: Seek4Args) -> Result<SeekRes4, NfsStat4> 
         return Err(NfsStat4::Nfs4errNotsupp);
     }
     let fh = cx.cfh()?.clone();
-    let special = check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_READ)?;
+    let special = cx.check_io(&args.stateid, OPEN4_SHARE_ACCESS_READ)?;
     let what = match args.what {
         DataContent4::Nfs4ContentData => vfs::SeekWhat::Data,
         DataContent4::Nfs4ContentHole => vfs::SeekWhat::Hole,

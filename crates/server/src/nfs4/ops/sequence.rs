@@ -38,17 +38,15 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
         }
         (t.highest_slotid(), t.target_highest_slotid())
     };
+    // From here the slot is freed on every path out of the compound.
+    let slot = SlotUse::new(session.clone(), args.slotid, cx.digest, args.cachethis);
     let mut status_flags = 0;
     if session.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0
         && (session.cb_down.load(Ordering::Relaxed) || session.back_conn().is_none())
     {
         status_flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
     }
-    cx.slot = Some(SlotUse {
-        slotid: args.slotid,
-        digest: cx.digest,
-        cachethis: args.cachethis,
-    });
+    cx.slot = Some(slot);
     cx.session = Some(session);
     Res4::Ok(Sequence4ResOk {
         sessionid: args.sessionid,

@@ -2,7 +2,6 @@
 
 use proto::nfs4::*;
 
-use super::read::check_io;
 use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 
@@ -22,11 +21,11 @@ pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
 async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsStat4> {
     let fh = cx.cfh()?.clone();
     cx.check_writable(&fh)?;
-    let (mut set, mask) = attrs::to_setattr(&cx.srv, &args.obj_attributes)?;
+    let (mut set, mask) = attrs::to_setattr(&cx.srv, &args.obj_attributes).await?;
     // The stateid matters only for a change of size (§18.30.3), which is
     // a write to the file.
     if set.size.is_some() {
-        check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
+        cx.check_io(&args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
     }
     if set.is_empty() {
         return Ok(mask);

@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use super::read::{check_io, regular};
+use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: Write4Args) -> Write4Res {
@@ -28,7 +28,7 @@ fn stable_how(s: vfs::Stability) -> StableHow4 {
 async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsStat4> {
     let fh = cx.cfh()?.clone();
     cx.check_writable(&fh)?;
-    let special = check_io(cx, &args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
+    let special = cx.check_io(&args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
     let len = args.data.len();
     if len > cx.srv.cfg.max_io as usize {
         return Err(NfsStat4::Nfs4errInval);
