@@ -667,7 +667,7 @@ async fn a_flavor_the_export_does_not_accept_is_wrongsec() {
 /// disconnected (as after memory pressure or a reboot). Needs root: the
 /// tests run as root, CI included.
 fn forget_dentries() {
-    assert!(is_root(), "this test needs root: run as root (CI does)");
+    require_root();
     std::fs::write("/proc/sys/vm/drop_caches", b"2").expect("drop the dentry cache");
 }
 
@@ -839,6 +839,10 @@ async fn exports_sharing_a_file_system_do_not_open_each_others_objects() {
         }
         // /x's own handle still works.
         assert_eq!(uses_of(&c, &fx).await, [NfsStat4::Nfs4Ok; 2]);
+        running.stop().await;
+    })
+    .await
+}
 
 /// With `numeric_owners` off, owners are reported by name (RFC 8881
 /// §5.9), for pseudo directories, export roots and directory entries
