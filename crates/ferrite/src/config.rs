@@ -33,6 +33,12 @@ pub struct ServeArgs {
     /// With DIR: accept only clients on privileged source ports (< 1024).
     #[arg(long, requires = "dir")]
     pub secure: bool,
+    /// Most client connections open at once; more are closed on arrival.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
+    /// Seconds a connection may stay idle before it is closed (0: never).
+    #[arg(long)]
+    pub idle_timeout: Option<u64>,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -50,6 +56,10 @@ pub struct FileConfig {
     pub reply_cache_mib: Option<usize>,
     /// Report owners as host user and group names instead of numbers.
     pub owner_names: Option<bool>,
+    /// Most client connections open at once.
+    pub max_connections: Option<usize>,
+    /// Seconds before an idle connection is closed; 0 never closes it.
+    pub idle_timeout_seconds: Option<u64>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -144,6 +154,23 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     }
     let mut rpc = rpc::ConnConfig::default();
     rpc.max_record = (nfs4.max_io as usize + 64 * 1024).max(rpc.max_record);
+    if let Some(n) = args.max_connections.or(file.max_connections) {
+        if n == 0 {
+            bail!("max_connections = 0 would refuse every client");
+        }
+        rpc.max_connections = n;
+    }
+    if let Some(t) = args.idle_timeout.or(file.idle_timeout_seconds) {
+        // Clients holding state renew their lease at least once per lease
+        // period (RFC 8881 §8.3), so a longer idle timeout spares them.
+        if t != 0 && t <= nfs4.lease.as_secs() {
+            bail!(
+                "idle timeout {t} s must exceed the lease time ({} s), or be 0 for none",
+                nfs4.lease.as_secs()
+            );
+        }
+        rpc.idle_timeout = (t != 0).then(|| Duration::from_secs(t));
+    }
     let listen = match args.listen.or(file.listen) {
         Some(l) => l,
         None => DEFAULT_LISTEN.parse().context("default listen address")?,
@@ -398,6 +425,8 @@ mod tests {
             config: None,
             root_squash: false,
             secure: false,
+            max_connections: None,
+            idle_timeout: None,
         };
         let cfg = load(&args).unwrap();
         assert_eq!(cfg.exports.len(), 1);
@@ -411,5 +440,52 @@ mod tests {
         .unwrap();
         let r = &cfg.exports[0].rules.clients[0];
         assert!(r.secure && r.squash == Squash::Root);
+    }
+
+    #[test]
+    fn connection_limits() {
+        let args = ServeArgs {
+            dir: Some("/tmp/x".into()),
+            listen: None,
+            state_dir: Some("/tmp/s".into()),
+            lease: None,
+            config: None,
+            root_squash: false,
+            secure: false,
+            max_connections: None,
+            idle_timeout: None,
+        };
+        let cfg = load(&args).unwrap();
+        assert_eq!(cfg.rpc.max_connections, 4096);
+        assert_eq!(cfg.rpc.idle_timeout, Some(Duration::from_secs(300)));
+        let cfg = load(&ServeArgs {
+            max_connections: Some(10),
+            idle_timeout: Some(0),
+            ..args
+        })
+        .unwrap();
+        assert_eq!(cfg.rpc.max_connections, 10);
+        assert_eq!(cfg.rpc.idle_timeout, None);
+        let short = ServeArgs {
+            dir: Some("/tmp/x".into()),
+            listen: None,
+            state_dir: Some("/tmp/s".into()),
+            lease: Some(90),
+            config: None,
+            root_squash: false,
+            secure: false,
+            max_connections: Some(0),
+            idle_timeout: Some(60),
+        };
+        assert!(load(&short).is_err());
+        assert!(load(&ServeArgs {
+            max_connections: None,
+            ..short
+        })
+        .is_err());
+        let f: FileConfig =
+            toml::from_str(include_str!("../../../docs/ferrite.example.toml")).unwrap();
+        assert_eq!(f.max_connections, Some(4096));
+        assert_eq!(f.idle_timeout_seconds, Some(300));
     }
 }

@@ -4,7 +4,7 @@ mod config;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tracing::info;
+use tracing::{info, warn};
 
 #[derive(Parser)]
 #[command(name = "ferrite", version, about = "A userspace NFS server")]
@@ -38,6 +38,12 @@ fn main() -> anyhow::Result<()> {
 
 fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let cfg = config::load(&args)?;
+    // Every connection is a descriptor: take all the system allows.
+    match rpc::raise_nofile_limit() {
+        Ok((old, new)) if new > old => info!("descriptor limit raised from {old} to {new}"),
+        Ok(_) => {}
+        Err(e) => warn!("could not raise the descriptor limit: {e}"),
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

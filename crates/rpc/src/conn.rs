@@ -10,17 +10,22 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tracing::{debug, warn, Instrument};
 use xdr::{Decoder, Encoder, Pack, Unpack};
 
 use crate::msg::*;
-use crate::record::{record_header, write_all_vectored, RecordReader};
+use crate::ratelimit::RateLimit;
+use crate::record::{
+    record_header, write_all_vectored_within, BufferBudget, RecordError, RecordReader,
+};
 
 /// The caller's identity as its credential states it (RFC 5531 §8.2, App. A).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,13 +95,38 @@ pub trait Service: Send + Sync + 'static {
     fn disconnected(&self, _conn: &Arc<Connection>) {}
 }
 
-/// Limits for one connection.
+/// Limits for a connection, and for the connections of one listener
+/// ([`crate::serve`]). Every limit holds whatever the peer sends.
 #[derive(Debug, Clone)]
 pub struct ConnConfig {
     /// Largest record accepted (RFC 5531 §11), in bytes.
     pub max_record: usize,
-    /// Calls processed at once before reading further from the socket.
+    /// Calls accepted and not yet answered on the wire, per connection.
     pub max_in_flight: usize,
+    /// Bytes a connection may hold for its calls (the arguments of calls
+    /// being processed, the replies not yet written) before it stops being
+    /// read until its peer takes replies (back-pressure on that connection
+    /// only).
+    pub max_pending_bytes: usize,
+    /// Bytes counted for a call's reply until the reply is known; bounds
+    /// how many calls one connection runs at once.
+    pub reply_reserve: usize,
+    /// Bytes buffered for records not yet complete, in total over the
+    /// connections of a listener (each connection also buffers up to
+    /// [`crate::record::FREE_PER_CONN`] without counting). A connection
+    /// over it waits; the read timeout still runs.
+    pub max_buffered_total: usize,
+    /// Connections open at once per listener; more are accepted and closed
+    /// at once. Also at most three quarters of the descriptor limit.
+    pub max_connections: usize,
+    /// A record begun must be complete within this time.
+    pub read_timeout: Option<Duration>,
+    /// A connection whose peer takes no reply bytes for this long is closed.
+    pub write_timeout: Option<Duration>,
+    /// A connection with nothing received, sent or in progress for this
+    /// long is closed. Keep it above the NFSv4 lease: a client holding
+    /// state renews it at least once per lease (RFC 8881 §8.3).
+    pub idle_timeout: Option<Duration>,
 }
 
 impl Default for ConnConfig {
@@ -104,9 +134,145 @@ impl Default for ConnConfig {
         ConnConfig {
             max_record: 4 * 1024 * 1024 + 64 * 1024,
             max_in_flight: 1024,
+            max_pending_bytes: 8 * 1024 * 1024,
+            reply_reserve: 128 * 1024,
+            max_buffered_total: 256 * 1024 * 1024,
+            max_connections: 4096,
+            read_timeout: Some(Duration::from_secs(30)),
+            write_timeout: Some(Duration::from_secs(120)),
+            idle_timeout: Some(Duration::from_secs(300)),
         }
     }
 }
+
+/// What the connections of one listener share.
+pub(crate) struct Shared {
+    pub(crate) buffered: Arc<BufferBudget>,
+    live: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn new(cfg: &ConnConfig) -> Arc<Self> {
+        Arc::new(Shared {
+            buffered: BufferBudget::new(cfg.max_buffered_total),
+            live: AtomicUsize::new(0),
+        })
+    }
+
+    /// Connections whose socket is still open.
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Ordering::Acquire)
+    }
+}
+
+/// Counts a connection as live until its reader and writer have ended.
+struct Live(Arc<Shared>);
+
+impl Live {
+    fn new(shared: Arc<Shared>) -> Arc<Live> {
+        shared.live.fetch_add(1, Ordering::AcqRel);
+        Arc::new(Live(shared))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The bytes a connection holds for its calls: reserved or queued replies
+/// and the arguments of calls running. The reader waits below `max`.
+struct Flow {
+    used: AtomicUsize,
+    max: usize,
+    room: Notify,
+}
+
+impl Flow {
+    fn new(max: usize) -> Arc<Flow> {
+        Arc::new(Flow {
+            used: AtomicUsize::new(0),
+            max,
+            room: Notify::new(),
+        })
+    }
+
+    fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    fn charge(self: &Arc<Self>, bytes: usize, permit: Option<OwnedSemaphorePermit>) -> Charge {
+        self.used.fetch_add(bytes, Ordering::AcqRel);
+        Charge {
+            flow: self.clone(),
+            bytes,
+            _permit: permit,
+        }
+    }
+
+    /// Resolves once the connection holds less than its budget.
+    async fn room(&self) {
+        loop {
+            let notified = self.room.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.used() < self.max.max(1) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Bytes (and the in-flight slot) a call holds until its reply is written.
+struct Charge {
+    flow: Arc<Flow>,
+    bytes: usize,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Charge {
+    fn set(&mut self, bytes: usize) {
+        if bytes > self.bytes {
+            self.flow
+                .used
+                .fetch_add(bytes - self.bytes, Ordering::AcqRel);
+        } else if bytes < self.bytes {
+            self.flow
+                .used
+                .fetch_sub(self.bytes - bytes, Ordering::AcqRel);
+            self.flow.room.notify_one();
+        }
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.flow.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.flow.room.notify_one();
+    }
+}
+
+/// A message queued for the writer, with what it holds until written.
+struct Outgoing {
+    chunks: Vec<Bytes>,
+    charge: Option<Charge>,
+}
+
+/// Where a connection's messages go.
+enum Sink {
+    Socket(mpsc::UnboundedSender<Outgoing>),
+    InProcess(mpsc::Sender<Vec<Bytes>>),
+}
+
+/// Messages an in-process connection may have waiting for its receiver.
+const IN_PROCESS_QUEUE: usize = 1024;
+
+static GARBAGE_LOG: RateLimit = RateLimit::per_secs(10);
+static REJECT_LOG: RateLimit = RateLimit::per_secs(10);
+static CLOSE_LOG: RateLimit = RateLimit::per_secs(10);
 
 /// Why an outgoing call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -125,11 +291,15 @@ pub struct Connection {
     id: u64,
     peer: SocketAddr,
     local: SocketAddr,
-    tx: mpsc::UnboundedSender<Vec<Bytes>>,
+    sink: Sink,
     pending: Mutex<HashMap<u32, oneshot::Sender<Bytes>>>,
     next_xid: AtomicU32,
     closed: AtomicBool,
     closed_tx: watch::Sender<bool>,
+    flow: Arc<Flow>,
+    born: Instant,
+    /// Milliseconds after `born` of the last record read or reply written.
+    active_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for Connection {
@@ -139,6 +309,82 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
+    fn new(peer: SocketAddr, local: SocketAddr, sink: Sink, max_pending: usize) -> Arc<Self> {
+        let (closed_tx, _) = watch::channel(false);
+        Arc::new(Connection {
+            id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            local,
+            sink,
+            pending: Mutex::new(HashMap::new()),
+            next_xid: AtomicU32::new(rand_xid()),
+            closed: AtomicBool::new(false),
+            closed_tx,
+            flow: Flow::new(max_pending),
+            born: Instant::now(),
+            active_ms: AtomicU64::new(0),
+        })
+    }
+
+    /// A connection with no socket, for tests and in-process harnesses:
+    /// every message it sends (calls on the back channel) arrives on the
+    /// receiver as one record, record mark first; replies to those calls
+    /// are handed back with [`Connection::deliver`]. Messages the receiver
+    /// leaves waiting beyond a fixed queue are dropped.
+    pub fn in_process(
+        peer: SocketAddr,
+        local: SocketAddr,
+    ) -> (Arc<Connection>, mpsc::Receiver<Vec<Bytes>>) {
+        let (tx, rx) = mpsc::channel(IN_PROCESS_QUEUE);
+        let conn = Connection::new(
+            peer,
+            local,
+            Sink::InProcess(tx),
+            ConnConfig::default().max_pending_bytes,
+        );
+        (conn, rx)
+    }
+
+    /// Takes one message received from the peer (no record mark): a REPLY
+    /// completes the matching [`Connection::call`]. False when it is not a
+    /// reply to a call waiting for one.
+    pub fn deliver(&self, message: Bytes) -> bool {
+        let mut d = Decoder::new(message);
+        match (d.u32(), d.u32()) {
+            (Ok(xid), Ok(REPLY)) => self.deliver_reply(xid, d.take_rest()),
+            _ => false,
+        }
+    }
+
+    /// Completes the call `xid` with its reply: the message after the xid
+    /// and message type (RFC 5531 §9 `reply_body`). False when no call
+    /// waits for it.
+    pub fn deliver_reply(&self, xid: u32, reply: Bytes) -> bool {
+        let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&xid));
+        match waiter {
+            Some(w) => w.send(reply).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Notes traffic, for the idle timeout.
+    fn touch(&self) {
+        let ms = self.born.elapsed().as_millis() as u64;
+        self.active_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// When the connection goes idle if nothing happens before.
+    fn idle_at(&self, idle: Duration) -> Instant {
+        let last = self.born + Duration::from_millis(self.active_ms.load(Ordering::Relaxed));
+        last.checked_add(idle)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365))
+    }
+
+    /// Calls running, replies unwritten or callbacks unanswered.
+    fn busy(&self) -> bool {
+        self.flow.used() > 0 || self.pending.lock().is_ok_and(|p| !p.is_empty())
+    }
+
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -167,18 +413,30 @@ impl Connection {
         }
     }
 
-    fn send(&self, chunks: Vec<Bytes>) -> bool {
-        !self.is_closed() && self.tx.send(chunks).is_ok()
+    fn send(&self, chunks: Vec<Bytes>, charge: Option<Charge>) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        match &self.sink {
+            Sink::Socket(tx) => tx.send(Outgoing { chunks, charge }).is_ok(),
+            Sink::InProcess(tx) => tx.try_send(chunks).is_ok(),
+        }
     }
 
-    fn send_message(&self, header: Encoder, body: Vec<Bytes>) -> bool {
+    /// Queues one record; `charge` (resized to the record) is held until
+    /// the record has been written.
+    fn send_message(&self, header: Encoder, body: Vec<Bytes>, charge: Option<Charge>) -> bool {
         let head = header.finish();
         let len: usize = head.iter().chain(body.iter()).map(Bytes::len).sum();
         let mut chunks = Vec::with_capacity(1 + head.len() + body.len());
         chunks.push(record_header(len));
         chunks.extend(head);
         chunks.extend(body);
-        self.send(chunks)
+        let charge = charge.map(|mut c| {
+            c.set(len + 4);
+            c
+        });
+        self.send(chunks, charge)
     }
 
     /// Sends a call and waits for its reply; returns the decoder positioned
@@ -209,7 +467,7 @@ impl Connection {
             verf: OpaqueAuth::none(),
         }
         .pack(&mut h);
-        if !self.send_message(h, args) {
+        if !self.send_message(h, args, None) {
             if let Ok(mut p) = self.pending.lock() {
                 p.remove(&xid);
             }
@@ -233,7 +491,8 @@ impl Connection {
         self.call(prog, vers, proc_, cred, e.finish()).await
     }
 
-    fn reply(&self, xid: u32, reply: Reply) {
+    /// Answers call `xid`; `charge` is what the call held.
+    fn reply(&self, xid: u32, reply: Reply, charge: Charge) {
         let mut h = Encoder::with_capacity(32);
         h.u32(xid);
         h.u32(REPLY);
@@ -250,7 +509,7 @@ impl Connection {
                 Vec::new()
             }
         };
-        self.send_message(h, body);
+        self.send_message(h, body, Some(charge));
     }
 }
 
@@ -318,126 +577,261 @@ fn parse_reply(reply: Bytes) -> Result<Decoder, CallError> {
     }
 }
 
+/// RFC 5531 §8.2: the body of an `opaque_auth` is at most 400 bytes.
+pub const MAX_AUTH_BYTES: usize = 400;
+
 /// Decodes a call's header and credential. `Err` carries the rejection to
-/// send back.
+/// send back: a credential or verifier that does not decode is
+/// AUTH_BADCRED or AUTH_BADVERF (RFC 5531 §9), not GARBAGE_ARGS.
 fn parse_call(d: &mut Decoder) -> Result<(u32, u32, u32, Auth), ReplyError> {
-    let h = CallHeader::unpack(d).map_err(|_| ReplyError::GarbageArgs)?;
-    if h.rpcvers != RPC_VERSION {
+    let garbage = |_| ReplyError::GarbageArgs;
+    let rpcvers = d.u32().map_err(garbage)?;
+    let prog = d.u32().map_err(garbage)?;
+    let vers = d.u32().map_err(garbage)?;
+    let proc_ = d.u32().map_err(garbage)?;
+    if rpcvers != RPC_VERSION {
         return Err(ReplyError::RpcMismatch {
             low: RPC_VERSION,
             high: RPC_VERSION,
         });
     }
-    let auth = match h.cred.flavor {
+    let bad_cred = |_| ReplyError::Auth(AuthStat::BadCred);
+    let flavor = d.u32().map_err(bad_cred)?;
+    let body = d.opaque(MAX_AUTH_BYTES).map_err(bad_cred)?;
+    let bad_verf = |_| ReplyError::Auth(AuthStat::BadVerf);
+    let _verf_flavor = d.u32().map_err(bad_verf)?;
+    let _verf = d.opaque(MAX_AUTH_BYTES).map_err(bad_verf)?;
+    let auth = match flavor {
         AUTH_NONE => Auth::None,
-        AUTH_SYS => Auth::Sys(
-            xdr::from_bytes(h.cred.body).map_err(|_| ReplyError::Auth(AuthStat::BadCred))?,
-        ),
+        AUTH_SYS => Auth::Sys(xdr::from_bytes(body).map_err(bad_cred)?),
         _ => return Err(ReplyError::Auth(AuthStat::RejectedCred)),
     };
-    Ok((h.prog, h.vers, h.proc_, auth))
+    Ok((prog, vers, proc_, auth))
 }
 
 /// Starts serving a connection: a reader task dispatching calls and replies
-/// and a writer task sending records in order of completion.
+/// and a writer task sending records in order of completion. The buffer
+/// budget ([`ConnConfig::max_buffered_total`]) is this connection's own.
 pub fn start(
     stream: TcpStream,
     service: Option<Arc<dyn Service>>,
     cfg: ConnConfig,
 ) -> std::io::Result<Arc<Connection>> {
+    let shared = Shared::new(&cfg);
+    start_shared(stream, service, cfg, shared)
+}
+
+/// Closes the connection for `why`, logging at most one line per interval.
+fn closing(conn: &Connection, why: std::fmt::Arguments<'_>) {
+    match CLOSE_LOG.allow() {
+        Some(0) => warn!(peer = %conn.peer, "closing connection: {why}"),
+        Some(n) => warn!(
+            peer = %conn.peer,
+            "closing connection: {why} ({n} similar closings not logged)"
+        ),
+        None => debug!(peer = %conn.peer, "closing connection: {why}"),
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// [`start`] with the budgets shared by the connections of a listener.
+pub(crate) fn start_shared(
+    stream: TcpStream,
+    service: Option<Arc<dyn Service>>,
+    cfg: ConnConfig,
+    shared: Arc<Shared>,
+) -> std::io::Result<Arc<Connection>> {
     let peer = stream.peer_addr()?;
     let local = stream.local_addr()?;
     let _ = stream.set_nodelay(true);
     let (rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Bytes>>();
-    let (closed_tx, _) = watch::channel(false);
-    let conn = Arc::new(Connection {
-        id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
-        peer,
-        local,
-        tx,
-        pending: Mutex::new(HashMap::new()),
-        next_xid: AtomicU32::new(rand_xid()),
-        closed: AtomicBool::new(false),
-        closed_tx,
-    });
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    let conn = Connection::new(peer, local, Sink::Socket(tx), cfg.max_pending_bytes);
+    let live = Live::new(shared.clone());
 
     let wconn = conn.clone();
+    let wlive = live.clone();
+    let write_timeout = cfg.write_timeout;
     tokio::spawn(async move {
+        let _live = wlive;
         let mut closed = wconn.closed_tx.subscribe();
         loop {
             let first = tokio::select! {
                 m = rx.recv() => match m { Some(m) => m, None => break },
                 _ = closed.wait_for(|c| *c) => break,
             };
-            let mut batch = first;
-            while batch.len() < 256 {
+            let mut batch = first.chunks;
+            let mut held = vec![first.charge];
+            while held.len() < 256 {
                 match rx.try_recv() {
-                    Ok(more) => batch.extend(more),
+                    Ok(more) => {
+                        batch.extend(more.chunks);
+                        held.push(more.charge);
+                    }
                     Err(_) => break,
                 }
             }
-            if let Err(e) = write_all_vectored(&mut wr, &mut batch).await {
-                debug!(conn = wconn.id, "write failed: {e}");
-                wconn.close();
-                break;
+            let written = tokio::select! {
+                r = write_all_vectored_within(&mut wr, &mut batch, write_timeout) => r,
+                _ = closed.wait_for(|c| *c) => break,
+            };
+            match written {
+                Ok(()) => wconn.touch(),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    closing(
+                        &wconn,
+                        format_args!(
+                            "replies not read for {:?}",
+                            write_timeout.unwrap_or_default()
+                        ),
+                    );
+                    wconn.close();
+                    break;
+                }
+                Err(e) => {
+                    debug!(conn = wconn.id, "write failed: {e}");
+                    wconn.close();
+                    break;
+                }
             }
+            // The replies are on the wire: their bytes and slots are free.
+            drop(held);
         }
+        // Queued replies, and what they hold, go with the channel.
+        drop(rx);
         let _ = tokio::io::AsyncWriteExt::shutdown(&mut wr).await;
     });
 
     let rconn = conn.clone();
     let in_flight = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     tokio::spawn(async move {
-        let mut reader = RecordReader::new(rd, cfg.max_record);
+        let _live = live;
+        let mut reader = RecordReader::with_budget(rd, cfg.max_record, shared.buffered.clone());
         let mut closed = rconn.closed_tx.subscribe();
-        loop {
+        'conn: loop {
+            // Back-pressure: read nothing more while the connection holds
+            // its budget of call and reply bytes.
+            tokio::select! {
+                _ = rconn.flow.room() => {}
+                _ = closed.wait_for(|c| *c) => break,
+            }
+            // Wait for the next record to begin, closing the connection if
+            // it stays idle.
+            loop {
+                let idle_at = cfg
+                    .idle_timeout
+                    .map(|t| rconn.idle_at(t.max(Duration::from_millis(100))));
+                let began = tokio::select! {
+                    r = reader.ready() => r,
+                    _ = sleep_until_opt(idle_at) => {
+                        if rconn.busy() {
+                            rconn.touch();
+                        } else if idle_at.is_some_and(|at| Instant::now() >= at) {
+                            debug!(peer = %rconn.peer, "closing idle connection");
+                            break 'conn;
+                        }
+                        continue;
+                    }
+                    _ = closed.wait_for(|c| *c) => break 'conn,
+                };
+                match began {
+                    Ok(true) => break,
+                    Ok(false) => break 'conn,
+                    Err(e) => {
+                        debug!(peer = %rconn.peer, "read failed: {e}");
+                        break 'conn;
+                    }
+                }
+            }
+            let next = async {
+                match cfg.read_timeout {
+                    Some(t) => tokio::time::timeout(t, reader.next()).await.ok(),
+                    None => Some(reader.next().await),
+                }
+            };
             let rec = tokio::select! {
-                r = reader.next() => r,
+                r = next => r,
                 _ = closed.wait_for(|c| *c) => break,
             };
             let rec = match rec {
-                Ok(Some(r)) => r,
-                Ok(None) => break,
-                Err(e) => {
-                    warn!(peer = %rconn.peer, "closing connection: {e}");
+                Some(Ok(Some(r))) => r,
+                Some(Ok(None)) => break,
+                Some(Err(RecordError::Io(e))) => {
+                    debug!(peer = %rconn.peer, "read failed: {e}");
+                    break;
+                }
+                Some(Err(e)) => {
+                    closing(&rconn, format_args!("{e}"));
+                    break;
+                }
+                None => {
+                    closing(
+                        &rconn,
+                        format_args!(
+                            "record not complete within {:?}",
+                            cfg.read_timeout.unwrap_or_default()
+                        ),
+                    );
                     break;
                 }
             };
+            rconn.touch();
+            let rec_len = rec.len();
             let mut d = Decoder::new(rec);
             let (xid, mtype) = match (d.u32(), d.u32()) {
                 (Ok(x), Ok(t)) => (x, t),
                 _ => {
-                    warn!(peer = %rconn.peer, "record too short for an RPC header; ignored");
+                    if let Some(n) = GARBAGE_LOG.allow() {
+                        warn!(
+                            peer = %rconn.peer,
+                            "record too short for an RPC header; ignored ({n} more garbage records not logged)"
+                        );
+                    }
                     continue;
                 }
             };
             match mtype {
                 REPLY => {
-                    let waiter = rconn.pending.lock().ok().and_then(|mut p| p.remove(&xid));
-                    match waiter {
-                        Some(w) => {
-                            let _ = w.send(d.take_rest());
-                        }
-                        None => debug!(xid, "reply to no pending call; ignored"),
+                    if !rconn.deliver_reply(xid, d.take_rest()) {
+                        debug!(xid, "reply to no pending call; ignored");
                     }
                 }
                 CALL => {
                     let (prog, vers, proc_, auth) = match parse_call(&mut d) {
                         Ok(v) => v,
                         Err(e) => {
-                            warn!(peer = %rconn.peer, xid, "rejecting call: {e:?}");
-                            rconn.reply(xid, Reply::Error(e));
+                            if let Some(n) = REJECT_LOG.allow() {
+                                warn!(
+                                    peer = %rconn.peer,
+                                    xid,
+                                    "rejecting call: {e:?} ({n} more rejections not logged)"
+                                );
+                            }
+                            rconn.reply(xid, Reply::Error(e), rconn.flow.charge(0, None));
                             continue;
                         }
                     };
                     let Some(svc) = service.clone() else {
-                        rconn.reply(xid, Reply::Error(ReplyError::ProgUnavail));
+                        let charge = rconn.flow.charge(0, None);
+                        rconn.reply(xid, Reply::Error(ReplyError::ProgUnavail), charge);
                         continue;
                     };
-                    let Ok(permit) = in_flight.clone().acquire_owned().await else {
-                        break;
+                    let permit = tokio::select! {
+                        p = in_flight.clone().acquire_owned() => match p {
+                            Ok(p) => p,
+                            Err(_) => break,
+                        },
+                        _ = closed.wait_for(|c| *c) => break,
                     };
+                    // The arguments until the call returns, then the reply
+                    // until it is written.
+                    let charge = rconn.flow.charge(rec_len + cfg.reply_reserve, Some(permit));
                     let call = Call {
                         xid,
                         prog,
@@ -452,16 +846,26 @@ pub fn start(
                     tokio::spawn(
                         async move {
                             let reply = svc.call(call).await;
-                            conn.reply(xid, reply);
-                            drop(permit);
+                            conn.reply(xid, reply, charge);
                         }
                         .instrument(span),
                     );
                 }
-                other => warn!(peer = %rconn.peer, xid, other, "unknown message type; ignored"),
+                other => {
+                    if let Some(n) = GARBAGE_LOG.allow() {
+                        warn!(
+                            peer = %rconn.peer,
+                            xid,
+                            other,
+                            "unknown message type; ignored ({n} more garbage records not logged)"
+                        );
+                    }
+                }
             }
         }
         rconn.close();
+        // Buffered bytes go back to the listener's budget now.
+        drop(reader);
         if let Some(svc) = service {
             svc.disconnected(&rconn);
         }

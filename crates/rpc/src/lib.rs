@@ -2,14 +2,17 @@
 
 pub mod conn;
 pub mod msg;
+pub mod ratelimit;
 pub mod record;
 pub mod server;
 
 pub use conn::{
     connect, start, Auth, Call, CallError, ConnConfig, Connection, Reply, ReplyFuture, Service,
+    MAX_AUTH_BYTES,
 };
 pub use msg::*;
-pub use server::{serve, Programs};
+pub use ratelimit::RateLimit;
+pub use server::{nofile_limit, raise_nofile_limit, serve, Programs};
 
 #[cfg(test)]
 mod tests;

@@ -4,9 +4,21 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 use std::io::{self, IoSlice};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Notify;
 
 const LAST_FRAGMENT: u32 = 0x8000_0000;
+
+/// Most bytes taken from the socket by one read: a record's buffer grows
+/// as its data arrives, never by what its header announces.
+pub const READ_CHUNK: usize = 64 * 1024;
+
+/// Bytes every connection may buffer without counting against its
+/// [`BufferBudget`], so that small requests never wait for it.
+pub const FREE_PER_CONN: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -16,32 +28,138 @@ pub enum RecordError {
     Io(#[from] io::Error),
 }
 
+/// Bytes buffered for records not yet complete, shared by several readers
+/// (the connections of one listener). A reader holding more than
+/// [`FREE_PER_CONN`] bytes waits for room before reading further, so the
+/// total is at most `max` plus [`FREE_PER_CONN`] + [`READ_CHUNK`] per
+/// reader.
+#[derive(Debug)]
+pub struct BufferBudget {
+    used: AtomicUsize,
+    max: usize,
+    room: Notify,
+}
+
+impl BufferBudget {
+    pub fn new(max: usize) -> Arc<Self> {
+        Arc::new(BufferBudget {
+            used: AtomicUsize::new(0),
+            max,
+            room: Notify::new(),
+        })
+    }
+
+    /// Bytes counted now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// Resolves once the budget is not exhausted.
+    async fn room(&self) {
+        loop {
+            let notified = self.room.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.used() < self.max.max(1) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn add(&self, n: usize) {
+        self.used.fetch_add(n, Ordering::AcqRel);
+    }
+
+    fn sub(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+        self.room.notify_waiters();
+    }
+}
+
 /// Reads whole records from a byte stream, reassembling fragments.
 pub struct RecordReader<R> {
     inner: R,
     buf: BytesMut,
+    /// The fragments of a multi-fragment record received so far.
+    assembled: Option<BytesMut>,
     max: usize,
+    budget: Option<Arc<BufferBudget>>,
+    /// Bytes counted against `budget`.
+    charged: usize,
+}
+
+impl<R> Drop for RecordReader<R> {
+    fn drop(&mut self) {
+        if let Some(b) = &self.budget {
+            if self.charged > 0 {
+                b.sub(self.charged);
+            }
+        }
+    }
 }
 
 impl<R: AsyncRead + Unpin> RecordReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
         RecordReader {
             inner,
-            buf: BytesMut::with_capacity(64 * 1024),
+            buf: BytesMut::new(),
+            assembled: None,
             max,
+            budget: None,
+            charged: 0,
         }
+    }
+
+    /// A reader whose buffered bytes count against `budget`.
+    pub fn with_budget(inner: R, max: usize, budget: Arc<BufferBudget>) -> Self {
+        let mut r = Self::new(inner, max);
+        r.budget = Some(budget);
+        r
+    }
+
+    /// Bytes held for records not yet returned.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() + self.assembled.as_ref().map_or(0, BytesMut::len)
+    }
+
+    /// Brings the budget's count in line with what is buffered.
+    fn settle(&mut self) {
+        let Some(b) = &self.budget else { return };
+        let want = self.buffered().saturating_sub(FREE_PER_CONN);
+        if want > self.charged {
+            b.add(want - self.charged);
+        } else if want < self.charged {
+            b.sub(self.charged - want);
+        }
+        self.charged = want;
+    }
+
+    /// One read of at most [`READ_CHUNK`] bytes, after waiting for room in
+    /// the budget if this reader holds more than its free share.
+    async fn read_some(&mut self) -> io::Result<usize> {
+        if let Some(b) = &self.budget {
+            if self.buffered() >= FREE_PER_CONN {
+                b.room().await;
+            }
+        }
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK {
+            self.buf.reserve(READ_CHUNK);
+        }
+        let got = (&mut self.inner)
+            .take(READ_CHUNK as u64)
+            .read_buf(&mut self.buf)
+            .await?;
+        self.settle();
+        Ok(got)
     }
 
     /// Makes at least `n` bytes available in the buffer. `Ok(false)` on a
     /// clean end of stream before any byte of a new record.
-    async fn fill(&mut self, n: usize, at_record_start: bool) -> Result<bool, RecordError> {
+    async fn fill(&mut self, n: usize) -> Result<bool, RecordError> {
         while self.buf.len() < n {
-            if self.buf.capacity() - self.buf.len() < n - self.buf.len() {
-                self.buf.reserve((n - self.buf.len()).max(64 * 1024));
-            }
-            let got = self.inner.read_buf(&mut self.buf).await?;
-            if got == 0 {
-                if at_record_start && self.buf.is_empty() {
+            if self.read_some().await? == 0 {
+                if self.buffered() == 0 {
                     return Ok(false);
                 }
                 return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
@@ -50,33 +168,56 @@ impl<R: AsyncRead + Unpin> RecordReader<R> {
         Ok(true)
     }
 
+    /// Waits until the next record has begun to arrive; `Ok(false)` at a
+    /// clean end of stream. Cancel-safe.
+    pub async fn ready(&mut self) -> Result<bool, RecordError> {
+        self.fill(1).await
+    }
+
     /// The next complete record, or `None` at end of stream. A record that
     /// arrives as a single fragment is returned without copying.
+    /// Cancel-safe: a fragment is consumed only once it is complete.
     pub async fn next(&mut self) -> Result<Option<Bytes>, RecordError> {
-        let mut assembled: Option<BytesMut> = None;
         loop {
-            if !self.fill(4, assembled.is_none()).await? {
+            if !self.fill(4).await? {
                 return Ok(None);
             }
-            let header = self.buf.get_u32();
+            let header = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
             let len = (header & !LAST_FRAGMENT) as usize;
             let last = header & LAST_FRAGMENT != 0;
-            let so_far = assembled.as_ref().map_or(0, |a| a.len());
-            if so_far + len > self.max {
+            let size = self
+                .assembled
+                .as_ref()
+                .map_or(0, BytesMut::len)
+                .saturating_add(len);
+            if size > self.max {
                 return Err(RecordError::TooLarge {
-                    size: so_far + len,
+                    size,
                     max: self.max,
                 });
             }
-            self.fill(len, false).await?;
+            self.fill(4 + len).await?;
+            self.buf.advance(4);
             let frag = self.buf.split_to(len);
-            match (&mut assembled, last) {
-                (None, true) => return Ok(Some(frag.freeze())),
-                (None, false) => assembled = Some(frag),
-                (Some(a), _) => a.extend_from_slice(&frag),
-            }
-            if last {
-                return Ok(assembled.take().map(BytesMut::freeze));
+            let done = match (self.assembled.take(), last) {
+                (None, true) => Some(frag.freeze()),
+                (None, false) => {
+                    self.assembled = Some(frag);
+                    None
+                }
+                (Some(mut a), last) => {
+                    a.extend_from_slice(&frag);
+                    if last {
+                        Some(a.freeze())
+                    } else {
+                        self.assembled = Some(a);
+                        None
+                    }
+                }
+            };
+            self.settle();
+            if let Some(rec) = done {
+                return Ok(Some(rec));
             }
         }
     }
@@ -90,11 +231,32 @@ pub fn record_header(len: usize) -> Bytes {
 /// Writes a gather list in full with vectored writes.
 pub async fn write_all_vectored<W: AsyncWrite + Unpin>(
     w: &mut W,
-    mut chunks: &mut [Bytes],
+    chunks: &mut [Bytes],
 ) -> io::Result<()> {
+    write_all_vectored_within(w, chunks, None).await
+}
+
+/// [`write_all_vectored`], failing with `TimedOut` when one write makes no
+/// progress for `stall` (a peer that does not read).
+pub async fn write_all_vectored_within<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    mut chunks: &mut [Bytes],
+    stall: Option<Duration>,
+) -> io::Result<()> {
+    async fn within<T>(
+        stall: Option<Duration>,
+        f: impl std::future::Future<Output = io::Result<T>>,
+    ) -> io::Result<T> {
+        match stall {
+            None => f.await,
+            Some(t) => tokio::time::timeout(t, f)
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))?,
+        }
+    }
     while !chunks.is_empty() {
         let slices: Vec<IoSlice<'_>> = chunks.iter().take(64).map(|c| IoSlice::new(c)).collect();
-        let mut n = w.write_vectored(&slices).await?;
+        let mut n = within(stall, w.write_vectored(&slices)).await?;
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
@@ -112,7 +274,7 @@ pub async fn write_all_vectored<W: AsyncWrite + Unpin>(
             chunks = &mut chunks[1..];
         }
     }
-    w.flush().await
+    within(stall, w.flush()).await
 }
 
 #[cfg(test)]
@@ -187,6 +349,73 @@ mod tests {
             read_all(input, 100).await,
             Err(RecordError::Io(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn buffer_grows_with_the_data_not_the_header() {
+        // A header announcing 4 MiB followed by 10 bytes.
+        let mut input = (LAST_FRAGMENT | (4 << 20)).to_be_bytes().to_vec();
+        input.extend_from_slice(&[1; 10]);
+        let (mut w, rd) = tokio::io::duplex(1 << 20);
+        w.write_all(&input).await.unwrap();
+        let mut r = RecordReader::new(rd, 8 << 20);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), r.next())
+                .await
+                .is_err(),
+            "the record is not complete"
+        );
+        assert_eq!(r.buffered(), 14);
+        assert!(r.buf.capacity() <= 2 * READ_CHUNK, "{}", r.buf.capacity());
+        // Cancel-safe: the rest arrives and the record is whole.
+        let rest = vec![2u8; (4 << 20) - 10];
+        let writer = tokio::spawn(async move {
+            w.write_all(&rest).await.unwrap();
+            w
+        });
+        let rec = r.next().await.unwrap().unwrap();
+        assert_eq!(rec.len(), 4 << 20);
+        assert_eq!(&rec[..11], &[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2]);
+        drop(writer.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn shared_budget_bounds_partial_records() {
+        let budget = BufferBudget::new(256 * 1024);
+        // Three readers each receiving 1 MiB of a record that never ends.
+        let mut stalled = Vec::new();
+        for _ in 0..3 {
+            let (mut w, rd) = tokio::io::duplex(2 << 20);
+            let mut input = (LAST_FRAGMENT | (2 << 20)).to_be_bytes().to_vec();
+            input.extend(vec![0u8; 1 << 20]);
+            tokio::spawn(async move {
+                let _ = w.write_all(&input).await;
+                // Keep the stream open.
+                std::future::pending::<()>().await;
+                drop(w);
+            });
+            let mut r = RecordReader::with_budget(rd, 4 << 20, budget.clone());
+            stalled.push(tokio::spawn(async move { r.next().await.map(|_| ()) }));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let used = budget.used();
+        assert!(
+            (256 * 1024..=256 * 1024 + 3 * READ_CHUNK).contains(&used),
+            "budget holds {used}"
+        );
+        assert!(stalled.iter().all(|t| !t.is_finished()));
+        // Small records still get through on another connection.
+        let mut input = frag(b"small", true);
+        input.extend(frag(b"again", true));
+        let mut r = RecordReader::with_budget(&input[..], 100, budget.clone());
+        assert_eq!(r.next().await.unwrap().unwrap(), Bytes::from("small"));
+        assert_eq!(r.next().await.unwrap().unwrap(), Bytes::from("again"));
+        // Closing the stalled ones gives everything back.
+        for t in stalled {
+            t.abort();
+            let _ = t.await;
+        }
+        assert_eq!(budget.used(), 0);
     }
 
     #[tokio::test]

@@ -1,14 +1,19 @@
 //! Accepting connections and routing calls to programs (RFC 5531 §9).
 
 use std::collections::HashMap;
+use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
-use crate::conn::{start, Call, ConnConfig, Connection, Reply, ReplyFuture, Service};
+use crate::conn::{
+    start_shared, Call, ConnConfig, Connection, Reply, ReplyFuture, Service, Shared,
+};
 use crate::msg::ReplyError;
+use crate::ratelimit::RateLimit;
 
 /// One registered program: its version range and the service behind it.
 struct Program {
@@ -58,13 +63,83 @@ impl Service for Programs {
     }
 }
 
-/// Accepts connections until `shutdown` turns true.
+/// The soft and hard limits on open descriptors (RLIMIT_NOFILE).
+#[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
+pub fn nofile_limit() -> io::Result<(u64, u64)> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((r.rlim_cur as u64, r.rlim_max as u64))
+}
+
+/// Raises the soft limit on open descriptors to the hard limit (each
+/// connection is a descriptor). Returns the limit before and after.
+#[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let (soft, hard) = nofile_limit()?;
+    if soft >= hard {
+        return Ok((soft, soft));
+    }
+    let r = libc::rlimit {
+        rlim_cur: hard as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct we pass and nothing else.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((soft, hard))
+}
+
+/// The connection cap: `max_connections`, but at most three quarters of
+/// the descriptor limit (the rest is for files).
+fn connection_cap(cfg: &ConnConfig) -> usize {
+    let wanted = cfg.max_connections.max(1);
+    match nofile_limit() {
+        Ok((soft, _)) => {
+            let room = usize::try_from(soft - soft / 4)
+                .unwrap_or(usize::MAX)
+                .max(1);
+            if room < wanted {
+                info!(
+                    "serving at most {room} connections (descriptor limit {soft}; \
+                     max_connections {wanted})"
+                );
+            }
+            wanted.min(room)
+        }
+        Err(_) => wanted,
+    }
+}
+
+/// Accept errors that concern one connection only: try the next at once.
+/// Others (out of descriptors, of memory) last until something is freed.
+fn per_connection(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ECONNABORTED | libc::ECONNRESET | libc::EPROTO | libc::EPERM | libc::EINTR)
+    )
+}
+
+/// Accepts connections until `shutdown` turns true. At the connection cap
+/// new connections are accepted and closed at once; when accepting fails
+/// for want of descriptors or memory the listener backs off (up to 1 s).
 pub async fn serve(
     listener: TcpListener,
     service: Arc<dyn Service>,
     cfg: ConnConfig,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let shared = Shared::new(&cfg);
+    let cap = connection_cap(&cfg);
+    let cap_log = RateLimit::per_secs(10);
+    let accept_log = RateLimit::per_secs(10);
+    let mut backoff = Duration::ZERO;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -72,13 +147,37 @@ pub async fn serve(
         };
         match accepted {
             Ok((stream, peer)) => {
-                if let Err(e) = start(stream, Some(service.clone()), cfg.clone()) {
-                    warn!(%peer, "could not start connection: {e}");
+                backoff = Duration::ZERO;
+                if shared.live() >= cap {
+                    drop(stream);
+                    if let Some(n) = cap_log.allow() {
+                        warn!(
+                            %peer,
+                            "{cap} connections open: closing new connections \
+                             ({n} more refused since the last report)"
+                        );
+                    }
+                    continue;
+                }
+                if let Err(e) =
+                    start_shared(stream, Some(service.clone()), cfg.clone(), shared.clone())
+                {
+                    debug!(%peer, "could not start connection: {e}");
                 }
             }
+            Err(e) if per_connection(&e) => debug!("accept failed: {e}"),
             Err(e) => {
-                warn!("accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                backoff = (backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+                if let Some(n) = accept_log.allow() {
+                    warn!(
+                        "accept failed: {e}; retrying in up to 1 s \
+                         ({n} more failures not logged)"
+                    );
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.wait_for(|s| *s) => break,
+                }
             }
         }
     }

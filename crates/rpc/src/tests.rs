@@ -13,8 +13,10 @@ use crate::*;
 const PROG: u32 = 400_000;
 
 /// Procedure 1 echoes a u32 after sleeping that many milliseconds;
-/// procedure 2 answers with the caller's uid.
+/// procedure 2 answers with the caller's uid; procedure 3 answers 1 MiB.
 struct Echo;
+
+static BIG_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Service for Echo {
     fn call(&self, mut call: Call) -> ReplyFuture {
@@ -31,6 +33,10 @@ impl Service for Echo {
                     Auth::Sys(p) => Reply::success(&p.uid),
                     Auth::None => Reply::success(&u32::MAX),
                 },
+                3 => {
+                    BIG_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Reply::Success(vec![Bytes::from(vec![0u8; 1 << 20])])
+                }
                 _ => Reply::Error(ReplyError::ProcUnavail),
             }
         })
@@ -38,15 +44,62 @@ impl Service for Echo {
 }
 
 async fn server() -> std::net::SocketAddr {
+    server_with(ConnConfig::default(), Arc::new(Echo)).await
+}
+
+async fn server_with(cfg: ConnConfig, svc: Arc<dyn Service>) -> std::net::SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
-    let svc: Arc<dyn Service> = Arc::new(Programs::new().add(PROG, 1, 2, Arc::new(Echo)));
+    let svc: Arc<dyn Service> = Arc::new(Programs::new().add(PROG, 1, 2, svc));
     let (_tx, rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let _keep = _tx;
-        serve(l, svc, ConnConfig::default(), rx).await
+        serve(l, svc, cfg, rx).await
     });
     addr
+}
+
+/// Echo, counting disconnections.
+struct Counted(std::sync::atomic::AtomicUsize);
+
+impl Service for Counted {
+    fn call(&self, call: Call) -> ReplyFuture {
+        Echo.call(call)
+    }
+    fn disconnected(&self, _conn: &Arc<Connection>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// One CALL record with a chosen credential and verifier, raw.
+fn call_record(xid: u32, proc_: u32, cred: &OpaqueAuth, verf: &OpaqueAuth) -> Vec<u8> {
+    let mut e = Encoder::new();
+    e.u32(xid);
+    e.u32(CALL);
+    CallHeader {
+        rpcvers: RPC_VERSION,
+        prog: PROG,
+        vers: 1,
+        proc_,
+        cred: cred.clone(),
+        verf: verf.clone(),
+    }
+    .pack(&mut e);
+    let body = e.to_bytes();
+    let mut rec = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
+    rec.extend_from_slice(&body);
+    rec
+}
+
+/// Reads one reply record and returns its words after the record mark.
+async fn reply_words(s: &mut TcpStream) -> Vec<u32> {
+    let mut mark = [0u8; 4];
+    s.read_exact(&mut mark).await.unwrap();
+    let mut body = vec![0u8; (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize];
+    s.read_exact(&mut body).await.unwrap();
+    body.chunks(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 async fn client(addr: std::net::SocketAddr) -> Arc<Connection> {
@@ -205,4 +258,266 @@ async fn large_payload_roundtrip() {
         .await
         .unwrap();
     assert_eq!(u32::unpack(&mut d).unwrap(), 0);
+}
+
+#[tokio::test]
+async fn bad_credentials_are_auth_errors() {
+    let addr = server().await;
+    let c = client(addr).await;
+    let sys = |body: Bytes| OpaqueAuth {
+        flavor: AUTH_SYS,
+        body,
+    };
+    let auth_sys_body = |name_len: u32, name: &[u8], gids: u32| {
+        let mut e = Encoder::new();
+        e.u32(0); // stamp
+        e.u32(name_len);
+        e.raw(name);
+        e.u32(0); // uid
+        e.u32(0); // gid
+        e.u32(gids);
+        for _ in 0..gids {
+            e.u32(0);
+        }
+        e.to_bytes()
+    };
+    let cases = [
+        // RFC 5531 §8.2: opaque_auth bodies are at most 400 bytes.
+        sys(Bytes::from(vec![0u8; 404])),
+        OpaqueAuth {
+            flavor: AUTH_NONE,
+            body: Bytes::from(vec![0u8; 1000]),
+        },
+        // A machine name far beyond its limit of 255 (App. A).
+        sys(auth_sys_body(100_000, &[b'm'; 300], 0)),
+        // Within 400 bytes but over the limits of authsys_parms.
+        sys(auth_sys_body(256, &[b'm'; 256], 0)),
+        sys(auth_sys_body(4, b"host", 17)),
+        // A name longer than the body holds.
+        sys(auth_sys_body(200, b"host", 0)),
+    ];
+    for cred in cases {
+        assert_eq!(
+            c.call(PROG, 1, 0, &cred, vec![]).await.unwrap_err(),
+            CallError::Rejected(ReplyError::Auth(AuthStat::BadCred)),
+            "cred of {} bytes",
+            cred.body.len()
+        );
+    }
+    // A verifier over 400 bytes.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let verf = OpaqueAuth {
+        flavor: AUTH_NONE,
+        body: Bytes::from(vec![0u8; 800]),
+    };
+    s.write_all(&call_record(5, 0, &OpaqueAuth::none(), &verf))
+        .await
+        .unwrap();
+    assert_eq!(
+        reply_words(&mut s).await,
+        vec![5, REPLY, MSG_DENIED, AUTH_ERROR, AuthStat::BadVerf as u32]
+    );
+    // A header cut short before the credential is garbage.
+    let mut e = Encoder::new();
+    for w in [6, CALL, RPC_VERSION, PROG, 1] {
+        e.u32(w);
+    }
+    let body = e.to_bytes();
+    let mut rec = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
+    rec.extend_from_slice(&body);
+    s.write_all(&rec).await.unwrap();
+    assert_eq!(
+        reply_words(&mut s).await,
+        vec![
+            6,
+            REPLY,
+            MSG_ACCEPTED,
+            AUTH_NONE,
+            0,
+            AcceptStat::GarbageArgs as u32
+        ]
+    );
+    // The connection is still good.
+    let good = Auth::sys(7, 7, vec![1; 16], &"m".repeat(255)).to_opaque();
+    let mut d = c.call_with(PROG, 1, 2, &good, &()).await.unwrap();
+    assert_eq!(u32::unpack(&mut d).unwrap(), 7);
+}
+
+/// A peer that sends calls and never reads their replies: the connection
+/// stops being read once it holds its budget, and is closed when the
+/// writer makes no progress.
+#[tokio::test]
+async fn slow_reader_gets_back_pressure_then_is_closed() {
+    let svc = Arc::new(Counted(Default::default()));
+    let cfg = ConnConfig {
+        max_pending_bytes: 2 << 20,
+        reply_reserve: 256 << 10,
+        write_timeout: Some(Duration::from_secs(1)),
+        ..ConnConfig::default()
+    };
+    let addr = server_with(cfg, svc.clone()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let before = BIG_CALLS.load(std::sync::atomic::Ordering::SeqCst);
+    let mut calls = Vec::new();
+    for xid in 0..200 {
+        calls.extend(call_record(
+            xid,
+            3,
+            &OpaqueAuth::none(),
+            &OpaqueAuth::none(),
+        ));
+    }
+    // All 200 calls fit in the socket buffers: only the budget stops them.
+    s.write_all(&calls).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let answered = BIG_CALLS.load(std::sync::atomic::Ordering::SeqCst) - before;
+    eprintln!("{answered} of 200 calls run");
+    // 2 MiB of reservations, then replies as the socket buffers take them.
+    assert!(
+        answered < 40,
+        "{answered} calls of 1 MiB run for a peer that reads nothing"
+    );
+    // No progress writing for 1 s: the connection is closed.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while svc.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a connection whose peer reads nothing is closed");
+    // Others are served throughout.
+    let c = client(addr).await;
+    c.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn stalled_records_and_idle_connections_are_closed() {
+    let svc = Arc::new(Counted(Default::default()));
+    let cfg = ConnConfig {
+        read_timeout: Some(Duration::from_millis(300)),
+        idle_timeout: Some(Duration::from_millis(600)),
+        ..ConnConfig::default()
+    };
+    let addr = server_with(cfg, svc.clone()).await;
+    let eof_within = |mut s: TcpStream, limit: Duration| async move {
+        let mut b = [0u8; 16];
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(limit, s.read(&mut b)).await;
+        assert!(
+            matches!(r, Ok(Ok(0)) | Ok(Err(_))),
+            "connection left open: {r:?}"
+        );
+        started.elapsed()
+    };
+    // Half a record, then nothing: closed by the read timeout.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&(0x8000_0000u32 | 1000).to_be_bytes())
+        .await
+        .unwrap();
+    s.write_all(&[0; 10]).await.unwrap();
+    let took = eof_within(s, Duration::from_secs(3)).await;
+    assert!(took < Duration::from_millis(600), "{took:?}");
+    // Nothing at all: closed by the idle timeout, not the read timeout.
+    let s = TcpStream::connect(addr).await.unwrap();
+    let took = eof_within(s, Duration::from_secs(3)).await;
+    assert!(took >= Duration::from_millis(500), "{took:?}");
+    // A slow call is not idleness.
+    let c = client(addr).await;
+    let mut d = c
+        .call_with(PROG, 1, 1, &OpaqueAuth::none(), &1000u32)
+        .await
+        .unwrap();
+    assert_eq!(u32::unpack(&mut d).unwrap(), 1000);
+    tokio::time::timeout(Duration::from_secs(3), async {
+        while svc.0.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("every connection reported closed");
+}
+
+#[tokio::test]
+async fn connection_cap_closes_new_connections() {
+    let cfg = ConnConfig {
+        max_connections: 3,
+        ..ConnConfig::default()
+    };
+    let addr = server_with(cfg, Arc::new(Echo)).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let c = client(addr).await;
+        c.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+            .await
+            .unwrap();
+        held.push(c);
+    }
+    let extra = client(addr).await;
+    assert_eq!(
+        extra
+            .call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+            .await
+            .unwrap_err(),
+        CallError::Closed
+    );
+    held.pop().unwrap().close();
+    let again = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let c = client(addr).await;
+            if c.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(again.is_ok(), "room made by a closed connection is used");
+}
+
+#[tokio::test]
+async fn in_process_connection_carries_back_channel_calls() {
+    let (conn, mut rx) = Connection::in_process(
+        "192.0.2.1:700".parse().unwrap(),
+        "192.0.2.2:2049".parse().unwrap(),
+    );
+    assert_eq!(conn.peer().port(), 700);
+    let caller = conn.clone();
+    let call = tokio::spawn(async move {
+        let mut d = caller
+            .call_with(PROG, 1, 1, &OpaqueAuth::none(), &42u32)
+            .await
+            .unwrap();
+        u32::unpack(&mut d).unwrap()
+    });
+    let record: Vec<u8> = rx.recv().await.unwrap().concat();
+    let len = u32::from_be_bytes([record[0], record[1], record[2], record[3]]);
+    assert_eq!(len, 0x8000_0000 | (record.len() as u32 - 4));
+    let mut d = xdr::Decoder::new(Bytes::copy_from_slice(&record[4..]));
+    let xid = d.u32().unwrap();
+    assert_eq!(d.u32().unwrap(), CALL);
+    let h = CallHeader::unpack(&mut d).unwrap();
+    assert_eq!((h.prog, h.vers, h.proc_), (PROG, 1, 1));
+    assert_eq!(u32::unpack(&mut d).unwrap(), 42);
+    // The reply, as the peer would send it.
+    let mut e = Encoder::new();
+    for w in [xid, REPLY, MSG_ACCEPTED, AUTH_NONE, 0, 0, 43] {
+        e.u32(w);
+    }
+    assert!(!conn.deliver(Bytes::from_static(&[0, 0, 0, 1])));
+    assert!(conn.deliver(e.to_bytes()));
+    assert_eq!(call.await.unwrap(), 43);
+    assert!(!conn.deliver_reply(xid, Bytes::new()), "answered once");
+    conn.close();
+    assert!(conn.is_closed());
+    assert_eq!(
+        conn.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+            .await
+            .unwrap_err(),
+        CallError::Closed
+    );
 }

@@ -1,0 +1,547 @@
+//! Hostile clients against the connection limits (issue 9): slow readers,
+//! partial records, connection floods and idle connections. The server runs
+//! in this process, so its memory and descriptors are the process's
+//! (/proc/self/status VmRSS, /proc/self/fd). The tests run one at a time
+//! (they measure the whole process) and each is bounded in time.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use client::{Client, ClientOptions};
+use proto::nfs4::*;
+use server::nfs4::Nfs4Config;
+use server::run::{ExportConfig, Running, ServerConfig};
+use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use xdr::{Encoder, Pack};
+
+const MIB: u64 = 1024 * 1024;
+
+/// The tests measure the whole process: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs a test body alone in the process, on a runtime of its own that is
+/// gone (with its descriptors) before the next test starts, within `limit`.
+fn serial<F: std::future::Future<Output = ()>>(limit: Duration, body: F) {
+    let _alone = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let done = rt.block_on(async { tokio::time::timeout(limit, body).await });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    assert!(done.is_ok(), "test timed out after {limit:?}");
+}
+
+struct Srv {
+    running: Option<Running>,
+    addr: SocketAddr,
+    export: TempDir,
+    _state: TempDir,
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        drop(self.running.take());
+    }
+}
+
+async fn start(rpc: rpc::ConnConfig) -> Srv {
+    let export = tempfile::tempdir().expect("export dir");
+    let state = tempfile::tempdir().expect("state dir");
+    let cfg = ServerConfig {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        state_dir: state.path().to_path_buf(),
+        exports: vec![ExportConfig::open("/", export.path())],
+        nfs4: Nfs4Config {
+            lease: Duration::from_secs(30),
+            ..Default::default()
+        },
+        rpc,
+    };
+    let running = server::run::start(cfg).await.expect("server starts");
+    Srv {
+        addr: running.addr,
+        running: Some(running),
+        export,
+        _state: state,
+    }
+}
+
+static OWNER: AtomicU64 = AtomicU64::new(1);
+
+fn options() -> ClientOptions {
+    let n = OWNER.fetch_add(1, Ordering::Relaxed);
+    ClientOptions::new(format!("hostile-{}-{n}", std::process::id()))
+}
+
+/// Resident memory of this process in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS in /proc/self/status");
+    kb * 1024
+}
+
+/// Open descriptors of this process.
+fn fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .count()
+}
+
+/// Samples the resident memory every few milliseconds on its own thread
+/// and keeps the largest value.
+struct PeakRss {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakRss {
+    fn start() -> PeakRss {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(rss()));
+        let (s, p) = (stop.clone(), peak.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(rss(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        PeakRss {
+            stop,
+            peak,
+            thread: Some(thread),
+        }
+    }
+
+    fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for PeakRss {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What this process's descriptors point to, for failure messages.
+fn fd_list() -> Vec<String> {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.filter_map(|e| {
+                let e = e.ok()?;
+                let to = std::fs::read_link(e.path()).ok()?;
+                Some(format!(
+                    "{}->{}",
+                    e.file_name().to_string_lossy(),
+                    to.display()
+                ))
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until the process has at most `want` descriptors open.
+async fn fds_settle(want: usize, limit: Duration) -> usize {
+    let end = Instant::now() + limit;
+    loop {
+        let n = fds();
+        if n <= want || Instant::now() >= end {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One RPC record: the record mark, the CALL header for COMPOUND with an
+/// AUTH_SYS credential, then `args`.
+fn compound_record(xid: u32, ops: &[NfsArgOp4]) -> Vec<u8> {
+    let mut e = Encoder::new();
+    e.u32(xid);
+    e.u32(rpc::CALL);
+    rpc::CallHeader {
+        rpcvers: 2,
+        prog: NFS_PROGRAM,
+        vers: NFS_V4,
+        proc_: 1,
+        cred: rpc::Auth::sys(0, 0, vec![], "hostile").to_opaque(),
+        verf: rpc::OpaqueAuth::none(),
+    }
+    .pack(&mut e);
+    Compound4ArgsHeader {
+        tag: Bytes::new(),
+        minorversion: 1,
+    }
+    .pack(&mut e);
+    e.u32(ops.len() as u32);
+    for op in ops {
+        op.pack(&mut e);
+    }
+    let body = e.to_bytes();
+    let mut rec = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
+    rec.extend_from_slice(&body);
+    rec
+}
+
+/// A well-behaved client's round trip: a 1 MiB READ and a GETATTR must
+/// both complete within a few seconds.
+async fn served(c: &Client, fh: &NfsFh4) {
+    let r = tokio::time::timeout(Duration::from_secs(5), async {
+        let (data, _) = c
+            .read(fh, StateId4::ANONYMOUS, 0, MIB as u32)
+            .await
+            .expect("READ");
+        assert_eq!(data.len() as u64, MIB);
+        c.getattr(fh, &[FATTR4_SIZE]).await.expect("GETATTR");
+    })
+    .await;
+    assert!(r.is_ok(), "a well-behaved client was not served in time");
+}
+
+/// The rpc limits the tests run with: small budgets, short timeouts.
+fn limits() -> rpc::ConnConfig {
+    rpc::ConnConfig {
+        max_pending_bytes: 2 * MIB as usize,
+        reply_reserve: 256 * 1024,
+        max_buffered_total: 32 * MIB as usize,
+        read_timeout: Some(Duration::from_secs(3)),
+        write_timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
+    }
+}
+
+/// A client with a session pipelines 1 MiB READs on many slots over a
+/// second connection and never reads its socket. Unbounded, every reply
+/// stays queued in the server (~1 MiB each); bounded, the connection stops
+/// being read and is closed by the write timeout.
+#[test]
+fn slow_reader_is_bounded() {
+    serial(Duration::from_secs(120), async {
+        const SLOTS: u32 = 200;
+        const ROUNDS: u32 = 3;
+        let srv = start(limits()).await;
+        std::fs::write(srv.export.path().join("big"), vec![0x5a; 4 * MIB as usize]).expect("file");
+        let attacker = Client::connect(srv.addr, options().slots(SLOTS + 1))
+            .await
+            .expect("attacker session");
+        assert!(attacker.fore_attrs().maxrequests > SLOTS, "slots granted");
+        let root = attacker.root_fh().await.expect("root");
+        let fh = attacker.lookup(&root, "big").await.expect("lookup");
+        let good = Client::connect(srv.addr, options()).await.expect("client");
+        let good_fh = good
+            .lookup(&good.root_fh().await.expect("root"), "big")
+            .await
+            .expect("lookup");
+        served(&good, &good_fh).await;
+        let (base_rss, base_fds) = (rss(), fds());
+        let peak = PeakRss::start();
+
+        let raw = TcpStream::connect(srv.addr).await.expect("connect");
+        let (rd, mut wr) = raw.into_split();
+        let sessionid = attacker.sessionid();
+        let writer = tokio::spawn(async move {
+            let mut xid = 1;
+            for round in 0..ROUNDS {
+                for slot in 1..=SLOTS {
+                    let ops = [
+                        NfsArgOp4::Sequence(Sequence4Args {
+                            sessionid,
+                            sequenceid: 1 + round,
+                            slotid: slot,
+                            highest_slotid: SLOTS,
+                            cachethis: false,
+                        }),
+                        client::ops::putfh(&fh),
+                        NfsArgOp4::Read(Read4Args {
+                            stateid: StateId4::ANONYMOUS,
+                            offset: (slot as u64 % 4) * MIB,
+                            count: MIB as u32,
+                        }),
+                    ];
+                    xid += 1;
+                    if wr.write_all(&compound_record(xid, &ops)).await.is_err() {
+                        return wr;
+                    }
+                }
+                // Let the server finish the round before the next sequence ids.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            wr
+        });
+
+        // The well-behaved client keeps being served during the attack.
+        let attack_end = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < attack_end {
+            served(&good, &good_fh).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let grown = peak.peak().saturating_sub(base_rss);
+        eprintln!(
+            "slow reader: {} READs sent, RSS {} MiB -> peak {} MiB (+{} MiB)",
+            SLOTS * ROUNDS,
+            base_rss / MIB,
+            peak.peak() / MIB,
+            grown / MIB
+        );
+        assert!(
+            grown < 64 * MIB,
+            "RSS grew by {} MiB under a slow reader",
+            grown / MIB
+        );
+
+        // The server gives up on a peer that takes no reply bytes for the
+        // write timeout: only our end of the socket is left.
+        let server_closed = fds_settle(base_fds + 1, Duration::from_secs(10)).await;
+        assert!(
+            server_closed <= base_fds + 1,
+            "the server kept the slow reader's connection: descriptors {base_fds} -> {server_closed}"
+        );
+        writer.abort();
+        let _ = writer.await;
+        drop(rd);
+        let left = fds_settle(base_fds, Duration::from_secs(10)).await;
+        assert!(
+            left <= base_fds,
+            "descriptors {base_fds} -> {left}: {:?}",
+            fd_list()
+        );
+        served(&good, &good_fh).await;
+        let after = rss();
+        eprintln!("slow reader: RSS after close {} MiB", after / MIB);
+        assert!(
+            after < base_rss + 64 * MIB,
+            "RSS after close {} MiB (baseline {} MiB)",
+            after / MIB,
+            base_rss / MIB
+        );
+    });
+}
+
+/// Many connections each announce a ~4 MiB record, send 4 MiB of it and
+/// stop. Unbounded, every connection keeps its partial record buffered.
+#[test]
+fn partial_records_are_bounded() {
+    serial(Duration::from_secs(120), async {
+        const CONNS: usize = 200;
+        let srv = start(limits()).await;
+        std::fs::write(srv.export.path().join("f"), vec![1u8; MIB as usize]).expect("file");
+        let good = Client::connect(srv.addr, options()).await.expect("client");
+        let fh = good
+            .lookup(&good.root_fh().await.expect("root"), "f")
+            .await
+            .expect("lookup");
+        served(&good, &fh).await;
+        let (base_rss, base_fds) = (rss(), fds());
+        let peak = PeakRss::start();
+
+        let data = Bytes::from(vec![0u8; 4 * MIB as usize]);
+        let mut attackers = Vec::new();
+        for _ in 0..CONNS {
+            let mut s = TcpStream::connect(srv.addr).await.expect("connect");
+            let data = data.clone();
+            attackers.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let header = 0x8000_0000u32 | (4 * MIB as u32 + 4096);
+                let send = async {
+                    s.write_all(&header.to_be_bytes()).await?;
+                    s.write_all(&data).await
+                };
+                // The server stops reading, so the write may block until it
+                // closes the connection.
+                let _ = tokio::time::timeout(Duration::from_secs(30), send).await;
+                // Then wait for the server to close it.
+                let mut b = [0u8; 64];
+                let closed = matches!(
+                    tokio::time::timeout(Duration::from_secs(30), s.read(&mut b)).await,
+                    Ok(Ok(0)) | Ok(Err(_))
+                );
+                (closed, started.elapsed())
+            }));
+        }
+        let attack_end = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < attack_end {
+            served(&good, &fh).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let grown = peak.peak().saturating_sub(base_rss);
+        eprintln!(
+            "partial records: {CONNS} connections, RSS {} MiB -> peak {} MiB (+{} MiB)",
+            base_rss / MIB,
+            peak.peak() / MIB,
+            grown / MIB
+        );
+        assert!(
+            grown < 96 * MIB,
+            "RSS grew by {} MiB with {CONNS} partial records",
+            grown / MIB
+        );
+        let mut slowest = Duration::ZERO;
+        for a in attackers {
+            let (closed, took) = a.await.expect("attacker task");
+            assert!(closed, "the server did not close a stalled connection");
+            slowest = slowest.max(took);
+        }
+        eprintln!("partial records: all closed by the server within {slowest:?}");
+        let left = fds_settle(base_fds, Duration::from_secs(10)).await;
+        assert!(
+            left <= base_fds,
+            "descriptors {base_fds} -> {left}: {:?}",
+            fd_list()
+        );
+        served(&good, &fh).await;
+    });
+}
+
+/// Whether the server closes `s` within `limit` (EOF or reset).
+async fn closed_by_server(s: &mut TcpStream, limit: Duration) -> bool {
+    let mut b = [0u8; 256];
+    let end = Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(end.into(), s.read(&mut b)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+async fn null(conn: &rpc::Connection) -> bool {
+    let none = rpc::OpaqueAuth::none();
+    let call = conn.call(NFS_PROGRAM, NFS_V4, 0, &none, Vec::new());
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), call).await,
+        Ok(Ok(_))
+    )
+}
+
+/// With `max_connections` open, new connections are closed at once; once
+/// some close, new clients are served again.
+#[test]
+fn connection_cap_closes_extra_connections() {
+    serial(Duration::from_secs(120), async {
+        const CAP: usize = 20;
+        let srv = start(rpc::ConnConfig {
+            max_connections: CAP,
+            ..limits()
+        })
+        .await;
+        let base_fds = fds();
+        let mut held = Vec::new();
+        for _ in 0..CAP {
+            let c = rpc::connect(srv.addr, None, rpc::ConnConfig::default())
+                .await
+                .expect("connect");
+            assert!(null(&c).await, "a connection under the cap is served");
+            held.push(c);
+        }
+        let mut extra = Vec::new();
+        for _ in 0..10 {
+            extra.push(TcpStream::connect(srv.addr).await.expect("handshake"));
+        }
+        for s in &mut extra {
+            assert!(
+                closed_by_server(s, Duration::from_secs(5)).await,
+                "a connection over the cap was left open"
+            );
+        }
+        drop(extra);
+        // Ours and the server's ends of the capped connections, nothing more.
+        let during = fds();
+        eprintln!("connection cap: descriptors {base_fds} -> {during} with {CAP} connections");
+        assert!(during <= base_fds + 2 * CAP + 4, "{during} descriptors");
+
+        // Closing a few makes room for a well-behaved client.
+        for c in held.drain(..5) {
+            c.close();
+        }
+        let served_again = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Ok(c) = Client::connect(srv.addr, options()).await {
+                    if let Ok(root) = c.root_fh().await {
+                        return (c, root);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        let (good, root) = served_again.expect("a new client is served once connections close");
+        good.getattr(&root, &[FATTR4_TYPE]).await.expect("GETATTR");
+        drop(good);
+        for c in held.drain(..) {
+            c.close();
+        }
+        let left = fds_settle(base_fds, Duration::from_secs(10)).await;
+        assert!(
+            left <= base_fds,
+            "descriptors {base_fds} -> {left}: {:?}",
+            fd_list()
+        );
+    });
+}
+
+/// A connection with no traffic is closed after the idle timeout; one
+/// with traffic is not.
+#[test]
+fn idle_connections_time_out() {
+    serial(Duration::from_secs(120), async {
+        let idle = Duration::from_secs(2);
+        let srv = start(rpc::ConnConfig {
+            idle_timeout: Some(idle),
+            ..limits()
+        })
+        .await;
+        let base_fds = fds();
+        let started = Instant::now();
+        let mut silent = TcpStream::connect(srv.addr).await.expect("connect");
+        let busy = rpc::connect(srv.addr, None, rpc::ConnConfig::default())
+            .await
+            .expect("connect");
+        // Traffic every half second for twice the idle time keeps it open.
+        let mut quiet = Instant::now();
+        while started.elapsed() < 2 * idle {
+            assert!(null(&busy).await, "a connection in use was closed");
+            quiet = Instant::now();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert!(
+            closed_by_server(&mut silent, Duration::from_millis(100)).await,
+            "a silent connection outlived the idle timeout"
+        );
+        let silent_for = started.elapsed();
+        assert!(!busy.is_closed());
+        // Then it goes quiet and is closed in turn.
+        tokio::time::timeout(idle * 3, busy.closed())
+            .await
+            .expect("an idle connection is closed");
+        let took = quiet.elapsed();
+        eprintln!("idle: silent connection closed within {silent_for:?}, quiet one after {took:?}");
+        assert!(
+            took >= idle - Duration::from_millis(100),
+            "closed early: {took:?}"
+        );
+        drop(silent);
+        let left = fds_settle(base_fds, Duration::from_secs(10)).await;
+        assert!(
+            left <= base_fds,
+            "descriptors {base_fds} -> {left}: {:?}",
+            fd_list()
+        );
+    });
+}
