@@ -42,7 +42,9 @@ fn fill(state: &State, have: &mut usize, target: usize) {
             verifier: [1; 8],
             ownerid: Bytes::from(format!("filler-{n}")),
         };
-        let x = state.exchange_id(&co, p.clone(), false).expect("EXCHANGE_ID");
+        let x = state
+            .exchange_id(&co, p.clone(), false)
+            .expect("EXCHANGE_ID");
         state
             .create_session(NewSession {
                 clientid: x.clientid,
@@ -58,7 +60,9 @@ fn fill(state: &State, have: &mut usize, target: usize) {
                 drc: CacheMemory::new(1 << 20),
             })
             .expect("CREATE_SESSION");
-        state.reclaim_complete(x.clientid).expect("RECLAIM_COMPLETE");
+        state
+            .reclaim_complete(x.clientid)
+            .expect("RECLAIM_COMPLETE");
         for i in 0..OPENS_PER_CLIENT {
             let h = Bytes::from(format!("filler-{n}-{i}"));
             state
@@ -105,7 +109,13 @@ async fn costs(srv: &TestServer, c: &Client, files: &[NfsFh4]) -> Costs {
     let o = c.open_fh(&files[0], OpenOpts::both()).await.expect("OPEN");
     let owner = c.new_owner("bench-lock");
     let ls = c
-        .lock(&o.fh, NfsLockType4::WriteLt, 0, 1, c.new_locker(o.stateid, owner))
+        .lock(
+            &o.fh,
+            NfsLockType4::WriteLt,
+            0,
+            1,
+            c.new_locker(o.stateid, owner),
+        )
         .await
         .expect("LOCK");
     let cur = StateId4 {

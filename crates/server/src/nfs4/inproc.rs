@@ -93,7 +93,12 @@ impl InProcess {
         self.compound_v(auth, 1, ops).await
     }
 
-    pub async fn compound_v(&self, auth: &Auth, minorversion: u32, ops: &[NfsArgOp4]) -> Compound4Res {
+    pub async fn compound_v(
+        &self,
+        auth: &Auth,
+        minorversion: u32,
+        ops: &[NfsArgOp4],
+    ) -> Compound4Res {
         let mut e = Encoder::new();
         Compound4ArgsHeader {
             tag: Bytes::new(),
@@ -118,7 +123,8 @@ impl InProcess {
     /// A client with a confirmed session (EXCHANGE_ID, CREATE_SESSION,
     /// RECLAIM_COMPLETE, all through the compound loop).
     pub async fn client(&self, name: &str) -> Session {
-        self.client_as(name, Auth::sys(0, 0, Vec::new(), "inproc")).await
+        self.client_as(name, Auth::sys(0, 0, Vec::new(), "inproc"))
+            .await
     }
 
     pub async fn client_as(&self, name: &str, auth: Auth) -> Session {
@@ -151,7 +157,7 @@ impl InProcess {
             fore_chan_attrs: attrs,
             back_chan_attrs: attrs,
             cb_program: 0x4000_0000,
-            sec_parms: vec![CallbackSecParms4::None],
+            sec_parms: vec![CallbackSecParms4::AuthNone],
         });
         let r = self.compound(&auth, &[cs]).await;
         let Some(NfsResOp4::CreateSession(Res4::Ok(c))) = r.resarray.first() else {
@@ -166,7 +172,9 @@ impl InProcess {
         let r = self
             .seq(
                 &mut s,
-                &[NfsArgOp4::ReclaimComplete(ReclaimComplete4Args { one_fs: false })],
+                &[NfsArgOp4::ReclaimComplete(ReclaimComplete4Args {
+                    one_fs: false,
+                })],
             )
             .await;
         assert_eq!(r.status, NfsStat4::Nfs4Ok, "RECLAIM_COMPLETE");

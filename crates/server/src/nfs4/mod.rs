@@ -7,6 +7,7 @@ pub mod compound;
 pub mod dirs;
 pub mod errors;
 pub mod filehandle;
+pub mod inproc;
 pub mod ops;
 pub mod pseudo;
 pub mod space;
