@@ -35,6 +35,36 @@ pub fn range_fits(offset: u64, len: u64) -> bool {
         .is_some_and(|end| end <= MAX_FILE_SIZE)
 }
 
+/// The checks [`Vfs::copy`] and [`Vfs::clone_range`] make on their ranges
+/// (RFC 7862 §15.2.3): `count` 0 means through the end of a source of
+/// `size` bytes; the source range must lie within the source (EINVAL), the
+/// destination range within [`MAX_FILE_SIZE`] (EFBIG), and ranges of one
+/// file (`same`) must not overlap (EINVAL). Returns the count and the end
+/// of the source range.
+pub fn copy_ranges(
+    size: u64,
+    src_off: u64,
+    dst_off: u64,
+    count: u64,
+    same: bool,
+) -> Result<(u64, u64)> {
+    if src_off > size {
+        return Err(Errno(libc::EINVAL));
+    }
+    let count = if count == 0 { size - src_off } else { count };
+    let src_end = src_off.checked_add(count).ok_or(Errno(libc::EINVAL))?;
+    if src_end > size {
+        return Err(Errno(libc::EINVAL));
+    }
+    if !range_fits(dst_off, count) {
+        return Err(Errno(libc::EFBIG));
+    }
+    if same && count > 0 && src_off < dst_off + count && dst_off < src_end {
+        return Err(Errno(libc::EINVAL));
+    }
+    Ok((count, src_end))
+}
+
 /// The identity a call is made with (AUTH_SYS uid, gid and groups).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Creds {

@@ -16,7 +16,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use super::{sys, LocalFs};
-use crate::{Creds, Errno, Handle, Result};
+use crate::{Creds, Handle, Result};
 
 /// `_IOW(0x94, 13, struct file_clone_range)` (linux/fs.h).
 const FICLONERANGE: libc::c_ulong = 0x4020_940d;
@@ -76,21 +76,8 @@ impl LocalFs {
         let sst = sys::fstat(fs.as_raw_fd())?;
         let dst_st = sys::fstat(fd.as_raw_fd())?;
         let size = sst.st_size.max(0) as u64;
-        if src_off > size {
-            return Err(Errno(libc::EINVAL));
-        }
-        let count = if count == 0 { size - src_off } else { count };
-        let src_end = src_off.checked_add(count).ok_or(Errno(libc::EINVAL))?;
-        if src_end > size {
-            return Err(Errno(libc::EINVAL));
-        }
-        if !crate::range_fits(dst_off, count) {
-            return Err(Errno(libc::EFBIG));
-        }
         let same = sst.st_dev == dst_st.st_dev && sst.st_ino == dst_st.st_ino;
-        if same && count > 0 && src_off < dst_off + count && dst_off < src_end {
-            return Err(Errno(libc::EINVAL));
-        }
+        let (count, src_end) = crate::copy_ranges(size, src_off, dst_off, count, same)?;
         Ok(Plan {
             src: fs,
             dst: fd,

@@ -242,20 +242,7 @@ impl Tree {
         perm::may_io(c, self.node(s), false)?;
         perm::may_io(c, self.node(d), true)?;
         let size = self.node(s).size;
-        if src_off > size {
-            return Err(Errno(libc::EINVAL));
-        }
-        let count = if count == 0 { size - src_off } else { count };
-        let src_end = src_off.checked_add(count).ok_or(Errno(libc::EINVAL))?;
-        if src_end > size {
-            return Err(Errno(libc::EINVAL));
-        }
-        if !crate::range_fits(dst_off, count) {
-            return Err(Errno(libc::EFBIG));
-        }
-        if s == d && count > 0 && src_off < dst_off + count && dst_off < src_end {
-            return Err(Errno(libc::EINVAL));
-        }
+        let (count, _) = crate::copy_ranges(size, src_off, dst_off, count, s == d)?;
         Ok(Plan {
             src: s,
             dst: d,

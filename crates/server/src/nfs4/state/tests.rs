@@ -75,13 +75,17 @@ impl Fixture {
         }
     }
 
+    /// EXCHANGE_ID for a new owner `name`, as root.
+    fn exchange(&self, name: &str) -> ExchangeIdOk {
+        let p = Principal::Sys { uid: 0, gid: 0 };
+        self.st
+            .exchange_id(&Self::owner(name, 1), p, false)
+            .unwrap()
+    }
+
     /// A confirmed client with a session, past its reclaims.
     fn client(&self, name: &str) -> (ClientId4, SessionId4) {
-        let p = Principal::Sys { uid: 0, gid: 0 };
-        let x = self
-            .st
-            .exchange_id(&Self::owner(name, 1), p, false)
-            .unwrap();
+        let x = self.exchange(name);
         let c = self
             .st
             .create_session(self.session_req(x.clientid, x.sequenceid, 0))
@@ -157,13 +161,7 @@ fn exchange_id_cases_through_the_owner_index() {
 #[test]
 fn create_session_sequence_and_replay() {
     let f = Fixture::new();
-    let x =
-        f.st.exchange_id(
-            &Fixture::owner("a", 1),
-            Principal::Sys { uid: 0, gid: 0 },
-            false,
-        )
-        .unwrap();
+    let x = f.exchange("a");
     let first =
         f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
             .unwrap();
@@ -344,13 +342,7 @@ fn locks_close_and_free_stateid() {
 #[test]
 fn lock_grace_and_openmode() {
     let f = Fixture::new();
-    let x =
-        f.st.exchange_id(
-            &Fixture::owner("a", 1),
-            Principal::Sys { uid: 0, gid: 0 },
-            false,
-        )
-        .unwrap();
+    let x = f.exchange("a");
     f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
         .unwrap();
     let c = x.clientid;
