@@ -243,7 +243,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::{CreateMode, SetAttr, Stability, Vfs};
+    use crate::{CreateMode, Errno, SetAttr, Stability, Vfs};
 
     fn file(fs: &LocalFs, name: &str, data: &[u8]) -> Handle {
         let c = Creds::root();
