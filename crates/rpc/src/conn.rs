@@ -136,7 +136,7 @@ impl Default for ConnConfig {
             max_in_flight: 1024,
             max_pending_bytes: 8 * 1024 * 1024,
             reply_reserve: 128 * 1024,
-            max_buffered_total: 256 * 1024 * 1024,
+            max_buffered_total: 64 * 1024 * 1024,
             max_connections: 4096,
             read_timeout: Some(Duration::from_secs(30)),
             write_timeout: Some(Duration::from_secs(120)),

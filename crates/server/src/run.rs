@@ -86,6 +86,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         Arc::new(SystemClock::default()),
     );
     nfs4.spawn_reaper();
+    spawn_heap_trim();
     let programs = rpc::Programs::new().add(
         proto::nfs4::NFS_PROGRAM,
         proto::nfs4::NFS_V4,
@@ -103,4 +104,20 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         shutdown: tx,
         task,
     })
+}
+
+/// Gives memory the allocator holds but no longer uses back to the system
+/// every few seconds. Without it, glibc keeps the buffers freed when a
+/// burst of large records or replies ends (a slow reader's queue, hundreds
+/// of partial records), and the server stays that large long after.
+fn spawn_heap_trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::spawn(async {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            // SAFETY: malloc_trim only walks the allocator's own lists.
+            let trim = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) });
+            let _ = trim.await;
+        }
+    });
 }
