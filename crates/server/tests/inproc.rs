@@ -15,7 +15,7 @@ fn mem() -> Arc<dyn vfs::Vfs> {
 #[tokio::test]
 async fn open_write_read_close_over_memory() {
     let h = InProcess::new(mem(), Duration::from_secs(10));
-    let mut s = h.client("a").await;
+    let s = h.client("a").await;
     let open = NfsArgOp4::Open(Open4Args {
         seqid: 0,
         share_access: OPEN4_SHARE_ACCESS_BOTH,
@@ -28,7 +28,7 @@ async fn open_write_read_close_over_memory() {
         claim: OpenClaim4::Null(Bytes::from_static(b"f")),
     });
     let r = h
-        .seq(&mut s, &[NfsArgOp4::PutRootFh, open, NfsArgOp4::GetFh])
+        .seq(&s, &[NfsArgOp4::PutRootFh, open, NfsArgOp4::GetFh])
         .await;
     assert_eq!(r.status, NfsStat4::Nfs4Ok, "{r:?}");
     let Some(NfsResOp4::Open(Res4::Ok(o))) = r.resarray.get(2) else {
@@ -51,7 +51,7 @@ async fn open_write_read_close_over_memory() {
     });
     let r = h
         .seq(
-            &mut s,
+            &s,
             &[
                 NfsArgOp4::PutFh(PutFh4Args { object: fh.clone() }),
                 write,
@@ -68,7 +68,7 @@ async fn open_write_read_close_over_memory() {
     h.advance(Duration::from_secs(9));
     let r = h
         .seq(
-            &mut s,
+            &s,
             &[
                 NfsArgOp4::PutFh(PutFh4Args { object: fh }),
                 NfsArgOp4::Close(Close4Args {

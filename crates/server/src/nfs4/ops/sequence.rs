@@ -8,9 +8,10 @@ use crate::nfs4::compound::{Compound, SlotUse};
 use crate::nfs4::state::slots::{SlotDecision, SlotError};
 
 pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
-    let session = match cx.srv.state().sequence(&args.sessionid) {
-        Ok(s) => s,
-        Err(e) => return Res4::Err(e),
+    // §18.46.3: a SEQUENCE that fails changes neither the slot nor the
+    // lease, so the lease is renewed only once the slot admits it.
+    let Some(session) = cx.srv.state().session(&args.sessionid) else {
+        return Res4::Err(NfsStat4::Nfs4errBadsession);
     };
     if cx.nops > session.fore.maxoperations as usize {
         return Res4::Err(NfsStat4::Nfs4errTooManyOps);
@@ -21,8 +22,10 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
     let (highest, target) = {
         let mut t = session.slots.lock().unwrap_or_else(|p| p.into_inner());
         match t.begin(args.slotid, args.sequenceid, cx.digest) {
-            Ok(SlotDecision::Execute) => {}
+            Ok(SlotDecision::Execute) => cx.srv.state().renew(&session),
             Ok(SlotDecision::Replay(reply)) => {
+                // The retry of a request that succeeded.
+                cx.srv.state().renew(&session);
                 cx.replay = Some(reply);
                 return Res4::Err(NfsStat4::Nfs4errDelay);
             }

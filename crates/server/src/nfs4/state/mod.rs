@@ -323,8 +323,14 @@ impl State {
     /// §18.46.3, §8.3). Takes no lock but the session map's read lock.
     pub fn sequence(&self, id: &SessionId4) -> Result<Arc<Session>, NfsStat4> {
         let s = self.session(id).ok_or(NfsStat4::Nfs4errBadsession)?;
-        s.lease.renew(self.clock.now());
+        self.renew(&s);
         Ok(s)
+    }
+
+    /// Renews the lease of `session`'s client (RFC 8881 §8.3): for a
+    /// SEQUENCE that succeeded, never one that failed (§18.46.3).
+    pub fn renew(&self, session: &Session) {
+        session.lease.renew(self.clock.now());
     }
 
     pub fn session(&self, id: &SessionId4) -> Option<Arc<Session>> {
