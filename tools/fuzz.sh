@@ -3,8 +3,8 @@
 # docs/fuzzing.md.
 #   tools/fuzz.sh build            build the targets
 #   tools/fuzz.sh short [SECS]     each target for SECS seconds (60): CI's step
-#   tools/fuzz.sh long [LOG]       the long run: FUZZ_RUNS executions per target,
-#                                  one target at a time, under nice -n 19
+#   tools/fuzz.sh long [LOG [TARGET...]]  the long run: FUZZ_RUNS executions per
+#                                  target, one at a time, under nice -n 19
 #   tools/fuzz.sh run TARGET [LIBFUZZER ARGS...]
 # Installs cargo-fuzz from crates.io if missing. Runs on the stable
 # toolchain: no sanitizer (-s none) needs no -Z flag; the targets are
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
-TARGETS=(rpc_record compound_decode compound_run)
+TARGETS=(compound_run compound_decode rpc_record)
 # Executions per target in the long run (10^8 in all).
 declare -A FUZZ_RUNS=(
     [rpc_record]=${FUZZ_RUNS_rpc_record:-50000000}
@@ -80,18 +80,23 @@ short)
     ;;
 long)
     log=${2:-/tmp/ferrite-fuzz-long.log}
+    shift $(($# < 2 ? $# : 2))
+    targets=("${@:-${TARGETS[@]}}")
     build
     : >"$log"
-    for t in "${TARGETS[@]}"; do
+    status=0
+    for t in "${targets[@]}"; do
         echo "== target $t: ${FUZZ_RUNS[$t]} runs, $(date -u +%FT%TZ)" | tee -a "$log"
-        # Progress lines only at powers of two, to keep the log short.
+        # Progress lines only at powers of two, to keep the log short. A
+        # crash ends this target's run, not the others'.
         nice -n 19 /usr/bin/time -v cargo fuzz run -s none -O -a "$t" \
             "fuzz/work/$t" "fuzz/corpus/$t" "fuzz/regressions/$t" -- \
             "${LIMITS[@]}" -print_final_stats=1 -runs="${FUZZ_RUNS[$t]}" \
-            -reload=0 2>&1 | grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' >>"$log"
+            -reload=0 2>&1 | grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' >>"$log" || status=1
     done
     echo "== finished $(date -u +%FT%TZ)" >>"$log"
     summary "$log"
+    exit $status
     ;;
 run)
     shift
@@ -101,7 +106,7 @@ run)
     run "$t" "$@"
     ;;
 *)
-    sed -n '2,17p' "$0" >&2
+    sed -n '2,16p' "$0" >&2
     exit 2
     ;;
 esac
