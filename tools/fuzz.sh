@@ -87,6 +87,7 @@ long)
     status=0
     for t in "${targets[@]}"; do
         echo "== target $t: ${FUZZ_RUNS[$t]} runs, $(date -u +%FT%TZ)" | tee -a "$log"
+        mkdir -p "fuzz/work/$t" "fuzz/regressions/$t"
         # Progress lines only at powers of two, to keep the log short. A
         # crash ends this target's run, not the others'.
         nice -n 19 /usr/bin/time -v cargo fuzz run -s none -O -a "$t" \
