@@ -93,7 +93,7 @@ long)
         nice -n 19 /usr/bin/time -v cargo fuzz run -s none -O -a "$t" \
             "fuzz/work/$t" "fuzz/corpus/$t" "fuzz/regressions/$t" -- \
             "${LIMITS[@]}" -print_final_stats=1 -runs="${FUZZ_RUNS[$t]}" \
-            -reload=0 2>&1 | grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' >>"$log" || status=1
+            -reload=0 2>&1 | grep --line-buffered -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' >>"$log" || status=1
     done
     echo "== finished $(date -u +%FT%TZ)" >>"$log"
     summary "$log"
