@@ -5,6 +5,7 @@
 //! Every target panics on a finding; anything else an input provokes is
 //! fine. See `docs/fuzzing.md`.
 
+pub mod alloc;
 pub mod decode;
 pub mod record;
 pub mod run;

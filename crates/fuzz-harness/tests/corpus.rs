@@ -1,7 +1,8 @@
 //! Replays every committed fuzz input, `fuzz/corpus/<target>/*` and the
 //! crash reproducers in `fuzz/regressions/<target>/*`, through the code
 //! the fuzz targets run, without libFuzzer. A panic anywhere counts, even
-//! one the server catches (as libFuzzer's panic hook would abort).
+//! one the server catches (as libFuzzer's panic hook would abort), and
+//! so does a single allocation over 512 MiB (the process aborts).
 //!
 //! `FERRITE_WRITE_SEEDS=1 cargo test -p fuzz-harness` rewrites the seeds
 //! (`fuzz/corpus/<target>/seed-*`) from `src/seeds.rs`.
@@ -13,6 +14,9 @@ use std::sync::{Mutex, Once};
 
 use fuzz_harness::seeds::seeds;
 use fuzz_harness::TARGETS;
+
+#[global_allocator]
+static ALLOC: fuzz_harness::alloc::Limited = fuzz_harness::alloc::Limited;
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 static MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
