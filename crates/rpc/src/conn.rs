@@ -544,7 +544,7 @@ fn encode_error(h: &mut Encoder, err: &ReplyError) {
 }
 
 /// Decodes a reply message after its xid and message type.
-fn parse_reply(reply: Bytes) -> Result<Decoder, CallError> {
+pub fn parse_reply(reply: Bytes) -> Result<Decoder, CallError> {
     let mut d = Decoder::new(reply);
     match d.u32()? {
         MSG_ACCEPTED => {
@@ -583,7 +583,9 @@ pub const MAX_AUTH_BYTES: usize = 400;
 /// Decodes a call's header and credential. `Err` carries the rejection to
 /// send back: a credential or verifier that does not decode is
 /// AUTH_BADCRED or AUTH_BADVERF (RFC 5531 §9), not GARBAGE_ARGS.
-fn parse_call(d: &mut Decoder) -> Result<(u32, u32, u32, Auth), ReplyError> {
+/// `d` starts after the xid and message type; it is left at the
+/// procedure's arguments.
+pub fn parse_call(d: &mut Decoder) -> Result<(u32, u32, u32, Auth), ReplyError> {
     let garbage = |_| ReplyError::GarbageArgs;
     let rpcvers = d.u32().map_err(garbage)?;
     let prog = d.u32().map_err(garbage)?;
