@@ -271,7 +271,7 @@ impl World {
         let h = InProcess::new(fs, LEASE);
         let s = h.client("fuzz").await;
         let mut slots = vec![0; 8];
-        slots[0] = s.seqid;
+        slots[0] = s.seqids().first().copied().unwrap_or(0);
         World {
             sessions: vec![SessionRec {
                 id: s.sessionid,
@@ -1060,7 +1060,7 @@ impl World {
         for _ in 0..4 {
             tokio::task::yield_now().await;
         }
-        while let Ok(msg) = self.h.sent.try_recv() {
+        while let Ok(msg) = self.h.sent.lock().await.try_recv() {
             let msg: Bytes = msg.concat().into();
             let mut d = Decoder::new(msg.slice(4.min(msg.len())..));
             let (Ok(xid), Ok(rpc::CALL)) = (d.u32(), d.u32()) else {
