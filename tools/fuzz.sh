@@ -56,8 +56,9 @@ summary() {
         /stat::average_exec_per_sec/ { r = $2 }
         /stat::peak_rss_mb/ { rss = $2 }
         /Maximum resident set size/ { printf "  %s: maximum resident set size %d MB\n", t, $NF / 1024 }
-        /^Done [0-9]+ runs in/ {
-            printf "%s: %s runs in %s s, %s exec/s, peak RSS %s MB; %s\n", t, n, $5, r, rss, done
+        /^Done [0-9]+ runs in/ { secs = $5 }
+        /stat::peak_rss_mb/ {
+            printf "%s: %s runs in %s s, %s exec/s, peak RSS %s MB; %s\n", t, n, secs, r, rss, done
         }
         /ERROR: libFuzzer|panicked at/ { print t ": " $0 }
     ' "$1"
@@ -71,10 +72,13 @@ build)
 short)
     secs=${2:-60}
     build
+    # The logs' directory (not committed) must exist before tee opens them.
+    mkdir -p fuzz/work
     for t in "${TARGETS[@]}"; do
-        echo "== target $t: ${secs}s"
-        run "$t" -max_total_time="$secs" 2>&1 | grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' \
-            | tee "fuzz/work/$t.log" | tail -n 20
+        {
+            echo "== target $t: ${secs}s"
+            run "$t" -max_total_time="$secs" 2>&1
+        } | grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' | tee "fuzz/work/$t.log" | tail -n 20
     done
     for t in "${TARGETS[@]}"; do summary "fuzz/work/$t.log"; done
     ;;
