@@ -206,23 +206,32 @@ fn create_session_sequence_and_replay() {
 
 #[test]
 fn sequence_renews_without_the_tables_lock() {
+    use std::sync::mpsc::channel;
     let f = Arc::new(Fixture::new());
     let (_, sid) = f.client("a");
+    // One thread holds the tables' lock until told to let go...
+    let (held_tx, held_rx) = channel();
+    let (release_tx, release_rx) = channel::<()>();
     let g = f.clone();
-    let held = std::thread::spawn(move || {
+    let holder = std::thread::spawn(move || {
         let _t = g.st.lock_tables();
-        std::thread::sleep(Duration::from_millis(300));
+        held_tx.send(()).unwrap();
+        let _ = release_rx.recv();
     });
-    std::thread::sleep(Duration::from_millis(50));
-    let t0 = std::time::Instant::now();
+    held_rx.recv().unwrap();
+    // ...and SEQUENCE completes meanwhile: were it to take that lock, it
+    // would wait until the holder is told to let go, after the 10 s below.
     f.advance_to(s(5));
-    let sess = f.st.sequence(&sid).unwrap();
-    assert!(
-        t0.elapsed() < Duration::from_millis(200),
-        "SEQUENCE waited for the tables' lock"
-    );
-    assert_eq!(sess.lease.last(), s(5));
-    held.join().unwrap();
+    let (done_tx, done_rx) = channel();
+    let g = f.clone();
+    let worker = std::thread::spawn(move || {
+        let _ = done_tx.send(g.st.sequence(&sid).map(|sess| sess.lease.last()));
+    });
+    let got = done_rx.recv_timeout(Duration::from_secs(10));
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    worker.join().unwrap();
+    assert_eq!(got, Ok(Ok(s(5))), "SEQUENCE waited for the tables' lock");
 }
 
 #[test]
