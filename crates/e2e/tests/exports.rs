@@ -135,6 +135,7 @@ impl Exports {
         NfsFh4(srv.fh.encode(&FhTarget::Object {
             export: e.id,
             handle: e.vfs.root(),
+            parent: None,
         }))
     }
 }
@@ -668,7 +669,10 @@ async fn a_flavor_the_export_does_not_accept_is_wrongsec() {
 /// tests run as root, CI included.
 fn forget_dentries() {
     require_root();
-    std::fs::write("/proc/sys/vm/drop_caches", b"2").expect("drop the dentry cache");
+    // Recently used dentries survive one pass of the shrinker.
+    for _ in 0..3 {
+        std::fs::write("/proc/sys/vm/drop_caches", b"2").expect("drop the dentry cache");
+    }
 }
 
 /// Starts a server with these exports and state directory.
@@ -761,8 +765,13 @@ async fn handles_minted_by_a_wider_export_are_stale_once_it_is_narrowed() {
         // Handles of the new configuration work, disconnected or not.
         let inside = c.lookup_path("/inside").await.unwrap();
         let dir = c.lookup_path("/dir").await.unwrap();
+        std::fs::write(a.join("sub/dir/leaves"), b"moved out later").unwrap();
+        let leaves = c.lookup_path("/dir/leaves").await.unwrap();
+        assert_eq!(uses_of(&c, &leaves).await, [NfsStat4::Nfs4Ok; 2]);
         drop(c);
         stop_fully(narrow).await;
+        // Moved out of the export behind the server's back.
+        std::fs::rename(a.join("sub/dir/leaves"), a.join("outdir/left")).unwrap();
         let narrow = serve(state.path(), vec![ExportConfig::open("/", a.join("sub"))]).await;
         forget_dentries();
         let c = Client::connect(narrow.addr, options()).await.unwrap();
@@ -770,6 +779,8 @@ async fn handles_minted_by_a_wider_export_are_stale_once_it_is_narrowed() {
         assert_eq!(uses_of(&c, &dir).await[0], NfsStat4::Nfs4Ok);
         let (data, _) = c.read(&inside, StateId4::ANONYMOUS, 0, 100).await.unwrap();
         assert_eq!(&data[..], b"inside");
+        // Its handle, made inside, no longer reaches it outside.
+        assert_eq!(uses_of(&c, &leaves).await, [NfsStat4::Nfs4errStale; 2]);
         narrow.stop().await;
     })
     .await
@@ -818,9 +829,18 @@ async fn exports_sharing_a_file_system_do_not_open_each_others_objects() {
             .map(|n| vfs::Vfs::lookup(&ys, &cr, &root, n.as_bytes()).unwrap().0)
             .collect();
         drop(ys);
+        // With no parent, and naming /x's root as the parent.
+        let x_root = srv.exports.iter().find(|e| e.id == x).unwrap().vfs.root();
         let minted: Vec<_> = objs
             .into_iter()
-            .map(|handle| NfsFh4(srv.fh.encode(&FhTarget::Object { export: x, handle })))
+            .flat_map(|handle| [None, Some(x_root.clone())].map(|parent| (handle.clone(), parent)))
+            .map(|(handle, parent)| {
+                NfsFh4(srv.fh.encode(&FhTarget::Object {
+                    export: x,
+                    handle,
+                    parent,
+                }))
+            })
             .collect();
         for fh in &minted {
             assert_eq!(

@@ -236,6 +236,22 @@ pub trait Vfs: Send + Sync + 'static {
     /// filehandles to it, so a handle made while the export was another
     /// directory is stale (RFC 8881 §4.2.2).
     fn root_identity(&self) -> Bytes;
+    /// Tells the backend that the non-directory `h` was reached as an
+    /// entry of the directory `parent`: a hint protocol layers carry in
+    /// their filehandles. A backend that can find an object detached from
+    /// the tree (a kernel handle opened after its dentry was evicted) uses
+    /// it to check that the object lies inside the export before serving
+    /// it; the hint itself is never trusted. Cheap and non-blocking.
+    fn note_parent(&self, h: &Handle, parent: &Handle) {
+        let _ = (h, parent);
+    }
+    /// Whether [`Vfs::note_parent`] hints are of use to this backend:
+    /// protocol layers put them in filehandles only then, so that
+    /// elsewhere a file has one filehandle whatever directory it was
+    /// reached in.
+    fn wants_parent_hints(&self) -> bool {
+        false
+    }
     /// Checks a handle still names an object (ESTALE otherwise).
     fn getattr(&self, h: &Handle) -> Result<Attr>;
     fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)>;

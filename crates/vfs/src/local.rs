@@ -77,6 +77,9 @@ const COOKIE_TAG: u64 = 1 << 63;
 const READ_CAP: u64 = 16 << 20;
 const MAX_NAME: usize = 255;
 const MAX_PATH_MAP: usize = 1 << 20;
+/// Parent hints kept ([`Vfs::note_parent`]): one per non-directory
+/// recently named by a client, about 100 bytes each.
+const MAX_PARENT_HINTS: usize = 1 << 16;
 const CHANGE_CAP: usize = 1 << 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +138,13 @@ pub struct LocalFs {
     files: Mutex<Bounded<Handle, (Arc<File>, bool)>>,
     /// Path-map mode: handle → path relative to the root.
     paths: Mutex<Bounded<Handle, PathBuf>>,
+    /// The export root is the root of its file system: every object on
+    /// the device lies inside.
+    whole_fs: bool,
+    /// Kernel mode: non-directory → the directory its filehandle says it
+    /// was reached in ([`Vfs::note_parent`]), to place it when the kernel
+    /// cannot.
+    parents: Mutex<Bounded<Handle, Handle>>,
     change: ChangeTracker,
 }
 
@@ -229,6 +239,58 @@ fn bind(kernel: &[u8], tag: &[u8; ROOT_TAG_LEN]) -> Handle {
     Handle(b.freeze())
 }
 
+/// Whether the directory `st` describes is the root of its file system:
+/// a mount of the file system's top directory (the fourth field of
+/// /proc/self/mountinfo is "/") is on it. Only mounts of the same device
+/// are looked at, so no other file system's mount point is touched.
+fn is_fs_root(st: &libc::stat) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let dev = (libc::major(st.st_dev), libc::minor(st.st_dev));
+    let found = top_mounts(&info, dev).any(|mp| {
+        CString::new(mp).is_ok_and(|c| {
+            sys::fstatat(libc::AT_FDCWD, &c, 0)
+                .is_ok_and(|m| m.st_dev == st.st_dev && m.st_ino == st.st_ino)
+        })
+    });
+    found
+}
+
+/// The mount points, in a /proc/self/mountinfo text, of mounts showing
+/// device `dev`'s file system from its top directory.
+fn top_mounts(info: &str, dev: (u32, u32)) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let want = format!("{}:{}", dev.0, dev.1);
+    info.lines().filter_map(move |line| {
+        let f: Vec<&str> = line.split(' ').collect();
+        (f.len() > 4 && f[2] == want && f[3] == "/").then(|| unescape_mountinfo(f[4]))
+    })
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space, and so on).
+fn unescape_mountinfo(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match oct {
+            Some(d) if b[i] == b'\\' => {
+                let v = d.iter().fold(0u32, |a, c| a * 8 + u32::from(c - b'0'));
+                out.push(v as u8);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 fn encode_cookie(off: i64) -> u64 {
     let off = off as u64;
     if off <= 2 {
@@ -299,6 +361,8 @@ impl LocalFs {
             fds: Mutex::new(Bounded::new(fd_cap)),
             files: Mutex::new(Bounded::new(file_cap)),
             paths: Mutex::new(Bounded::new(MAX_PATH_MAP)),
+            whole_fs: is_fs_root(&st),
+            parents: Mutex::new(Bounded::new(MAX_PARENT_HINTS)),
             change: ChangeTracker::new(CHANGE_CAP),
         })
     }
@@ -378,6 +442,13 @@ impl LocalFs {
     /// Resolves a handle to an O_PATH descriptor and fresh attributes.
     /// Must run with the server's identity (before switching).
     fn resolve(&self, h: &Handle) -> Result<Obj> {
+        self.resolve_as(h, false)
+    }
+
+    /// [`Self::resolve`]; with `dir_only`, anything but a directory is
+    /// ESTALE (parent hints name directories; this keeps checking one
+    /// hint from following another).
+    fn resolve_as(&self, h: &Handle, dir_only: bool) -> Result<Obj> {
         if *h == self.root_handle {
             let st = sys::fstat(self.root_raw())?;
             return Ok(Obj {
@@ -389,7 +460,12 @@ impl LocalFs {
         let cached = lock(&self.fds).get(h);
         if let Some(fd) = cached {
             match sys::fstat(fd.as_raw_fd()) {
-                Ok(st) if st.st_nlink > 0 => return Ok(Obj { fd, st }),
+                Ok(st) if st.st_nlink > 0 => {
+                    if dir_only && st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                        return Err(Errno(libc::ESTALE));
+                    }
+                    return Ok(Obj { fd, st });
+                }
                 Ok(_) => {
                     self.forget(h);
                     return Err(Errno(libc::ESTALE));
@@ -407,71 +483,107 @@ impl LocalFs {
         if st.st_nlink == 0 || st.st_dev != self.root_dev {
             return Err(Errno(libc::ESTALE));
         }
-        if self.mode == Mode::Kernel {
-            self.check_inside(&fd, &st).map_err(stale)?;
+        if dir_only && st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return Err(Errno(libc::ESTALE));
         }
+        let fd = match self.mode {
+            Mode::Kernel => self.check_inside(h, fd, &st).map_err(stale)?,
+            Mode::PathMap => fd,
+        };
         let fd = Arc::new(fd);
         lock(&self.fds).insert(h.clone(), fd.clone());
         Ok(Obj { fd, st })
     }
 
-    /// Kernel mode: refuses an object opened by handle that lies outside
-    /// the export (same device, other subtree).
+    /// Kernel mode: the descriptor to keep for `h`, opened by handle as
+    /// `fd`, or ESTALE if the object lies outside the export (same device,
+    /// other subtree): RFC 8881 §4.2.2 leaves it to the server to keep a
+    /// filehandle inside what it exports.
     ///
     /// A directory must reach the export root by climbing `..` (the kernel
-    /// returns directories connected). A non-directory is refused when its
-    /// only name lies outside. One returned disconnected (dentry evicted:
-    /// no path) is accepted, as is one with several links: its handle
-    /// carries this root's tag, so it was made for an object reached
-    /// inside. Only a file moved out since stays reachable, as with knfsd's
-    /// `no_subtree_check`; `subtree_check` would put the parent in the
-    /// handle, at the cost of a handle per link and stale ones after
-    /// renames (docs/architecture.md, "Staying inside the export").
-    fn check_inside(&self, fd: &OwnedFd, st: &libc::stat) -> Result<()> {
+    /// returns directories connected). A non-directory is inside when the
+    /// export is the root of its file system (everything on the device is
+    /// then below it), or when the kernel's path for it lies below the
+    /// export root. Otherwise its path is outside (its only name, or the
+    /// name the kernel happens to know, is elsewhere) or it came back
+    /// disconnected (its dentry evicted under memory pressure or by a
+    /// reboot): it is accepted only through the parent directory its
+    /// filehandle names ([`Vfs::note_parent`]), which must itself climb to
+    /// the export root and hold an entry for this object. That entry is
+    /// opened in its place, so the descriptor kept is connected.
+    ///
+    /// A file moved to another directory since its handle was made, then
+    /// evicted, is stale through that handle: the price of checking
+    /// (knfsd's `subtree_check` pays it for every file; here only files
+    /// the kernel no longer places).
+    fn check_inside(&self, h: &Handle, fd: OwnedFd, st: &libc::stat) -> Result<OwnedFd> {
         if self.is_root(st) {
-            return Ok(());
+            return Ok(fd);
         }
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-            let mut cur = sys::openat(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
-            let mut cst = sys::fstat(cur.as_raw_fd())?;
-            for _ in 0..4096 {
-                if cst.st_dev != self.root_dev {
-                    break;
-                }
-                if cst.st_ino == self.root_ino {
-                    return Ok(());
-                }
-                let up = sys::openat(cur.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
-                let ust = sys::fstat(up.as_raw_fd())?;
-                if ust.st_dev == cst.st_dev && ust.st_ino == cst.st_ino {
-                    break; // the top of the file system
-                }
-                cur = up;
-                cst = ust;
-            }
-            return Err(Errno(libc::ESTALE));
+            self.climbs_to_root(&fd)?;
+            return Ok(fd);
         }
-        // A non-directory: compare its path (if the kernel knows one) with
-        // the export root's current path.
+        if self.whole_fs {
+            return Ok(fd);
+        }
         let root_path = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw()))?;
-        if root_path == Path::new("/") || st.st_nlink > 1 {
-            return Ok(());
-        }
         let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-        if path.starts_with(&root_path) {
-            return Ok(());
+        if path.is_absolute() && path != Path::new("/") && path.starts_with(&root_path) {
+            return Ok(fd);
         }
-        // Outside the root: refuse if that path really names this object
-        // (a disconnected dentry yields "/", which does not).
-        match CString::new(path.as_os_str().as_bytes()) {
-            Ok(cp) => match sys::fstatat(libc::AT_FDCWD, &cp, libc::AT_SYMLINK_NOFOLLOW) {
-                Ok(ost) if ost.st_dev == st.st_dev && ost.st_ino == st.st_ino => {
-                    Err(Errno(libc::ESTALE))
+        let parent = lock(&self.parents).get(h).ok_or(Errno(libc::ESTALE))?;
+        self.reconnect(&parent, st)
+    }
+
+    /// Whether the directory `fd` reaches the export root by climbing `..`.
+    fn climbs_to_root(&self, fd: &OwnedFd) -> Result<()> {
+        let mut cur = sys::openat(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let mut cst = sys::fstat(cur.as_raw_fd())?;
+        for _ in 0..4096 {
+            if cst.st_dev != self.root_dev {
+                break;
+            }
+            if cst.st_ino == self.root_ino {
+                return Ok(());
+            }
+            let up = sys::openat(cur.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            let ust = sys::fstat(up.as_raw_fd())?;
+            if ust.st_dev == cst.st_dev && ust.st_ino == cst.st_ino {
+                break; // the top of the file system
+            }
+            cur = up;
+            cst = ust;
+        }
+        Err(Errno(libc::ESTALE))
+    }
+
+    /// The object `st` describes, opened by its name in the directory
+    /// `parent` (checked to lie inside the export), or ESTALE if `parent`
+    /// has no entry for it. Reads the whole directory at worst; runs only
+    /// for objects the kernel returned without a place inside.
+    fn reconnect(&self, parent: &Handle, st: &libc::stat) -> Result<OwnedFd> {
+        let p = self.resolve_as(parent, true)?;
+        let rd = sys::openat(p.raw(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let mut buf = sys::DentBuf::new(32 << 10);
+        while buf.fill(rd.as_raw_fd())? {
+            while let Some(e) = buf.next_entry() {
+                if e.ino != st.st_ino || e.name == b"." || e.name == b".." {
+                    continue;
                 }
-                _ => Ok(()),
-            },
-            Err(_) => Ok(()),
+                let Ok(name) = CString::new(e.name) else {
+                    continue;
+                };
+                let Ok(fd) = sys::openat(p.raw(), &name, libc::O_PATH | libc::O_NOFOLLOW, 0) else {
+                    continue;
+                };
+                let found = sys::fstat(fd.as_raw_fd())?;
+                if found.st_dev == st.st_dev && found.st_ino == st.st_ino {
+                    return Ok(fd);
+                }
+            }
         }
+        Err(Errno(libc::ESTALE))
     }
 
     // ---- path-map mode ----
@@ -765,6 +877,18 @@ impl Vfs for LocalFs {
 
     fn root_identity(&self) -> Bytes {
         self.root_ident.clone()
+    }
+
+    fn note_parent(&self, h: &Handle, parent: &Handle) {
+        if self.wants_parent_hints() && *parent != *h {
+            lock(&self.parents).insert(h.clone(), parent.clone());
+        }
+    }
+
+    fn wants_parent_hints(&self) -> bool {
+        // Only kernel mode opens objects it cannot place; where the export
+        // is the whole file system, every object is inside.
+        self.mode == Mode::Kernel && !self.whole_fs
     }
 
     fn getattr(&self, h: &Handle) -> Result<Attr> {

@@ -40,6 +40,14 @@ pub struct Fh {
     pub pseudo: Option<u16>,
 }
 
+/// The parent hint a filehandle for an object with attributes `attr`,
+/// reached in the directory `dir` of backend `fs`, carries: `dir` for a
+/// non-directory where the backend uses hints to check that objects the
+/// kernel no longer places lie inside the export ([`vfs::Vfs::note_parent`]).
+pub fn parent_hint(fs: &dyn vfs::Vfs, attr: &vfs::Attr, dir: &vfs::Handle) -> Option<vfs::Handle> {
+    (attr.ftype != vfs::FileType::Directory && fs.wants_parent_hints()).then(|| dir.clone())
+}
+
 impl Fh {
     pub fn key(&self) -> super::state::FileKey {
         (self.export, self.handle.clone())
@@ -505,11 +513,34 @@ impl Compound {
         self.srv.export(id).ok_or(NfsStat4::Nfs4errStale)
     }
 
-    /// A filehandle for an object of an export.
+    /// A filehandle for a directory of an export (or an object reached
+    /// other than by name).
     pub fn make_fh(&self, export: u16, handle: vfs::Handle) -> Fh {
+        self.fh_with(export, handle, None)
+    }
+
+    /// A filehandle for the object `handle` with attributes `attr`,
+    /// reached as an entry of the directory `dir`: a non-directory's
+    /// handle names `dir` where the backend wants it ([`parent_hint`]).
+    pub fn make_child_fh(
+        &self,
+        export: u16,
+        handle: vfs::Handle,
+        attr: &vfs::Attr,
+        dir: &vfs::Handle,
+    ) -> Fh {
+        let parent = self
+            .srv
+            .export(export)
+            .and_then(|e| parent_hint(&*e.vfs, attr, dir));
+        self.fh_with(export, handle, parent)
+    }
+
+    fn fh_with(&self, export: u16, handle: vfs::Handle, parent: Option<vfs::Handle>) -> Fh {
         let wire = self.srv.fh.encode(&FhTarget::Object {
             export,
             handle: handle.clone(),
+            parent,
         });
         Fh {
             export,
@@ -554,8 +585,15 @@ impl Compound {
     /// use its export.
     pub fn parse_fh(&self, wire: &Bytes) -> Result<Fh, NfsStat4> {
         match self.srv.fh.decode(wire) {
-            Ok(FhTarget::Object { export, handle }) => {
+            Ok(FhTarget::Object {
+                export,
+                handle,
+                parent,
+            }) => {
                 self.admit(export)?;
+                if let Some(p) = parent {
+                    self.export(export)?.vfs.note_parent(&handle, &p);
+                }
                 Ok(Fh {
                     export,
                     handle,

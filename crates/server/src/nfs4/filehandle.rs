@@ -4,6 +4,11 @@
 //! Layout (at most NFS4_FHSIZE = 128 bytes):
 //! * an object: `[version=2][kind=1][export id: u16 BE][root tag: 8 bytes]
 //!   [backend handle][MAC: 16 bytes]`;
+//! * a non-directory with the directory it was reached in:
+//!   `[version=2][kind=2][export id][root tag][handle length: u8]
+//!   [backend handle][parent's backend handle][MAC]`; the parent is a hint
+//!   the backend uses to place an object the kernel no longer can
+//!   ([`vfs::Vfs::note_parent`]), left out when it would not fit;
 //! * a pseudo node: `[version=2][kind=0][node: u16 BE][MAC: 16 bytes]`.
 //!
 //! The MAC is a keyed BLAKE3 hash of everything before it under a secret
@@ -38,8 +43,13 @@ const TAG_LEN: usize = 8;
 pub enum FhTarget {
     /// A node of the pseudo filesystem (RFC 8881 §7.3), by its index.
     Pseudo(u16),
-    /// An object in an export, by the backend's handle.
-    Object { export: u16, handle: vfs::Handle },
+    /// An object in an export, by the backend's handle; for a
+    /// non-directory, the directory it was reached in.
+    Object {
+        export: u16,
+        handle: vfs::Handle,
+        parent: Option<vfs::Handle>,
+    },
 }
 
 /// Why a filehandle was refused.
@@ -124,12 +134,27 @@ impl FhKey {
                 b.put_u8(0);
                 b.put_u16(*idx);
             }
-            FhTarget::Object { export, handle } => {
-                b.put_u8(1);
+            FhTarget::Object {
+                export,
+                handle,
+                parent,
+            } => {
+                // The parent goes in only where it fits.
+                let parent = parent.as_ref().filter(|p| {
+                    HEADER + TAG_LEN + 1 + handle.0.len() + p.0.len() + MAC_LEN <= NFS4_FHSIZE
+                        && handle.0.len() <= usize::from(u8::MAX)
+                });
+                b.put_u8(if parent.is_some() { 2 } else { 1 });
                 b.put_u16(*export);
                 // An unbound export's handles are refused by `decode`.
                 b.put_slice(&self.roots.get(export).copied().unwrap_or_default());
-                b.put_slice(&handle.0);
+                if let Some(p) = parent {
+                    b.put_u8(handle.0.len() as u8);
+                    b.put_slice(&handle.0);
+                    b.put_slice(&p.0);
+                } else {
+                    b.put_slice(&handle.0);
+                }
             }
         }
         let mac = self.mac(&b);
@@ -160,14 +185,27 @@ impl FhKey {
         let id = u16::from_be_bytes([fh[2], fh[3]]);
         match fh[1] {
             0 if body == HEADER => Ok(FhTarget::Pseudo(id)),
-            1 if body >= HEADER + TAG_LEN => {
+            kind @ (1 | 2) if body >= HEADER + TAG_LEN => {
                 let tag = &fh[HEADER..HEADER + TAG_LEN];
                 if self.roots.get(&id).map(|t| &t[..]) != Some(tag) {
                     return Err(FhError::Stale);
                 }
+                let at = HEADER + TAG_LEN;
+                let (handle, parent) = if kind == 1 {
+                    (fh.slice(at..body), None)
+                } else {
+                    let len = usize::from(*fh[..body].get(at).ok_or(FhError::Bad)?);
+                    let end = at + 1 + len;
+                    if end > body {
+                        return Err(FhError::Bad);
+                    }
+                    let parent = vfs::Handle(fh.slice(end..body));
+                    (fh.slice(at + 1..end), Some(parent))
+                };
                 Ok(FhTarget::Object {
                     export: id,
-                    handle: vfs::Handle(fh.slice(HEADER + TAG_LEN..body)),
+                    handle: vfs::Handle(handle),
+                    parent,
                 })
             }
             _ => Err(FhError::Bad),
@@ -202,6 +240,42 @@ mod tests {
         FhTarget::Object {
             export,
             handle: vfs::Handle(Bytes::from_static(b"\x00\x00\x00\x01abcdefgh")),
+            parent: None,
+        }
+    }
+
+    #[test]
+    fn a_parent_hint_travels_when_it_fits() {
+        let k = bound(7, &[(3, b"root of 3")]);
+        let handle = vfs::Handle(Bytes::from_static(b"\x00\x00\x00\x01abcdefgh"));
+        let with = |n: usize| FhTarget::Object {
+            export: 3,
+            handle: handle.clone(),
+            parent: Some(vfs::Handle(Bytes::from(vec![9u8; n]))),
+        };
+        let t = with(20);
+        let fh = k.encode(&t);
+        assert_eq!(k.decode(&fh), Ok(t));
+        // Another parent, another handle for the same object.
+        assert_ne!(k.encode(&with(21)), fh);
+        // The largest that fits, and one byte more: left out.
+        let room = NFS4_FHSIZE - (HEADER + TAG_LEN + 1 + handle.0.len() + MAC_LEN);
+        assert_eq!(k.decode(&k.encode(&with(room))), Ok(with(room)));
+        let big = k.encode(&with(room + 1));
+        assert!(big.len() <= NFS4_FHSIZE);
+        assert_eq!(k.decode(&big), Ok(object(3)));
+        // A length past the end, under a valid MAC: malformed.
+        for len in [0xffu8, 0] {
+            let mut v = vec![VERSION, 2, 0, 3];
+            v.extend_from_slice(&k.roots[&3]);
+            if len == 0 {
+                // no length byte at all
+            } else {
+                v.push(len);
+                v.extend_from_slice(b"short");
+            }
+            v.extend_from_slice(&k.mac(&v));
+            assert_eq!(k.decode(&Bytes::from(v)), Err(FhError::Bad), "{len}");
         }
     }
 

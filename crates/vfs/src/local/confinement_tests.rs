@@ -19,7 +19,10 @@ fn forget_dentries() {
         sys::geteuid() == 0,
         "this test needs root: run as root (CI does)"
     );
-    std::fs::write("/proc/sys/vm/drop_caches", "2").expect("drop the dentry cache");
+    // Recently used dentries survive one pass of the shrinker.
+    for _ in 0..3 {
+        std::fs::write("/proc/sys/vm/drop_caches", "2").expect("drop the dentry cache");
+    }
 }
 
 /// A kernel-mode export of `dir`.
@@ -111,7 +114,11 @@ fn a_narrowed_export_refuses_the_wider_ones_handles() {
     for (p, h) in &old {
         assert_eq!(pm.getattr(h), Err(Errno(libc::ESTALE)), "path map: {p}");
     }
-    // B's own handles resolve, disconnected or not.
+    // B's own handles resolve, disconnected or not: files through the
+    // parent their filehandle names.
+    let root = narrow.root();
+    narrow.note_parent(&new[0].1, &root);
+    narrow.note_parent(&new[2].1, &new[1].1);
     for (p, h) in &new {
         assert!(narrow.getattr(h).is_ok(), "{p}");
     }
@@ -143,9 +150,99 @@ fn objects_outside_are_refused_even_with_the_exports_tag() {
         narrow.getattr(&retag(&narrow, &out)),
         Err(Errno(libc::ESTALE))
     );
-    // Once linked inside too, it is the export's.
+    // Once linked inside too, it is the export's: through the directory
+    // it was found in, although the kernel knows it by its outside name.
     std::fs::hard_link(a.path().join("outside"), b.join("linked")).unwrap();
     let linked = look(&narrow, "linked");
     assert_eq!(linked, retag(&narrow, &out));
     assert!(narrow.getattr(&linked).is_ok());
+    drop(narrow);
+    forget_dentries(); // the inside name's dentry; the pin keeps the other
+    let narrow = kernel_fs(&b);
+    assert_eq!(narrow.getattr(&linked), Err(Errno(libc::ESTALE)));
+    narrow.note_parent(&linked, &narrow.root());
+    assert!(narrow.getattr(&linked).is_ok());
+    // A parent hint is a hint: one that does not hold the object, or is
+    // outside, or is not a directory, places nothing.
+    drop(narrow);
+    forget_dentries();
+    let narrow = kernel_fs(&b);
+    let bd = look(&narrow, "d");
+    narrow.note_parent(&linked, &bd);
+    assert_eq!(narrow.getattr(&linked), Err(Errno(libc::ESTALE)));
+    narrow.note_parent(&linked, &retag(&narrow, &od));
+    assert_eq!(narrow.getattr(&linked), Err(Errno(libc::ESTALE)));
+    let inside = look(&narrow, "in");
+    narrow.note_parent(&linked, &inside);
+    assert_eq!(narrow.getattr(&linked), Err(Errno(libc::ESTALE)));
+}
+
+/// Handles made inside the export for files since moved out of it, or
+/// moved within it, after the kernel has forgotten where they are.
+#[test]
+fn a_disconnected_file_is_served_only_through_a_parent_inside() {
+    let a = tree();
+    let b = a.path().join("B");
+    std::fs::write(b.join("d/leaves"), "moved out later").unwrap();
+    std::fs::write(b.join("d/moves"), "moved within").unwrap();
+    let narrow = kernel_fs(&b);
+    let d = look(&narrow, "d");
+    let deep = look(&narrow, "d/deep");
+    let leaves = look(&narrow, "d/leaves");
+    let moves = look(&narrow, "d/moves");
+    drop(narrow);
+    std::fs::rename(b.join("d/leaves"), a.path().join("od/left")).unwrap();
+    std::fs::rename(b.join("d/moves"), b.join("moved")).unwrap();
+    forget_dentries();
+
+    let narrow = kernel_fs(&b);
+    assert!(
+        !narrow.whole_fs,
+        "a temporary directory is not a file system's root"
+    );
+    // No parent named: a disconnected file cannot be placed.
+    assert_eq!(narrow.getattr(&deep), Err(Errno(libc::ESTALE)));
+    for h in [&deep, &leaves, &moves] {
+        narrow.note_parent(h, &d);
+    }
+    let (data, _) = narrow.read(&rootc(), &deep, 0, 100).unwrap();
+    assert_eq!(&data[..], b"deep");
+    // Moved out: its handle, made inside, no longer reads it.
+    assert_eq!(narrow.getattr(&leaves), Err(Errno(libc::ESTALE)));
+    assert_eq!(
+        narrow.read(&rootc(), &leaves, 0, 100).map(|_| ()),
+        Err(Errno(libc::ESTALE))
+    );
+    // Moved within the export: the parent its handle names no longer
+    // holds it, so until a lookup places it again it is stale too (the
+    // cost of checking); the lookup's handle is the same object's.
+    assert_eq!(narrow.getattr(&moves), Err(Errno(libc::ESTALE)));
+    assert_eq!(look(&narrow, "moved"), moves);
+    assert!(narrow.getattr(&moves).is_ok());
+}
+
+#[test]
+fn a_file_systems_root_is_found_in_mountinfo() {
+    let info = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 8:2 / /srv/with\\040space rw - ext4 /dev/sda2 rw
+24 22 8:1 /home/x /mnt/bind rw - ext4 /dev/sda1 rw
+25 22 0:45 / /proc rw - proc proc rw
+";
+    let on = |dev| top_mounts(info, dev).collect::<Vec<_>>();
+    assert_eq!(on((8, 1)), vec![b"/".to_vec()]);
+    assert_eq!(on((8, 2)), vec![b"/srv/with space".to_vec()]);
+    assert!(on((8, 3)).is_empty());
+    assert_eq!(unescape_mountinfo("a\\134b\\011"), b"a\\b\t".to_vec());
+    assert_eq!(unescape_mountinfo("tail\\04"), b"tail\\04".to_vec());
+    // The directories of this machine.
+    let dir = TempDir::new().unwrap();
+    assert!(!is_fs_root(
+        &sys::fstat(File::open(dir.path()).unwrap().as_raw_fd()).unwrap()
+    ));
+    let proc_root = sys::fstat(File::open("/proc").unwrap().as_raw_fd()).unwrap();
+    assert!(
+        is_fs_root(&proc_root),
+        "/proc is the root of a proc file system"
+    );
 }

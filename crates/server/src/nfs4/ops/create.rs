@@ -53,12 +53,12 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
         .vfs(dir.export, move |fs, c| {
             let before = fs.getattr(&h)?;
             need_dir(&before)?;
-            let (obj, _) = fs.create(c, &h, &name, &kind, &set)?;
+            let obj = fs.create(c, &h, &name, &kind, &set)?;
             let after = fs.getattr(&h)?;
             Ok((obj, change_info(before.change, after.change)))
         })
         .await?;
-    let fh = cx.make_fh(dir.export, obj);
+    let fh = cx.make_child_fh(dir.export, obj.0, &obj.1, &dir.handle);
     cx.set_cfh(fh);
     Ok(Create4ResOk { cinfo, attrset })
 }

@@ -37,7 +37,7 @@ async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4>
         return Ok(fh);
     }
     let h = dir.handle.clone();
-    let (obj, _) = cx
+    let (obj, attr) = cx
         .vfs(dir.export, move |fs, c| {
             need_dir(&fs.getattr(&h)?)?;
             fs.lookup(c, &h, &name)
@@ -48,5 +48,5 @@ async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4>
         cx.check_flavor(&fh)?;
         return Ok(fh);
     }
-    Ok(cx.make_fh(dir.export, obj))
+    Ok(cx.make_child_fh(dir.export, obj, &attr, &dir.handle))
 }

@@ -61,6 +61,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     if creates || access & OPEN4_SHARE_ACCESS_WRITE != 0 {
         cx.check_writable(&fh)?;
     }
+    let by_name_claim = matches!(args.claim, OpenClaim4::Null(_));
     let target = match args.claim {
         OpenClaim4::Null(name) => {
             let name = check_name(&name)?;
@@ -99,7 +100,13 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         }
         attrset.insert(FATTR4_SIZE);
     }
-    let file = cx.make_fh(fh.export, target.handle);
+    // Opened by name: the file's handle, naming the directory; by
+    // filehandle: the one the client gave (RFC 8881 §18.16.3).
+    let file = if by_name_claim {
+        cx.make_child_fh(fh.export, target.handle, &target.attr, &fh.handle)
+    } else {
+        fh.clone()
+    };
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
     let delegation = match want {

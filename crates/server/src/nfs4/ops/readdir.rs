@@ -17,7 +17,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::{parent_hint, Compound};
 use crate::nfs4::errors::from_errno;
 use crate::nfs4::filehandle::FhTarget;
 use crate::nfs4::pseudo::Child;
@@ -109,7 +109,11 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
                         }
                         Ok((eh, ea)) => {
                             let wire = if with_fh {
-                                srv.fh.encode(&FhTarget::Object { export, handle: eh })
+                                srv.fh.encode(&FhTarget::Object {
+                                    export,
+                                    parent: parent_hint(fs, &ea, &h),
+                                    handle: eh,
+                                })
                             } else {
                                 Bytes::new()
                             };
@@ -231,6 +235,7 @@ fn export_root_attrs(
         srv.fh.encode(&FhTarget::Object {
             export: e.id,
             handle: root,
+            parent: None,
         })
     } else {
         Bytes::new()
