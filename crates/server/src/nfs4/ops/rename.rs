@@ -43,14 +43,15 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
                 Err(vfs::Errno(libc::ENOENT)) => {}
                 Err(e) => return Err(e),
             }
-            // §18.26.4: a target of an incompatible type, or a non-empty
-            // directory, is NFS4ERR_EXIST (both names are directories here,
-            // so these errnos can only describe the two objects).
-            fs.rename(c, &sh, &oldname, &th, &newname)
-                .map_err(|e| match e.0 {
-                    libc::EISDIR | libc::ENOTDIR | libc::ENOTEMPTY => vfs::Errno(libc::EEXIST),
-                    _ => e,
-                })?;
+            // §18.26.4 asks for NFS4ERR_EXIST when the target is of an
+            // incompatible type or a non-empty directory. NFS4ERR_NOTDIR,
+            // NFS4ERR_ISDIR and NFS4ERR_NOTEMPTY say which (both names are
+            // directories here, so these errnos can only describe the two
+            // objects), and are what the Linux client hands applications
+            // as rename(2)'s errno, as the Linux server answers: it cannot
+            // tell ENOTDIR from EEXIST itself when it has not looked the
+            // target up.
+            fs.rename(c, &sh, &oldname, &th, &newname)?;
             let sa = fs.getattr(&sh)?;
             let ta = fs.getattr(&th)?;
             Ok((
