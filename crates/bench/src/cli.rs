@@ -91,6 +91,11 @@ pub struct RunArgs {
     /// Keep the files `create` made.
     #[arg(long)]
     pub keep: bool,
+    /// A server process on this machine (its PID): its CPU time over the
+    /// measured period (utime + stime of all its threads, from
+    /// /proc/PID/stat) is reported per unit of work.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
     /// Write the results as JSON.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -204,6 +209,7 @@ impl RunArgs {
         p.jitter_ms = self.jitter.unwrap_or(0.0) * 1e3;
         p.loss = self.loss.unwrap_or(0.0);
         p.keep = self.keep;
+        p.server_pid = self.server_pid;
         // Validates the target syntax early.
         let _: crate::target::Target = p.target.parse()?;
         Ok(p)

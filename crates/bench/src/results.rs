@@ -47,6 +47,18 @@ pub struct Cpu {
     pub us_per_op: f64,
 }
 
+/// A server process's CPU time over the measured period (`--server-pid`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCpu {
+    pub pid: u32,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// (user + sys) / wall × 100: the share of one core.
+    pub percent: f64,
+    /// (user + sys) per unit of work, µs.
+    pub us_per_op: f64,
+}
+
 /// One run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -70,6 +82,9 @@ pub struct RunResult {
     pub nfs: BTreeMap<String, PhaseTable>,
     pub slot_wait: SlotWait,
     pub cpu: Cpu,
+    /// The server's CPU time, when `--server-pid` named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<ServerCpu>,
     /// CB_RECALLs received (all clients).
     pub recalls: u64,
     /// Delegations granted by OPENs (all clients).
@@ -115,6 +130,10 @@ impl Results {
         }
         m.insert("cpu_percent".into(), run.cpu.percent);
         m.insert("cpu_us_per_op".into(), run.cpu.us_per_op);
+        if let Some(s) = &run.server_cpu {
+            m.insert("server_cpu_percent".into(), s.percent);
+            m.insert("server_cpu_us_per_op".into(), s.us_per_op);
+        }
         m.insert("slot_wait_mean_us".into(), run.slot_wait.mean_us);
         m
     }
@@ -208,6 +227,16 @@ impl Results {
             ] {
                 row(&run, "run", "", f, v.to_string());
             }
+            if let Some(s) = &r.server_cpu {
+                for (f, v) in [
+                    ("server_cpu_user_s", s.user_s),
+                    ("server_cpu_sys_s", s.sys_s),
+                    ("server_cpu_percent", s.percent),
+                    ("server_cpu_us_per_op", s.us_per_op),
+                ] {
+                    row(&run, "run", "", f, v.to_string());
+                }
+            }
             for s in &r.series {
                 row(
                     &run,
@@ -290,7 +319,7 @@ impl Results {
             let l = r.latency.get(unit);
             let _ = writeln!(
                 o,
-                "  run {}: {:>10.1} ops/s {:>9.2} MB/s  {} ops in {:.2} s{}  p50 {:.0} µs  p99 {:.0} µs  p99.9 {:.0} µs  client CPU {:.0}% ({:.1} µs/op)",
+                "  run {}: {:>10.1} ops/s {:>9.2} MB/s  {} ops in {:.2} s{}  p50 {:.0} µs  p99 {:.0} µs  p99.9 {:.0} µs  client CPU {:.0}% ({:.1} µs/op){}",
                 r.run,
                 r.ops_per_s,
                 r.mb_per_s,
@@ -302,6 +331,13 @@ impl Results {
                 l.map(|l| l.p999_us).unwrap_or(f64::NAN),
                 r.cpu.percent,
                 r.cpu.us_per_op,
+                r.server_cpu
+                    .as_ref()
+                    .map(|s| format!(
+                        "  server CPU {:.0}% ({:.1} µs/op)",
+                        s.percent, s.us_per_op
+                    ))
+                    .unwrap_or_default(),
             );
         }
         if self.runs.len() > 1 {

@@ -15,8 +15,8 @@ use crate::nfs3::{Nfs3Addrs, Nfs3Fs};
 use crate::nfs4::Nfs4Fs;
 use crate::posix::PosixFs;
 use crate::proxy::{DelayConfig, Proxy};
-use crate::record::{cpu_times, OpStats, Phase, Recorder};
-use crate::results::{Cpu, Host, Results, RunResult, SeriesPoint, SlotWait, SCHEMA};
+use crate::record::{cpu_times, process_cpu_times, OpStats, Phase, Recorder};
+use crate::results::{Cpu, Host, Results, RunResult, SeriesPoint, ServerCpu, SlotWait, SCHEMA};
 use crate::rng::Rng;
 use crate::target::Target;
 use crate::workload::{self, in_phase, is_active, Counters, Params, Worker, Workload};
@@ -303,6 +303,7 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     }
     let slots0 = slot_totals(&conns);
     let cpu0 = cpu_times();
+    let server0 = p.server_pid.and_then(process_cpu_times);
     let t0 = Instant::now();
     stats.set_phase(Phase::Measure);
     let _ = go_tx.send(true);
@@ -378,6 +379,7 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     }
     let t_end = t_end.unwrap_or_else(Instant::now);
     let cpu1 = cpu_times();
+    let server1 = p.server_pid.and_then(process_cpu_times);
     let slots1 = slot_totals(&conns);
     stats.set_phase(Phase::Teardown);
     let _ = tick_stop_tx.send(true);
@@ -472,6 +474,24 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
             } else {
                 0.0
             },
+        },
+        server_cpu: match (p.server_pid, server0, server1) {
+            (Some(pid), Some(s0), Some(s1)) => {
+                let (u, s) = (s1.0.saturating_sub(s0.0), s1.1.saturating_sub(s0.1));
+                let total = (u + s).as_secs_f64();
+                Some(ServerCpu {
+                    pid,
+                    user_s: u.as_secs_f64(),
+                    sys_s: s.as_secs_f64(),
+                    percent: total / elapsed * 100.0,
+                    us_per_op: if units > 0 {
+                        total * 1e6 / units as f64
+                    } else {
+                        0.0
+                    },
+                })
+            }
+            _ => None,
         },
         recalls,
         delegations,

@@ -113,6 +113,10 @@ pub struct Params {
     pub loss: f64,
     /// Keep files the workload created (create).
     pub keep: bool,
+    /// A server process on this machine whose CPU time over the measured
+    /// period is reported ([`crate::results::ServerCpu`]).
+    #[serde(default)]
+    pub server_pid: Option<u32>,
 }
 
 /// Per-workload defaults for the options not given.
@@ -155,6 +159,7 @@ impl Params {
             jitter_ms: 0.0,
             loss: 0.0,
             keep: false,
+            server_pid: None,
         }
     }
 

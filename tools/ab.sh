@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Ferrite against NFS-Ganesha on this machine: server CPU per operation,
+# side by side (issue 10; docs/benchmarks.md).
+#
+#   tools/ab.sh [OUTDIR]
+#
+# Starts Ferrite (release build, a fresh export) and NFS-Ganesha
+# (tools/ganesha.sh, FSAL_VFS, a fresh export), both pinned to CPU 1; the
+# clients run pinned to CPU 0. Every row runs on both servers, A then B,
+# then B then A on the next repetition. Server CPU is utime + stime of the
+# server process (all threads) over the measured period, from
+# /proc/PID/stat (`ferrite bench run --server-pid`), divided by the units
+# of work done in it. The nfs-rs rows drive a third-party client (nfs-rs
+# from PyPI, installed into a virtual environment outside the repository,
+# /var/tmp/ferrite-nfsrs-venv) through tools/nfsrs-ops.py.
+#
+# Prints, per row: each server's µs of CPU per operation (summed CPU over
+# summed operations of all repetitions), its ops/s (mean), Ferrite / Ganesha,
+# and flags: "client-bound" when a client used 90% or more of its core in
+# some run (the row then measures the client as much as the servers). For
+# the 1-thread read row it adds the p50 latency of a READ.
+#
+# Environment: REPS (2), DURATION (5s, per time-based run), ONLY (a subset
+# of the row names below), FILES_NFSRS (2000), FERRITE_PORT (20750).
+# Everything (JSON per run, server logs, table.md) goes to OUTDIR
+# (default /var/tmp/ferrite-ab/DATE).
+set -euo pipefail
+top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
+cd "$top"
+OUT="${1:-/var/tmp/ferrite-ab/$(date +%Y%m%d-%H%M%S)}"
+REPS="${REPS:-2}"
+DURATION="${DURATION:-5s}"
+FILES_NFSRS="${FILES_NFSRS:-2000}"
+FPORT="${FERRITE_PORT:-20750}"
+GPORT="${GANESHA_PORT:-12050}"
+ROWS=(randread-16 randread-1 randwrite-16 randwrite-sync seqread seqwrite
+    smallfile-read dirlist create locked-read nfsrs)
+ONLY="${ONLY:-${ROWS[*]}}"
+VENV=/var/tmp/ferrite-nfsrs-venv
+mkdir -p "$OUT"
+[ "$(nproc)" -ge 2 ] || { echo "ab.sh: needs 2 CPUs (server on 1, client on 0)" >&2; exit 2; }
+
+cargo build --release -p ferrite
+F="$top/target/release/ferrite"
+
+# The third-party client, outside the repository.
+if [[ " $ONLY " == *" nfsrs "* ]] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
+    echo "ab.sh: installing nfs-rs 0.8.7 from PyPI into $VENV" >&2
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q nfs-rs==0.8.7
+fi
+
+# ---- the servers ----
+fpid=""
+cleanup() {
+    [ -n "$fpid" ] && kill "$fpid" 2>/dev/null || true
+    bash tools/ganesha.sh stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
+taskset -c 1 "$F" serve "$OUT/ferrite/export" --listen "127.0.0.1:$FPORT" \
+    --state-dir "$OUT/ferrite/state" >"$OUT/ferrite/server.log" 2>&1 &
+fpid=$!
+FRESH=1 bash tools/ganesha.sh restart >"$OUT/ganesha-start.log" 2>&1
+gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
+taskset -a -cp 1 "$gpid" >/dev/null
+for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$FPORT") 2>/dev/null && break
+    sleep 0.1
+done
+declare -A PID=([ferrite]="$fpid" [ganesha]="$gpid")
+declare -A TGT=([ferrite]="nfs4://127.0.0.1:$FPORT/" [ganesha]="nfs4://127.0.0.1:$GPORT/")
+declare -A URL=([ferrite]="nfs://127.0.0.1:$FPORT/?version=4.1" [ganesha]="nfs://127.0.0.1:$GPORT/?version=4.1")
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+large=(--file-size 64m)
+timed=(--duration "$DURATION" --warmup 1s --runs 1)
+args() {
+    case "$1" in
+    randread-16) echo randread "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
+    randread-1) echo randread "${large[@]}" --io-size 4k --threads 1 "${timed[@]}" ;;
+    randwrite-16) echo randwrite "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
+    randwrite-sync) echo randwrite "${large[@]}" --io-size 4k --threads 16 --sync "${timed[@]}" ;;
+    seqread) echo seqread "${large[@]}" --io-size 1m --threads 4 "${timed[@]}" ;;
+    seqwrite) echo seqwrite "${large[@]}" --io-size 1m --threads 4 "${timed[@]}" ;;
+    smallfile-read) echo smallfile-read --threads 8 "${timed[@]}" ;;
+    dirlist) echo dirlist --threads 4 "${timed[@]}" ;;
+    create) echo create --clients 2 --threads 4 --files 1000 --file-size 4k --duration 10m ;;
+    locked-read) echo locked-read --duration 10m ;;
+    esac
+}
+
+for s in ferrite ganesha; do
+    if want randread-16 || want randread-1 || want randwrite-16 || want randwrite-sync ||
+        want seqread || want seqwrite; then
+        "$F" bench prepare randread --target "${TGT[$s]}" "${large[@]}" >/dev/null
+    fi
+    if want smallfile-read || want locked-read; then
+        "$F" bench prepare smallfile-read --target "${TGT[$s]}" >/dev/null
+    fi
+    if want dirlist; then "$F" bench prepare dirlist --target "${TGT[$s]}" >/dev/null; fi
+done
+
+# ---- the runs, interleaved ----
+for row in "${ROWS[@]}"; do
+    want "$row" || continue
+    for r in $(seq 1 "$REPS"); do
+        order="ferrite ganesha"
+        [ $((r % 2)) -eq 0 ] && order="ganesha ferrite"
+        for s in $order; do
+            j="$OUT/$row-$s-$r.json"
+            echo "ab: $row, $s, repetition $r" >&2
+            if [ "$row" = nfsrs ]; then
+                taskset -c 0 "$VENV/bin/python" tools/nfsrs-ops.py "${URL[$s]}" "${PID[$s]}" \
+                    "$FILES_NFSRS" >"$j"
+            else
+                # shellcheck disable=SC2046
+                taskset -c 0 "$F" bench run $(args "$row") --target "${TGT[$s]}" \
+                    --server-pid "${PID[$s]}" -o "$j" >"${j%.json}.txt"
+            fi
+        done
+    done
+done
+
+# ---- the table ----
+python3 - "$OUT" "$REPS" "$ONLY" <<'EOF' | tee "$OUT/table.md"
+import glob, json, os, sys
+out, reps, only = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+names = {
+    "randread-16": "randread 4 KiB, 16 threads",
+    "randread-1": "randread 4 KiB, 1 thread",
+    "randwrite-16": "randwrite 4 KiB, 16 threads",
+    "randwrite-sync": "randwrite 4 KiB FILE_SYNC, 16 threads",
+    "seqread": "seqread 1 MiB, 4 threads",
+    "seqwrite": "seqwrite 1 MiB, 4 threads",
+    "smallfile-read": "smallfile-read, 8 threads",
+    "dirlist": "dirlist, 4 threads",
+    "create": "create 4 KiB, 2 clients x 4 threads",
+    "locked-read": "locked-read (cycles)",
+}
+
+def bench(row, s):
+    """(cpu_s, ops, [ops/s], max client %, [p50 µs]) over the repetitions."""
+    cpu = ops = 0.0
+    rates, clients, p50 = [], [], []
+    for r in range(1, reps + 1):
+        d = json.load(open(f"{out}/{row}-{s}-{r}.json"))
+        for run in d["runs"]:
+            sc = run["server_cpu"]
+            cpu += sc["user_s"] + sc["sys_s"]
+            ops += run["ops"]
+            rates.append(run["ops_per_s"])
+            clients.append(run["cpu"]["percent"])
+            lat = next(iter(run["latency"].values()), None)
+            if lat:
+                p50.append(lat["p50_us"])
+    return cpu, ops, rates, max(clients), p50
+
+def nfsrs(phase, s):
+    cpu = ops = 0.0
+    rates, clients = [], []
+    for r in range(1, reps + 1):
+        p = json.load(open(f"{out}/nfsrs-{s}-{r}.json"))["phases"][phase]
+        cpu += p["server_cpu_s"]
+        ops += p["ops"]
+        rates.append(p["ops_per_s"])
+        clients.append(p["client_cpu_percent"])
+    return cpu, ops, rates, max(clients), []
+
+rows = []
+for row in [r for r in names if r in only]:
+    rows.append((names[row], bench(row, "ferrite"), bench(row, "ganesha")))
+if "nfsrs" in only:
+    for ph in ("create", "stat", "remove"):
+        rows.append((f"nfs-rs 0.8.7 v4.1 {ph}", nfsrs(ph, "ferrite"), nfsrs(ph, "ganesha")))
+
+mean = lambda v: sum(v) / len(v) if v else float("nan")
+print(f"Server CPU per operation, {reps} repetitions interleaved; "
+      f"servers on CPU 1, clients on CPU 0; {os.uname().nodename}, {os.cpu_count()} CPUs.\n")
+print("| workload | Ferrite µs/op | Ganesha µs/op | Ferrite / Ganesha | Ferrite ops/s | Ganesha ops/s | notes |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for name, f, g in rows:
+    fu, gu = f[0] * 1e6 / max(f[1], 1), g[0] * 1e6 / max(g[1], 1)
+    notes = []
+    for who, x in (("Ferrite", f), ("Ganesha", g)):
+        if x[3] >= 90:
+            notes.append(f"client-bound against {who} ({x[3]:.0f}% of a core)")
+    if f[4] and g[4]:
+        notes.append(f"p50 {mean(f[4]):.0f} µs vs {mean(g[4]):.0f} µs")
+    print(f"| {name} | {fu:.1f} | {gu:.1f} | {fu / gu:.2f} | {mean(f[2]):,.0f} | {mean(g[2]):,.0f} | {'; '.join(notes)} |")
+EOF
+echo "ab.sh: results in $OUT" >&2
