@@ -214,9 +214,26 @@ impl Limits {
     }
 }
 
+/// Bytes at the start of a request the false-retry digest covers: every
+/// operation's arguments but a large WRITE's data.
+const DIGEST_HEAD: usize = 512;
+/// Bytes at its end: what follows a WRITE's data (a GETATTR, say).
+const DIGEST_TAIL: usize = 64;
+
+/// The request's digest, for telling a retry from a false one
+/// (RFC 8881 §2.10.6.1.3.1, which leaves the means to the server): its
+/// length, its first [`DIGEST_HEAD`] and last [`DIGEST_TAIL`] bytes. A
+/// retry that differs only inside a large payload goes unnoticed; hashing
+/// whole 1 MiB WRITEs cost 40% of a sequential write's server CPU.
 fn digest(b: &[u8]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    b.hash(&mut h);
+    b.len().hash(&mut h);
+    if b.len() <= DIGEST_HEAD + DIGEST_TAIL {
+        b.hash(&mut h);
+    } else {
+        b[..DIGEST_HEAD].hash(&mut h);
+        b[b.len() - DIGEST_TAIL..].hash(&mut h);
+    }
     h.finish()
 }
 
@@ -804,6 +821,33 @@ mod tests {
             minorversion: AtomicU32::new(1),
             cb_slot: Default::default(),
         })
+    }
+
+    #[test]
+    fn the_digest_covers_arguments_not_bulk_data() {
+        let mut write = vec![7u8; 100];
+        write.extend(vec![0u8; 1 << 20]);
+        write.extend(vec![9u8; 40]);
+        let d = digest(&write);
+        // Other arguments (before the data), another length, another
+        // trailing operation: a false retry.
+        for at in [0, 99, write.len() - 1] {
+            let mut other = write.clone();
+            other[at] ^= 1;
+            assert_ne!(digest(&other), d, "byte {at}");
+        }
+        assert_ne!(digest(&write[..write.len() - 1]), d);
+        // Other data in the middle of a large payload: not looked at.
+        let mut data = write.clone();
+        data[1 << 19] = 1;
+        assert_eq!(digest(&data), d);
+        // Small requests are covered whole.
+        let small = vec![3u8; DIGEST_HEAD + DIGEST_TAIL];
+        for at in 0..small.len() {
+            let mut other = small.clone();
+            other[at] ^= 1;
+            assert_ne!(digest(&other), digest(&small), "byte {at}");
+        }
     }
 
     fn begin(s: &Session, seqid: u32) -> Result<SlotDecision, SlotError> {
