@@ -264,6 +264,21 @@ pub trait Vfs: Send + Sync + 'static {
     /// Reads up to `count` bytes; returns the data and whether it reached the
     /// end of the file.
     fn read(&self, c: &Creds, h: &Handle, offset: u64, count: u32) -> Result<(Bytes, bool)>;
+    /// [`Vfs::read`] if it can be answered without blocking (never waiting
+    /// for a disk or a lock held long), so that it may run on an async
+    /// reactor thread; `None` where only [`Vfs::read`] can answer, which
+    /// callers then run on the blocking pool. A backend may answer with
+    /// fewer bytes than [`Vfs::read`] would (a short read, `eof` false).
+    fn read_nowait(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        offset: u64,
+        count: u32,
+    ) -> Option<Result<(Bytes, bool)>> {
+        let _ = (c, h, offset, count);
+        None
+    }
     /// Writes all of `data`; returns how durable it is.
     fn write(
         &self,

@@ -682,6 +682,29 @@ impl Compound {
         Ok(rule.creds(&self.auth))
     }
 
+    /// Runs a backend call that never blocks ([`vfs::Vfs::read_nowait`]
+    /// and the like) right here, on the async thread, with the identity
+    /// [`Compound::vfs`] would use; `None` if the backend cannot answer
+    /// without blocking (or `export` is a pseudo node), for the caller to
+    /// go through [`Compound::vfs`].
+    pub fn vfs_nowait<T, F>(&self, export: u16, f: F) -> Option<Result<T, NfsStat4>>
+    where
+        F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> Option<vfs::Result<T>>,
+    {
+        if export == PSEUDO_EXPORT {
+            return None;
+        }
+        let fs = match self.export(export) {
+            Ok(e) => &e.vfs,
+            Err(s) => return Some(Err(s)),
+        };
+        let creds = match self.creds_for(export) {
+            Ok(c) => c,
+            Err(s) => return Some(Err(s)),
+        };
+        f(fs.as_ref(), &creds).map(|r| r.map_err(super::errors::from_errno))
+    }
+
     /// Runs a backend call for `fh`'s export on the blocking pool, with the
     /// identity the export's rules give this compound's client. A pseudo
     /// node has no backend: such calls answer NFS4ERR_ISDIR (operations

@@ -141,6 +141,21 @@ pub(crate) fn name_to_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Hand
     Ok(Handle(Bytes::from(out)))
 }
 
+/// Reads at `offset` only what is already in the page cache
+/// (`preadv2(RWF_NOWAIT)`): EAGAIN where it would have to wait for the
+/// disk, EOPNOTSUPP where the file system cannot say.
+pub(crate) fn pread_nowait(fd: RawFd, buf: &mut [u8], offset: u64) -> Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    retry(|| {
+        // SAFETY: one iovec describing `buf`, writable for its length.
+        let n = unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off_t, libc::RWF_NOWAIT) };
+        cvt_long(n as libc::c_long).map(|n| n as usize)
+    })
+}
+
 /// Opens a serialized kernel handle relative to the file system of
 /// `mount_fd`. Malformed handles fail with ESTALE.
 pub(crate) fn open_by_handle(mount_fd: RawFd, h: &[u8], flags: i32) -> Result<OwnedFd> {

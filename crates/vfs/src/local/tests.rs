@@ -934,3 +934,39 @@ fn bench_sequential_io() {
     }
     eprintln!("20k 4KiB reads by non-owner {:?}", t.elapsed());
 }
+
+/// `read_nowait` answers only from a file already open for I/O, for its
+/// owner, and then as `read` does; otherwise it leaves the call to `read`.
+#[test]
+fn read_nowait_answers_cached_reads_and_leaves_the_rest() {
+    require_root();
+    let (_d, fs) = setup(None);
+    let root = fs.root();
+    let h = mkfile(&fs, &root, "f");
+    fs.write(&rootc(), &h, 0, b"hello, world", Stability::FileSync)
+        .unwrap();
+    drop(lock(&fs.files).remove(&h));
+    // Not open for I/O yet.
+    assert_eq!(fs.read_nowait(&rootc(), &h, 0, 5), None);
+    assert_eq!(fs.read(&rootc(), &h, 0, 5).unwrap().0, &b"hello"[..]);
+    for (off, count) in [(0, 5), (7, 100), (0, 12), (12, 1), (100, 1), (3, 0)] {
+        assert_eq!(
+            fs.read_nowait(&rootc(), &h, off, count),
+            Some(fs.read(&rootc(), &h, off, count)),
+            "{off} {count}"
+        );
+    }
+    // Another user's read needs a permission check as that user: left to
+    // `read`, which decides.
+    let mut p = std::fs::metadata(_d.path().join("f"))
+        .unwrap()
+        .permissions();
+    p.set_mode(0o600);
+    std::fs::set_permissions(_d.path().join("f"), p).unwrap();
+    assert_eq!(fs.read_nowait(&user(1000), &h, 0, 5), None);
+    assert_eq!(fs.read(&user(1000), &h, 0, 5), Err(Errno(libc::EACCES)));
+    // Removed: left to `read`, which says it is stale.
+    fs.remove(&rootc(), &root, b"f").unwrap();
+    assert_eq!(fs.read_nowait(&rootc(), &h, 0, 5), None);
+    assert_eq!(fs.read(&rootc(), &h, 0, 5), Err(Errno(libc::ESTALE)));
+}
