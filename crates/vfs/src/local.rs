@@ -345,7 +345,11 @@ impl LocalFs {
         };
         let euid = sys::geteuid();
         let nofile = sys::nofile_limit();
-        let fd_cap = (nofile / 4).clamp(64, 4096) as usize;
+        // Directory and file descriptors a READDIR or LOOKUP reuses: a
+        // miss costs open_by_handle_at and the check that the object is
+        // inside. Each pins an inode and a dentry (about 1 KiB of kernel
+        // memory).
+        let fd_cap = (nofile / 4).clamp(64, 16384) as usize;
         let file_cap = (nofile / 8).clamp(16, 1024) as usize;
         tracing::debug!(?mode, root = %root.display(), "local export");
         Ok(LocalFs {
@@ -536,8 +540,18 @@ impl LocalFs {
         self.reconnect(&parent, st)
     }
 
-    /// Whether the directory `fd` reaches the export root by climbing `..`.
+    /// Whether the directory `fd` lies below the export root. The kernel
+    /// keeps directories connected, so its path for one is where it is: a
+    /// path below the root's (both read now: either may have been renamed)
+    /// settles it in two system calls. Otherwise, climb `..` to the root,
+    /// which also places a directory whose path the kernel cannot show
+    /// from here (one reached through another mount).
     fn climbs_to_root(&self, fd: &OwnedFd) -> Result<()> {
+        let root_path = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw()))?;
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        if path.is_absolute() && path != root_path && path.starts_with(&root_path) {
+            return Ok(());
+        }
         let mut cur = sys::openat(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
         let mut cst = sys::fstat(cur.as_raw_fd())?;
         for _ in 0..4096 {
