@@ -81,6 +81,8 @@ const MAX_PATH_MAP: usize = 1 << 20;
 /// recently named by a client, about 100 bytes each.
 const MAX_PARENT_HINTS: usize = 1 << 16;
 const CHANGE_CAP: usize = 1 << 16;
+/// The descriptor cache's hit rate is logged every this many lookups.
+const CACHE_REPORT: u64 = 1 << 22;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -134,6 +136,7 @@ pub struct LocalFs {
     base_ids: (u32, u32),
     /// handle → O_PATH descriptor.
     fds: Mutex<Bounded<Handle, Arc<OwnedFd>>>,
+    fd_cap: usize,
     /// handle → descriptor for I/O, and whether it is writable.
     files: Mutex<Bounded<Handle, (Arc<File>, bool)>>,
     /// Path-map mode: handle → path relative to the root.
@@ -363,6 +366,7 @@ impl LocalFs {
             switch_creds: euid == 0,
             base_ids: (euid, sys::getegid()),
             fds: Mutex::new(Bounded::new(fd_cap)),
+            fd_cap,
             files: Mutex::new(Bounded::new(file_cap)),
             paths: Mutex::new(Bounded::new(MAX_PATH_MAP)),
             whole_fs: is_fs_root(&st),
@@ -461,7 +465,21 @@ impl LocalFs {
             });
         }
         let kernel = self.unbind(h)?;
-        let cached = lock(&self.fds).get(h);
+        let cached = {
+            let mut fds = lock(&self.fds);
+            let got = fds.get(h);
+            let (hits, misses) = fds.hit_counts();
+            if (hits + misses) % CACHE_REPORT == 0 {
+                tracing::info!(
+                    hits,
+                    misses,
+                    entries_max = self.fd_cap,
+                    "descriptor cache: {:.1}% hits",
+                    hits as f64 * 100.0 / (hits + misses) as f64
+                );
+            }
+            got
+        };
         if let Some(fd) = cached {
             match sys::fstat(fd.as_raw_fd()) {
                 Ok(st) if st.st_nlink > 0 => {

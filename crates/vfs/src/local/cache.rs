@@ -1,6 +1,6 @@
 //! Small bounded caches and the change-attribute tracker.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 
@@ -10,44 +10,114 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A map with a size cap; when full, an arbitrary entry is evicted.
+/// A map with a size cap. When full, an entry is evicted by the CLOCK
+/// rule (second chance): entries are visited in the order they came in;
+/// one used since its last visit is spared once, the first one that was
+/// not goes. Entries in use stay; ones not touched since go first.
 pub(crate) struct Bounded<K, V> {
-    map: HashMap<K, V>,
+    /// Value and whether it was used since the clock hand last passed.
+    map: HashMap<K, (V, bool)>,
+    /// The clock: keys in the order they entered. Keys removed since may
+    /// linger (skipped when reached); compacted when it grows past twice
+    /// the cap.
+    ring: VecDeque<K>,
     cap: usize,
+    hits: u64,
+    misses: u64,
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Bounded<K, V> {
     pub(crate) fn new(cap: usize) -> Self {
         Bounded {
             map: HashMap::new(),
+            ring: VecDeque::new(),
             cap: cap.max(1),
+            hits: 0,
+            misses: 0,
         }
     }
 
-    pub(crate) fn get(&self, k: &K) -> Option<V> {
-        self.map.get(k).cloned()
+    /// The value of `k`, marking it used.
+    pub(crate) fn get(&mut self, k: &K) -> Option<V> {
+        match self.map.get_mut(k) {
+            Some((v, used)) => {
+                *used = true;
+                self.hits += 1;
+                Some(v.clone())
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// The value of `k` to change in place, marking it used.
+    pub(crate) fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        self.map.get_mut(k).map(|(v, used)| {
+            *used = true;
+            v
+        })
     }
 
     pub(crate) fn insert(&mut self, k: K, v: V) {
-        if self.map.len() >= self.cap && !self.map.contains_key(&k) {
-            if let Some(victim) = self.map.keys().next().cloned() {
-                self.map.remove(&victim);
+        if let Some(e) = self.map.get_mut(&k) {
+            *e = (v, true);
+            return;
+        }
+        while self.map.len() >= self.cap {
+            self.evict_one();
+        }
+        if self.ring.len() >= 2 * self.cap {
+            let map = &self.map;
+            self.ring.retain(|k| map.contains_key(k));
+        }
+        self.ring.push_back(k.clone());
+        self.map.insert(k, (v, false));
+    }
+
+    fn evict_one(&mut self) {
+        while let Some(k) = self.ring.pop_front() {
+            match self.map.get_mut(&k) {
+                None => continue,
+                Some((_, used)) if *used => {
+                    *used = false;
+                    self.ring.push_back(k);
+                }
+                Some(_) => {
+                    self.map.remove(&k);
+                    return;
+                }
             }
         }
-        self.map.insert(k, v);
+        // The ring lost track (cannot happen: every key is in it).
+        if let Some(k) = self.map.keys().next().cloned() {
+            self.map.remove(&k);
+        }
     }
 
     pub(crate) fn remove(&mut self, k: &K) -> Option<V> {
-        self.map.remove(k)
+        self.map.remove(k).map(|(v, _)| v)
     }
 
     #[cfg(test)]
     pub(crate) fn clear(&mut self) {
         self.map.clear();
+        self.ring.clear();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// (hits, misses) of [`Bounded::get`] so far.
+    pub(crate) fn hit_counts(&self) -> (u64, u64) {
+        (self.hits, self.misses)
     }
 
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
-        self.map.iter_mut()
+        self.map.iter_mut().map(|(k, (v, _))| (k, v))
     }
 }
 
@@ -76,7 +146,7 @@ impl ChangeTracker {
     /// The change value for an object with this fileid and ctime.
     pub(crate) fn observe(&self, fileid: u64, ctime_ns: u64) -> u64 {
         let mut m = lock(&self.map);
-        match m.map.get_mut(&fileid) {
+        match m.get_mut(&fileid) {
             None => ctime_ns,
             Some(e) if e.0 == ctime_ns => e.1,
             Some(e) => {
@@ -90,11 +160,71 @@ impl ChangeTracker {
     /// Records a modification that left the object with this ctime.
     pub(crate) fn modified(&self, fileid: u64, ctime_ns: u64) {
         let mut m = lock(&self.map);
-        let next = match m.map.get(&fileid) {
+        let next = match m.get_mut(&fileid).copied() {
             None => ctime_ns.saturating_add(1),
             Some(e) if e.0 == ctime_ns => e.1.saturating_add(1),
             Some(e) => ctime_ns.max(e.1.saturating_add(1)).saturating_add(1),
         };
         m.insert(fileid, (ctime_ns, next));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_spares_entries_in_use() {
+        let mut b = Bounded::new(4);
+        for k in 0..4u32 {
+            b.insert(k, k * 10);
+        }
+        // 0 and 2 are in use; 1 and 3 are not.
+        assert_eq!(b.get(&0), Some(0));
+        assert_eq!(b.get(&2), Some(20));
+        b.insert(4, 40);
+        b.insert(5, 50);
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.get(&1), None);
+        assert_eq!(b.get(&3), None);
+        for k in [0, 2, 4, 5] {
+            assert_eq!(b.get(&k), Some(k * 10), "{k}");
+        }
+        assert_eq!(b.hit_counts(), (6, 2));
+        // Replacing a value keeps one entry.
+        b.insert(5, 55);
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.get(&5), Some(55));
+    }
+
+    #[test]
+    fn a_hot_set_stays_while_a_scan_passes_through() {
+        let mut b = Bounded::new(100);
+        for round in 0..50u32 {
+            for hot in 0..50u32 {
+                if b.get(&hot).is_none() {
+                    b.insert(hot, hot);
+                }
+            }
+            // Keys seen once each, fewer than the cache holds per round
+            // (CLOCK spares an entry used since the hand last passed).
+            for cold in 0..40u32 {
+                b.insert(1000 + round * 40 + cold, 0);
+            }
+        }
+        let hot = (0..50u32).filter(|k| b.get(k).is_some()).count();
+        assert_eq!(hot, 50, "every hot key survived the scans");
+        assert!(b.len() <= 100);
+    }
+
+    #[test]
+    fn removals_and_reinsertions_keep_the_ring_bounded() {
+        let mut b = Bounded::new(8);
+        for i in 0..10_000u32 {
+            b.insert(i % 16, i);
+            b.remove(&((i + 3) % 16));
+            assert!(b.len() <= 8);
+            assert!(b.ring.len() <= 2 * 8 + 1, "{}", b.ring.len());
+        }
     }
 }
