@@ -668,6 +668,9 @@ pub(crate) fn start_shared(
                 m = rx.recv() => match m { Some(m) => m, None => break },
                 _ = closed.wait_for(|c| *c) => break,
             };
+            // Let the calls already running finish first, so that their
+            // replies leave in this one writev rather than one each.
+            tokio::task::yield_now().await;
             let mut batch = first.chunks;
             let mut held = vec![first.charge];
             while held.len() < 256 {
