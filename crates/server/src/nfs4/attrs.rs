@@ -342,7 +342,7 @@ pub async fn pseudo(
     }
     let (srv, minor) = (cx.srv.clone(), cx.minorversion);
     let (wire, want) = (wire.clone(), want.clone());
-    tokio::task::spawn_blocking(move || build_pseudo(&srv, minor, node, &wire, &want))
+    crate::nfs4::compound::off_thread(move || build_pseudo(&srv, minor, node, &wire, &want))
         .await
         .unwrap_or(Err(NfsStat4::Nfs4errServerfault))
 }
@@ -409,7 +409,7 @@ async fn owner_id(srv: &Arc<Nfs4Server>, name: &Bytes, group: bool) -> Result<u3
         Some(id) => id,
         None => {
             let (srv, name) = (srv.clone(), name.clone());
-            tokio::task::spawn_blocking(move || {
+            crate::nfs4::compound::off_thread(move || {
                 if group {
                     srv.ids.gid(&name)
                 } else {

@@ -365,7 +365,38 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         let status = NfsStat4::Nfs4errMinorVersMismatch;
         return Reply::Success(reply(status, &tag, 0, Encoder::new()));
     }
-    let mut cx = Compound {
+    // Every operation is decoded first (up to the first that does not
+    // decode, which answers NFS4ERR_BADXDR when reached), so that where
+    // the compound runs can be chosen before any of it runs.
+    let mut decoded = Vec::with_capacity(nops.min(16));
+    for i in 0..nops {
+        // The opcode, for the error result if the arguments do not decode.
+        let peeked = args
+            .rest()
+            .get(..4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .filter(|n| <OpNum4 as xdr::Discriminant>::from_u32(*n).is_ok())
+            .unwrap_or(OpNum4::Illegal as u32);
+        match NfsArgOp4::unpack(&mut args) {
+            Ok(op) => decoded.push(Ok(op)),
+            Err(e) => {
+                debug!(xid, op = i, "undecodable operation: {e}");
+                decoded.push(Err(peeked));
+                break;
+            }
+        }
+    }
+    // Operations that may wait on the backend, each with (about) one
+    // backend call: with two or more, the whole compound goes to the
+    // blocking pool once; with one, that call goes alone, as it would.
+    let waiting = decoded
+        .iter()
+        .filter(|op| {
+            op.as_ref()
+                .is_ok_and(|op| ops::desc(op.opnum()).is_some_and(|d| !d.quick()))
+        })
+        .count();
+    let cx = Compound {
         creds: creds_of(&auth),
         srv,
         conn,
@@ -384,6 +415,69 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         replay: None,
         sec_pending: false,
     };
+    if waiting < 2 {
+        return execute(cx, tag, decoded).await;
+    }
+    // One thread hand-off for the whole compound: its backend calls run
+    // in place on this blocking thread (see `on_pool`).
+    let rt = tokio::runtime::Handle::current();
+    let ran = tokio::task::spawn_blocking(move || {
+        let _pool = OnPool::enter();
+        rt.block_on(execute(cx, tag, decoded))
+    })
+    .await;
+    ran.unwrap_or_else(|e| {
+        static LAST: AtomicU64 = AtomicU64::new(0);
+        if now_and_then(&LAST) {
+            error!(xid, "COMPOUND failed on the blocking pool: {e}");
+        }
+        Reply::Error(rpc::ReplyError::SystemErr)
+    })
+}
+
+thread_local! {
+    /// This thread is a blocking-pool thread running a whole COMPOUND.
+    static ON_POOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the current thread as running a COMPOUND on the blocking pool
+/// until dropped.
+struct OnPool;
+
+impl OnPool {
+    fn enter() -> OnPool {
+        ON_POOL.with(|p| p.set(true));
+        OnPool
+    }
+}
+
+impl Drop for OnPool {
+    fn drop(&mut self) {
+        ON_POOL.with(|p| p.set(false));
+    }
+}
+
+/// Runs `f`, which may block, off the async threads: in place when this
+/// thread already runs a COMPOUND on the blocking pool, else there.
+pub async fn off_thread<T, F>(f: F) -> Result<T, tokio::task::JoinError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    if ON_POOL.with(|p| p.get()) {
+        Ok(f())
+    } else {
+        tokio::task::spawn_blocking(f).await
+    }
+}
+
+/// A decoded operation, or the opcode of one that did not decode.
+type Decoded = Result<NfsArgOp4, u32>;
+
+/// Runs a COMPOUND's decoded operations in order (RFC 8881 §16.2.3) and
+/// builds the reply.
+async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
+    let nops = cx.nops;
     // The reply before its results: RPC header, status, tag, count.
     let head = RPC_REPLY_HEADER + 4 + 4 + tag.len() + xdr::pad_len(tag.len()) + 4;
     let mut results = Encoder::with_capacity(512);
@@ -394,19 +488,11 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
     let mut last = (0, 0);
     // Every operation so far may be cached without the client asking.
     let mut cacheable = true;
-    for i in 0..nops {
+    for (i, op) in decoded.into_iter().enumerate() {
         cx.index = i;
-        // The opcode, for the error result if the arguments do not decode.
-        let peeked = args
-            .rest()
-            .get(..4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-            .filter(|n| <OpNum4 as xdr::Discriminant>::from_u32(*n).is_ok())
-            .unwrap_or(OpNum4::Illegal as u32);
-        let op = match NfsArgOp4::unpack(&mut args) {
+        let op = match op {
             Ok(op) => op,
-            Err(e) => {
-                debug!(xid, op = i, "undecodable operation: {e}");
+            Err(peeked) => {
                 status = NfsStat4::Nfs4errBadxdr;
                 OpResult::Error(peeked, status).pack(&mut results);
                 count += 1;
@@ -734,7 +820,7 @@ impl Compound {
         T: Send + 'static,
         F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> vfs::Result<T> + Send + 'static,
     {
-        match tokio::task::spawn_blocking(move || f(fs.as_ref(), &creds)).await {
+        match off_thread(move || f(fs.as_ref(), &creds)).await {
             Ok(r) => r.map_err(super::errors::from_errno),
             Err(e) => {
                 warn!("backend call failed: {e}");
@@ -844,6 +930,25 @@ mod tests {
             minorversion: AtomicU32::new(1),
             cb_slot: Default::default(),
         })
+    }
+
+    /// Blocking work runs in place on a thread already running a
+    /// COMPOUND on the pool, and on the pool from an async thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn off_thread_runs_in_place_on_the_pool() {
+        let here = std::thread::current().id();
+        let there = off_thread(|| std::thread::current().id()).await.unwrap();
+        assert_ne!(there, here, "from an async thread: on the pool");
+        let rt = tokio::runtime::Handle::current();
+        let (pool, ran) = tokio::task::spawn_blocking(move || {
+            let _pool = OnPool::enter();
+            let ran = rt.block_on(off_thread(|| std::thread::current().id()));
+            (std::thread::current().id(), ran.unwrap())
+        })
+        .await
+        .unwrap();
+        assert_eq!(ran, pool, "on a pool thread running a COMPOUND: in place");
+        assert!(!ON_POOL.with(|p| p.get()));
     }
 
     #[test]

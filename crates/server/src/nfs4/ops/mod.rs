@@ -112,6 +112,13 @@ const ALONE: u16 = 1 << 5;
 const BULK: u16 = 1 << 6;
 /// NFSv4.2 (RFC 7862): NFS4ERR_NOTSUPP in an NFSv4.1 compound.
 const V42: u16 = 1 << 7;
+/// Never waits on the backend: it calls none, or (READ) first tries a
+/// read that cannot block ([`vfs::Vfs::read_nowait`]). A COMPOUND with
+/// at most one operation that is not runs on the async thread (that
+/// operation's backend call going to the blocking pool alone); one with
+/// two or more runs on the blocking pool as a whole, its backend calls
+/// made in place: one thread hand-off per COMPOUND rather than per call.
+const QUICK: u16 = 1 << 8;
 
 impl OpDesc {
     pub fn needs_fh(&self) -> bool {
@@ -137,6 +144,9 @@ impl OpDesc {
     }
     pub fn v42(&self) -> bool {
         self.facts & V42 != 0
+    }
+    pub fn quick(&self) -> bool {
+        self.facts & QUICK != 0
     }
 
     /// The most this operation's result (opnum, status and body) can take
@@ -270,35 +280,35 @@ fn test_stateid_size(_: &Compound, op: &NfsArgOp4) -> usize {
 #[rustfmt::skip]
 pub static OPS: [OpDesc; 73] = [
     op(N::Access, "ACCESS", h::access, NEEDS_FH, fixed(RES + 8)),
-    op(N::Close, "CLOSE", h::close, NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
+    op(N::Close, "CLOSE", h::close, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
     op(N::Commit, "COMMIT", h::commit, NEEDS_FH, fixed(RES + VERF)),
     op(N::Create, "CREATE", h::create, NEEDS_FH | MODIFIES, fixed(RES + CINFO + BITMAP)),
     no(N::DelegPurge, "DELEGPURGE", MODIFIES, fixed(RES)),
-    op(N::DelegReturn, "DELEGRETURN", h::delegreturn, NEEDS_FH | MODIFIES, fixed(RES)),
+    op(N::DelegReturn, "DELEGRETURN", h::delegreturn, NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
     op(N::GetAttr, "GETATTR", h::getattr, NEEDS_FH, Size::Of(getattr_size)),
-    op(N::GetFh, "GETFH", h::getfh, NEEDS_FH, fixed(RES + 4 + NFS4_FHSIZE)),
+    op(N::GetFh, "GETFH", h::getfh, NEEDS_FH | QUICK, fixed(RES + 4 + NFS4_FHSIZE)),
     op(N::Link, "LINK", h::link, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
-    op(N::Lock, "LOCK", h::lock, NEEDS_FH | MODIFIES, fixed(RES + DENIED)),
+    op(N::Lock, "LOCK", h::lock, NEEDS_FH | MODIFIES | QUICK, fixed(RES + DENIED)),
     op(N::LockT, "LOCKT", h::lockt, NEEDS_FH, fixed(RES + DENIED)),
-    op(N::LockU, "LOCKU", h::locku, NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
+    op(N::LockU, "LOCKU", h::locku, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
     op(N::Lookup, "LOOKUP", h::lookup, NEEDS_FH | OWN_SEC, fixed(RES)),
     op(N::LookupP, "LOOKUPP", h::lookupp, NEEDS_FH | OWN_SEC, fixed(RES)),
     op(N::NVerify, "NVERIFY", h::nverify, NEEDS_FH, fixed(RES)),
     op(N::Open, "OPEN", h::open, NEEDS_FH | OWN_SEC | MODIFIES, fixed(RES + OPEN_OK)),
     no(N::OpenAttr, "OPENATTR", NEEDS_FH | MODIFIES, fixed(RES)),
     no(N::OpenConfirm, "OPEN_CONFIRM", NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
-    op(N::OpenDowngrade, "OPEN_DOWNGRADE", h::open_downgrade, NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
-    op(N::PutFh, "PUTFH", h::putfh, PUTS_FH | OWN_SEC, fixed(RES)),
-    op(N::PutPubFh, "PUTPUBFH", h::putpubfh, PUTS_FH | OWN_SEC, fixed(RES)),
-    op(N::PutRootFh, "PUTROOTFH", h::putrootfh, PUTS_FH | OWN_SEC, fixed(RES)),
-    op(N::Read, "READ", h::read, NEEDS_FH | BULK, Size::Of(read_size)),
+    op(N::OpenDowngrade, "OPEN_DOWNGRADE", h::open_downgrade, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
+    op(N::PutFh, "PUTFH", h::putfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::PutPubFh, "PUTPUBFH", h::putpubfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::PutRootFh, "PUTROOTFH", h::putrootfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::Read, "READ", h::read, NEEDS_FH | BULK | QUICK, Size::Of(read_size)),
     op(N::ReadDir, "READDIR", h::readdir, NEEDS_FH | BULK, Size::Of(maxcount_size)),
     op(N::ReadLink, "READLINK", h::readlink, NEEDS_FH | BULK, fixed(RES + LINK_TEXT)),
     op(N::Remove, "REMOVE", h::remove, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
     op(N::Rename, "RENAME", h::rename, NEEDS_FH | MODIFIES, fixed(RES + 2 * CINFO)),
     no(N::Renew, "RENEW", 0, fixed(RES)),
-    op(N::RestoreFh, "RESTOREFH", h::restorefh, PUTS_FH | OWN_SEC, fixed(RES)),
-    op(N::SaveFh, "SAVEFH", h::savefh, NEEDS_FH | OWN_SEC, fixed(RES)),
+    op(N::RestoreFh, "RESTOREFH", h::restorefh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::SaveFh, "SAVEFH", h::savefh, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
     op(N::SecInfo, "SECINFO", h::secinfo, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
     op(N::SetAttr, "SETATTR", h::setattr, NEEDS_FH | MODIFIES, fixed(RES + BITMAP)),
     no(N::SetClientId, "SETCLIENTID", MODIFIES, fixed(RES + 8 + VERF)),
@@ -306,12 +316,12 @@ pub static OPS: [OpDesc; 73] = [
     op(N::Verify, "VERIFY", h::verify, NEEDS_FH, fixed(RES)),
     op(N::Write, "WRITE", h::write, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + VERF)),
     no(N::ReleaseLockOwner, "RELEASE_LOCKOWNER", MODIFIES, fixed(RES)),
-    op(N::BackchannelCtl, "BACKCHANNEL_CTL", h::backchannel_ctl, MODIFIES, fixed(RES)),
-    op(N::BindConnToSession, "BIND_CONN_TO_SESSION", h::bind_conn_to_session, ALONE | MODIFIES, fixed(RES + BIND_CONN_OK)),
-    op(N::ExchangeId, "EXCHANGE_ID", h::exchange_id, ALONE | MODIFIES, fixed(RES + EXCHANGE_ID)),
-    op(N::CreateSession, "CREATE_SESSION", h::create_session, ALONE | MODIFIES, fixed(RES + CREATE_SESSION_OK)),
-    op(N::DestroySession, "DESTROY_SESSION", h::destroy_session, ALONE | MODIFIES, fixed(RES)),
-    op(N::FreeStateId, "FREE_STATEID", h::free_stateid, MODIFIES, fixed(RES)),
+    op(N::BackchannelCtl, "BACKCHANNEL_CTL", h::backchannel_ctl, MODIFIES | QUICK, fixed(RES)),
+    op(N::BindConnToSession, "BIND_CONN_TO_SESSION", h::bind_conn_to_session, ALONE | MODIFIES | QUICK, fixed(RES + BIND_CONN_OK)),
+    op(N::ExchangeId, "EXCHANGE_ID", h::exchange_id, ALONE | MODIFIES | QUICK, fixed(RES + EXCHANGE_ID)),
+    op(N::CreateSession, "CREATE_SESSION", h::create_session, ALONE | MODIFIES | QUICK, fixed(RES + CREATE_SESSION_OK)),
+    op(N::DestroySession, "DESTROY_SESSION", h::destroy_session, ALONE | MODIFIES | QUICK, fixed(RES)),
+    op(N::FreeStateId, "FREE_STATEID", h::free_stateid, MODIFIES | QUICK, fixed(RES)),
     no(N::GetDirDelegation, "GET_DIR_DELEGATION", NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
     no(N::GetDeviceInfo, "GETDEVICEINFO", 0, fixed(RES + PNFS)),
     no(N::GetDeviceList, "GETDEVICELIST", NEEDS_FH, fixed(RES + PNFS)),
@@ -319,12 +329,12 @@ pub static OPS: [OpDesc; 73] = [
     no(N::LayoutGet, "LAYOUTGET", NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
     no(N::LayoutReturn, "LAYOUTRETURN", MODIFIES, fixed(RES + 4 + STATEID)),
     op(N::SecInfoNoName, "SECINFO_NO_NAME", h::secinfo_no_name, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
-    op(N::Sequence, "SEQUENCE", h::sequence, 0, fixed(RES + SESSIONID + 5 * 4)),
+    op(N::Sequence, "SEQUENCE", h::sequence, QUICK, fixed(RES + SESSIONID + 5 * 4)),
     no(N::SetSsv, "SET_SSV", MODIFIES, fixed(RES + 4 + 64)),
-    op(N::TestStateId, "TEST_STATEID", h::test_stateid, 0, Size::Of(test_stateid_size)),
+    op(N::TestStateId, "TEST_STATEID", h::test_stateid, QUICK, Size::Of(test_stateid_size)),
     no(N::WantDelegation, "WANT_DELEGATION", MODIFIES, fixed(RES + PNFS)),
-    op(N::DestroyClientId, "DESTROY_CLIENTID", h::destroy_clientid, ALONE | MODIFIES, fixed(RES)),
-    op(N::ReclaimComplete, "RECLAIM_COMPLETE", h::reclaim_complete, MODIFIES, fixed(RES)),
+    op(N::DestroyClientId, "DESTROY_CLIENTID", h::destroy_clientid, ALONE | MODIFIES | QUICK, fixed(RES)),
+    op(N::ReclaimComplete, "RECLAIM_COMPLETE", h::reclaim_complete, MODIFIES | QUICK, fixed(RES)),
     op(N::Allocate, "ALLOCATE", h::allocate, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
     op(N::Copy, "COPY", h::copy, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE + 4 + 4)),
     no(N::CopyNotify, "COPY_NOTIFY", V42 | NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
@@ -332,8 +342,8 @@ pub static OPS: [OpDesc; 73] = [
     no(N::IoAdvise, "IO_ADVISE", V42 | NEEDS_FH, fixed(RES + BITMAP)),
     no(N::LayoutError, "LAYOUTERROR", V42 | NEEDS_FH, fixed(RES)),
     no(N::LayoutStats, "LAYOUTSTATS", V42 | NEEDS_FH, fixed(RES)),
-    op(N::OffloadCancel, "OFFLOAD_CANCEL", h::offload_cancel, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
-    op(N::OffloadStatus, "OFFLOAD_STATUS", h::offload_status, V42 | NEEDS_FH, fixed(RES + 8 + 4 + 4)),
+    op(N::OffloadCancel, "OFFLOAD_CANCEL", h::offload_cancel, V42 | NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
+    op(N::OffloadStatus, "OFFLOAD_STATUS", h::offload_status, V42 | NEEDS_FH | QUICK, fixed(RES + 8 + 4 + 4)),
     no(N::ReadPlus, "READ_PLUS", V42 | NEEDS_FH | BULK, Size::Of(read_size)),
     op(N::Seek, "SEEK", h::seek, V42 | NEEDS_FH, fixed(RES + 4 + 8)),
     no(N::WriteSame, "WRITE_SAME", V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE)),
@@ -568,6 +578,42 @@ mod tests {
             let least = if d.num == OpNum4::SetAttr { 12 } else { RES };
             assert!(fixed_size(d.num) >= least, "{}", d.name);
         }
+    }
+
+    /// A QUICK operation's module calls no backend and uses no shared
+    /// module that does, except READ, which reaches the blocking path
+    /// only after its non-blocking read (checked in its text).
+    #[test]
+    fn quick_operations_do_not_wait_on_the_backend() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/nfs4/ops");
+        let mut checked = 0;
+        for d in OPS.iter().filter(|d| d.quick()) {
+            let file = dir.join(format!("{}.rs", d.name.to_lowercase()));
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+            let code: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            if d.num == OpNum4::Read {
+                let nowait = code.find("vfs_nowait").expect("READ tries vfs_nowait");
+                let blocking = code.find(".vfs(").expect("READ falls back to vfs");
+                assert!(nowait < blocking, "READ: the non-blocking read comes first");
+            } else {
+                for call in [
+                    ".vfs(",
+                    ".blocking(",
+                    "spawn_blocking",
+                    "attrs::",
+                    "dirs::",
+                    "space::",
+                ] {
+                    assert!(!code.contains(call), "{}: {call}", d.name);
+                }
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 24);
     }
 
     /// An operation's module uses shared modules, never another
