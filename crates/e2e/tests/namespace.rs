@@ -1147,3 +1147,56 @@ async fn forged_handles_are_badhandle() {
     })
     .await
 }
+
+/// A READDIR asking only for type and file id is answered from the
+/// listing (d_type, d_ino); it must agree with the objects themselves,
+/// whatever their kind, and with a READDIR that looks each one up.
+#[tokio::test]
+async fn readdir_of_type_and_fileid_agrees_with_the_objects() {
+    use std::os::unix::fs::MetadataExt;
+    within(async {
+        let srv = TestServer::start().await;
+        std::fs::create_dir_all(srv.path("kinds/sub")).unwrap();
+        std::fs::write(srv.path("kinds/file"), b"x").unwrap();
+        std::os::unix::fs::symlink("file", srv.path("kinds/link")).unwrap();
+        let fifo =
+            std::ffi::CString::new(srv.path("kinds/fifo").into_os_string().into_encoded_bytes())
+                .unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let c = srv.client().await;
+        let dir = c.lookup_path("/kinds").await.unwrap();
+        let listed = c
+            .readdir(
+                &dir,
+                &[FATTR4_TYPE, FATTR4_FILEID, FATTR4_MOUNTED_ON_FILEID],
+            )
+            .await
+            .unwrap();
+        let looked_up = c
+            .readdir(&dir, &[FATTR4_TYPE, FATTR4_FILEID, FATTR4_MODE])
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 4);
+        for (e, l) in listed.iter().zip(&looked_up) {
+            let name = String::from_utf8(e.name.to_vec()).unwrap();
+            let md = std::fs::symlink_metadata(srv.path(&format!("kinds/{name}"))).unwrap();
+            let want = match name.as_str() {
+                "sub" => NfsFtype4::Nf4Dir,
+                "file" => NfsFtype4::Nf4Reg,
+                "link" => NfsFtype4::Nf4Lnk,
+                "fifo" => NfsFtype4::Nf4Fifo,
+                other => panic!("unexpected entry {other}"),
+            };
+            assert_eq!(e.attrs.type_, Some(want), "{name}");
+            assert_eq!(e.attrs.fileid, Some(md.ino()), "{name}");
+            assert_eq!(e.attrs.mounted_on_fileid, Some(md.ino()), "{name}");
+            assert_eq!(e.attrs.size, None, "{name}: only what was asked");
+            assert_eq!(
+                (&l.name, l.attrs.type_, l.attrs.fileid),
+                (&e.name, e.attrs.type_, e.attrs.fileid)
+            );
+        }
+    })
+    .await
+}

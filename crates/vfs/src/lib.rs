@@ -220,6 +220,9 @@ pub struct DirEntry {
     pub name: Bytes,
     pub cookie: u64,
     pub fileid: u64,
+    /// The entry's type where the listing itself says (a directory entry's
+    /// `d_type`), so that no lookup is needed for it.
+    pub ftype: Option<FileType>,
     /// Present when the caller asked for attributes.
     pub obj: Option<(Handle, Attr)>,
 }

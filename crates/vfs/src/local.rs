@@ -202,6 +202,20 @@ fn ftype(mode: u32) -> FileType {
     }
 }
 
+/// A directory entry's `d_type`, where the file system fills it in.
+fn dirent_type(d: u8) -> Option<FileType> {
+    match d {
+        libc::DT_REG => Some(FileType::Regular),
+        libc::DT_DIR => Some(FileType::Directory),
+        libc::DT_LNK => Some(FileType::Symlink),
+        libc::DT_BLK => Some(FileType::Block),
+        libc::DT_CHR => Some(FileType::Char),
+        libc::DT_SOCK => Some(FileType::Socket),
+        libc::DT_FIFO => Some(FileType::Fifo),
+        _ => None,
+    }
+}
+
 fn set_time(t: Option<SetTime>) -> Option<Option<(i64, u32)>> {
     t.map(|t| match t {
         SetTime::ServerNow => None,
@@ -1399,6 +1413,7 @@ impl Vfs for LocalFs {
                     name: Bytes::copy_from_slice(e.name),
                     cookie: encode_cookie(e.off),
                     fileid: e.ino,
+                    ftype: dirent_type(e.dtype),
                     obj,
                 };
                 if !each(entry) {

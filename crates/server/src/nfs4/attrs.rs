@@ -90,6 +90,35 @@ pub fn supported(minorversion: u32) -> Bitmap4 {
     b
 }
 
+/// What a directory listing gives of each entry without a lookup: its type
+/// (`d_type`) and file id (`d_ino`).
+const FROM_DIRENT: [u32; 4] = [
+    FATTR4_TYPE,
+    FATTR4_FILEID,
+    FATTR4_MOUNTED_ON_FILEID,
+    FATTR4_RDATTR_ERROR,
+];
+
+/// Whether `want` asks only for what a directory listing gives
+/// ([`from_dirent`]).
+pub fn dirent_only(want: &Bitmap4) -> bool {
+    want.iter().all(|a| FROM_DIRENT.contains(&a))
+}
+
+/// A directory entry's attributes from the listing alone, for a `want`
+/// that [`dirent_only`] accepts. The mounted-on file id is the entry's
+/// own: an export mounted on it is found by handle, so listings of a
+/// directory holding one take the general path.
+pub fn from_dirent(t: vfs::FileType, fileid: u64, want: &Bitmap4) -> Fattr4 {
+    Attrs {
+        type_: Some(ftype(t)),
+        fileid: Some(fileid),
+        mounted_on_fileid: Some(fileid),
+        ..Default::default()
+    }
+    .encode_only(want)
+}
+
 /// Whether `want` asks for anything that needs file-system statistics.
 pub fn needs_fsstat(want: &Bitmap4) -> bool {
     [

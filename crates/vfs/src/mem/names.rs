@@ -216,6 +216,7 @@ impl Tree {
                 name,
                 cookie: serial + COOKIE_BASE,
                 fileid: ino,
+                ftype: Some(self.attr(ino).ftype),
                 obj: attrs.then(|| self.obj(ino)),
             })
             .collect();

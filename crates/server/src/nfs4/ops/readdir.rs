@@ -75,6 +75,10 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
     let with_attrs = !want.is_empty();
     let with_fs = with_attrs && attrs::needs_fsstat(&want);
     let with_fh = want.contains(FATTR4_FILEHANDLE);
+    // Type and file id come with the listing (d_type, d_ino): no lookup
+    // per entry, unless the file system leaves an entry's type out or an
+    // export is mounted somewhere (found by handle).
+    let from_dirents = with_attrs && attrs::dirent_only(&want) && cx.srv.ns.junctions.is_empty();
     let rdattr_error = want.contains(FATTR4_RDATTR_ERROR);
     let srv = cx.srv.clone();
     let minorversion = cx.minorversion;
@@ -94,8 +98,11 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
             let mut dirused = 0usize;
             let mut stopped = false;
             let mut failed = None;
-            let reached = fs.readdir(c, &h, cookie, with_attrs, &mut |e| {
-                let attrs = if with_attrs {
+            let reached = fs.readdir(c, &h, cookie, with_attrs && !from_dirents, &mut |e| {
+                let listed = e.ftype.filter(|_| from_dirents);
+                let attrs = if let Some(t) = listed {
+                    attrs::from_dirent(t, e.fileid, &want)
+                } else if with_attrs {
                     let obj = match e.obj {
                         Some(o) => Ok(o),
                         None => fs.lookup(c, &h, &e.name),
