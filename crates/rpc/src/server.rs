@@ -77,23 +77,39 @@ pub fn nofile_limit() -> io::Result<(u64, u64)> {
     Ok((r.rlim_cur as u64, r.rlim_max as u64))
 }
 
-/// Raises the soft limit on open descriptors to the hard limit (each
-/// connection is a descriptor). Returns the limit before and after.
+/// Raises the soft limit on open descriptors to the hard limit, or, where
+/// the process may (root), both to the kernel's ceiling `fs.nr_open` (at
+/// most 2^20): each connection is a descriptor, and so is each object a
+/// backend keeps open. Returns the limit before and after.
 #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
 pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     let (soft, hard) = nofile_limit()?;
+    // With the privilege to (root), past the hard limit too, up to the
+    // kernel's own ceiling (fs.nr_open) or 2^20: descriptors hold
+    // connections and the backends' caches of open objects.
+    let ceiling = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        .min(1 << 20);
+    for target in [ceiling, hard] {
+        if target <= soft {
+            continue;
+        }
+        let r = libc::rlimit {
+            rlim_cur: target as libc::rlim_t,
+            rlim_max: target.max(hard) as libc::rlim_t,
+        };
+        // SAFETY: setrlimit reads the struct we pass and nothing else.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0 {
+            return Ok((soft, target));
+        }
+    }
     if soft >= hard {
-        return Ok((soft, soft));
+        Ok((soft, soft))
+    } else {
+        Err(io::Error::last_os_error())
     }
-    let r = libc::rlimit {
-        rlim_cur: hard as libc::rlim_t,
-        rlim_max: hard as libc::rlim_t,
-    };
-    // SAFETY: setrlimit reads the struct we pass and nothing else.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((soft, hard))
 }
 
 /// The connection cap: `max_connections`, but at most three quarters of
