@@ -1200,3 +1200,66 @@ async fn readdir_of_type_and_fileid_agrees_with_the_objects() {
     })
     .await
 }
+
+/// Listings answered from the server's cache of directory listings still
+/// show every change: one made by a local process in the exported
+/// directory (twice within a few milliseconds, within one tick of the file
+/// system's clock), and one made by another client.
+#[tokio::test]
+async fn cached_listings_see_local_and_other_clients_changes() {
+    within(async {
+        let srv = TestServer::start().await;
+        std::fs::create_dir(srv.path("d")).unwrap();
+        std::fs::write(srv.path("d/a"), b"").unwrap();
+        let c = srv.client().await;
+        let other = srv.client().await;
+        let d = c.lookup_path("/d").await.unwrap();
+        let names = |v: Vec<client::DirEntry>| {
+            let mut n: Vec<String> = v
+                .iter()
+                .map(|e| String::from_utf8(e.name.to_vec()).unwrap())
+                .collect();
+            n.sort();
+            n
+        };
+        let attrs = [FATTR4_TYPE, FATTR4_FILEID];
+        // Settled (unchanged for a while): listed into the cache, then
+        // served from it.
+        tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+        for _ in 0..2 {
+            assert_eq!(names(c.readdir(&d, &attrs).await.unwrap()), ["a"]);
+            assert_eq!(names(c.readdir(&d, &[]).await.unwrap()), ["a"]);
+        }
+        // Two local changes in quick succession.
+        std::fs::write(srv.path("d/b"), b"").unwrap();
+        assert_eq!(names(c.readdir(&d, &attrs).await.unwrap()), ["a", "b"]);
+        std::fs::write(srv.path("d/c"), b"").unwrap();
+        assert_eq!(names(c.readdir(&d, &attrs).await.unwrap()), ["a", "b", "c"]);
+        std::fs::remove_file(srv.path("d/a")).unwrap();
+        assert_eq!(names(c.readdir(&d, &[]).await.unwrap()), ["b", "c"]);
+        // Settled again, cached again; then another client removes one
+        // and creates one.
+        tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+        for _ in 0..2 {
+            assert_eq!(names(c.readdir(&d, &attrs).await.unwrap()), ["b", "c"]);
+        }
+        let od = other.lookup_path("/d").await.unwrap();
+        other.remove(&od, "b").await.unwrap();
+        assert_eq!(names(c.readdir(&d, &attrs).await.unwrap()), ["c"]);
+        other
+            .create(&od, "e", CreateType4::Dir, &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(names(c.readdir(&d, &attrs).await.unwrap()), ["c", "e"]);
+        // A type changed in place (a directory replaced by a file of the
+        // same name) shows too.
+        tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+        c.readdir(&d, &attrs).await.unwrap();
+        std::fs::remove_dir(srv.path("d/e")).unwrap();
+        std::fs::write(srv.path("d/e"), b"").unwrap();
+        let l = c.readdir(&d, &attrs).await.unwrap();
+        let e = l.iter().find(|e| &e.name[..] == b"e").unwrap();
+        assert_eq!(e.attrs.type_, Some(NfsFtype4::Nf4Reg));
+    })
+    .await
+}

@@ -334,6 +334,21 @@ pub trait Vfs: Send + Sync + 'static {
         with_attrs: bool,
         each: &mut dyn FnMut(DirEntry) -> bool,
     ) -> Result<bool>;
+    /// [`Vfs::readdir`] without attributes, if it can be answered without
+    /// blocking (from a listing the backend keeps and knows to be
+    /// current), so that it may run on an async reactor thread; `None`
+    /// where only [`Vfs::readdir`] can answer. Entries come as
+    /// [`Vfs::readdir`] would give them, `ftype` included.
+    fn readdir_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        cookie: u64,
+        each: &mut dyn FnMut(DirEntry) -> bool,
+    ) -> Option<Result<bool>> {
+        let _ = (c, dir, cookie, each);
+        None
+    }
     fn fsstat(&self, h: &Handle) -> Result<FsStat>;
     /// Reserves space for `[offset, offset + len)` without changing the
     /// data, extending the size if needed (fallocate(2) mode 0; RFC 7862

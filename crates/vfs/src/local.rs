@@ -82,6 +82,14 @@ const MAX_PATH_MAP: usize = 1 << 20;
 /// recently named by a client, about 100 bytes each.
 const MAX_PARENT_HINTS: usize = 1 << 16;
 const CHANGE_CAP: usize = 1 << 16;
+/// Directory listings kept ([`LocalFs::listings`]), and the most entries
+/// one may have: at worst about a million entries, some 64 MiB.
+const LISTINGS: usize = 16384;
+const LISTING_MAX: usize = 64;
+/// A directory is listed into the cache only if it has not changed for
+/// this long: its ctime then moves on any later change, even within one
+/// tick of the file system's coarse clock.
+const SETTLED_NS: i128 = 50_000_000;
 /// The descriptor cache's hit rate is logged every this many lookups.
 const CACHE_REPORT: u64 = 1 << 22;
 
@@ -89,6 +97,24 @@ const CACHE_REPORT: u64 = 1 << 22;
 enum Mode {
     Kernel,
     PathMap,
+}
+
+/// A directory's entries as read, with what identifies that state of it.
+struct Listing {
+    /// (inode, ctime, mtime) of the directory when it was read.
+    key: (u64, i128, i128),
+    /// Name, `d_off`, `d_ino`, `d_type`, in `getdents` order.
+    entries: Vec<(Bytes, i64, u64, u8)>,
+}
+
+/// A directory's (inode, ctime, mtime), in nanoseconds.
+fn listing_key(st: &libc::stat) -> (u64, i128, i128) {
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (
+        st.st_ino,
+        ns(st.st_ctime, st.st_ctime_nsec),
+        ns(st.st_mtime, st.st_mtime_nsec),
+    )
 }
 
 /// A resolved object: an `O_PATH` descriptor and fresh attributes.
@@ -145,6 +171,12 @@ pub struct LocalFs {
     /// The export root is the root of its file system: every object on
     /// the device lies inside.
     whole_fs: bool,
+    /// Directory → its entries, for READDIRs without attributes answered
+    /// on the async thread ([`Vfs::readdir_nowait`]). An entry is used only
+    /// while the directory's inode, ctime and mtime are those it was read
+    /// with, and directories are listed into it only once settled
+    /// ([`SETTLED_NS`]), so any change since shows.
+    listings: Mutex<Bounded<Handle, Arc<Listing>>>,
     /// Kernel mode: non-directory → the directory its filehandle says it
     /// was reached in ([`Vfs::note_parent`]), to place it when the kernel
     /// cannot.
@@ -200,6 +232,32 @@ fn ftype(mode: u32) -> FileType {
         libc::S_IFIFO => FileType::Fifo,
         _ => FileType::Regular,
     }
+}
+
+/// Feeds `each` the entries of `l` after `cookie` (from the start for 0);
+/// `None` if no entry of `l` has that cookie.
+fn serve_listing(l: &Listing, cookie: u64, each: &mut dyn FnMut(DirEntry) -> bool) -> Option<bool> {
+    let start = if cookie == 0 {
+        0
+    } else {
+        1 + l
+            .entries
+            .iter()
+            .position(|e| encode_cookie(e.1) == cookie)?
+    };
+    for (name, off, ino, dtype) in &l.entries[start..] {
+        let entry = DirEntry {
+            name: name.clone(),
+            cookie: encode_cookie(*off),
+            fileid: *ino,
+            ftype: dirent_type(*dtype),
+            obj: None,
+        };
+        if !each(entry) {
+            return Some(false);
+        }
+    }
+    Some(true)
 }
 
 /// A directory entry's `d_type`, where the file system fills it in.
@@ -386,6 +444,7 @@ impl LocalFs {
             paths: Mutex::new(Bounded::new(MAX_PATH_MAP)),
             whole_fs: is_fs_root(&st),
             parents: Mutex::new(Bounded::new(MAX_PARENT_HINTS)),
+            listings: Mutex::new(Bounded::new(LISTINGS)),
             change: ChangeTracker::new(CHANGE_CAP),
         })
     }
@@ -530,6 +589,34 @@ impl LocalFs {
         let fd = Arc::new(fd);
         lock(&self.fds).insert(h.clone(), fd.clone());
         Ok(Obj { fd, st })
+    }
+
+    /// The whole of the directory open as `rd` (stat `st`), if it has not
+    /// changed for [`SETTLED_NS`] and holds at most [`LISTING_MAX`]
+    /// entries; `None` otherwise, with `rd` back at its start.
+    fn list_settled(&self, rd: RawFd, st: &libc::stat) -> Result<Option<Arc<Listing>>> {
+        let key = listing_key(st);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        if now - key.1.max(key.2) < SETTLED_NS {
+            return Ok(None);
+        }
+        let mut entries = Vec::new();
+        let mut buf = sys::DentBuf::new(16 << 10);
+        while buf.fill(rd)? {
+            while let Some(e) = buf.next_entry() {
+                if e.name == b"." || e.name == b".." {
+                    continue;
+                }
+                if entries.len() == LISTING_MAX {
+                    sys::lseek_set(rd, 0)?;
+                    return Ok(None);
+                }
+                entries.push((Bytes::copy_from_slice(e.name), e.off, e.ino, e.dtype));
+            }
+        }
+        Ok(Some(Arc::new(Listing { key, entries })))
     }
 
     /// Kernel mode: the descriptor to keep for `h`, opened by handle as
@@ -1386,6 +1473,12 @@ impl Vfs for LocalFs {
             // callback never runs with the caller's identity.
             (rd, !with_attrs || sys::faccess(d.raw(), libc::X_OK).is_ok())
         };
+        if cookie == 0 && !with_attrs {
+            if let Some(l) = self.list_settled(rd.as_raw_fd(), &d.st)? {
+                lock(&self.listings).insert(dir.clone(), l.clone());
+                return Ok(serve_listing(&l, 0, each).unwrap_or(true));
+            }
+        }
         if cookie != 0 {
             sys::lseek_set(rd.as_raw_fd(), decode_cookie(cookie))?;
         }
@@ -1421,6 +1514,34 @@ impl Vfs for LocalFs {
                 }
             }
         }
+    }
+
+    /// From the cached listing of a directory whose descriptor is cached,
+    /// if the directory is as it was when listed and the caller may read
+    /// it without a permission system call (root with credentials
+    /// switched, or its owner with read permission, or credentials off).
+    fn readdir_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        cookie: u64,
+        each: &mut dyn FnMut(DirEntry) -> bool,
+    ) -> Option<Result<bool>> {
+        let fd = lock(&self.fds).get(dir)?;
+        let st = sys::fstat(fd.as_raw_fd()).ok()?;
+        if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return None;
+        }
+        let may_read =
+            !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o400 != 0);
+        if !may_read {
+            return None;
+        }
+        let l = lock(&self.listings).get(dir)?;
+        if l.key != listing_key(&st) {
+            return None;
+        }
+        serve_listing(&l, cookie, each).map(Ok)
     }
 
     fn allocate(&self, c: &Creds, h: &Handle, offset: u64, len: u64) -> Result<()> {

@@ -269,6 +269,17 @@ impl Vfs for MemFs {
         }
     }
 
+    /// Memory never blocks: every listing is answered here.
+    fn readdir_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        cookie: u64,
+        each: &mut dyn FnMut(DirEntry) -> bool,
+    ) -> Option<Result<bool>> {
+        Some(self.readdir(c, dir, cookie, false, each))
+    }
+
     fn fsstat(&self, h: &Handle) -> Result<FsStat> {
         self.tree().fsstat(h)
     }

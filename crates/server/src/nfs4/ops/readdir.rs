@@ -46,6 +46,104 @@ struct Listing {
     toosmall: bool,
 }
 
+/// A listing being filled within READDIR's `maxcount` and `dircount`.
+struct Fill {
+    out: Listing,
+    used: usize,
+    dirused: usize,
+    budget: usize,
+    dircount: usize,
+    /// Stopped before the backend's listing ended.
+    stopped: bool,
+}
+
+impl Fill {
+    fn new(budget: usize, dircount: usize) -> Fill {
+        Fill {
+            out: Listing {
+                entries: Vec::new(),
+                eof: false,
+                toosmall: false,
+            },
+            used: 0,
+            dirused: 0,
+            budget,
+            dircount,
+            stopped: false,
+        }
+    }
+
+    /// Adds an entry if it fits; false (and stopped) if it does not.
+    fn add(&mut self, cookie: u64, name: Bytes, attrs: Fattr4) -> bool {
+        // dircount counts the cookie and the name (RFC 8881 §18.23.3).
+        let dirlen = 8 + 4 + name.len() + xdr::pad_len(name.len());
+        let entry = Entry4 {
+            cookie,
+            name,
+            attrs,
+        };
+        let len = DirList4::entry_wire_len(&entry);
+        if self.used + len > self.budget {
+            self.out.toosmall = self.out.entries.is_empty();
+            self.stopped = true;
+            return false;
+        }
+        if self.dircount > 0
+            && !self.out.entries.is_empty()
+            && self.dirused + dirlen > self.dircount
+        {
+            self.stopped = true;
+            return false;
+        }
+        self.used += len;
+        self.dirused += dirlen;
+        self.out.entries.push(entry);
+        true
+    }
+
+    /// The listing, `reached` saying whether the backend's ended.
+    fn finish(mut self, reached: bool) -> Listing {
+        self.out.eof = reached && !self.stopped;
+        self.out
+    }
+}
+
+/// A READDIR asking at most for type and file id (`with_attrs` false, or
+/// `from_dirents`), answered from a listing the backend keeps, on this
+/// thread ([`vfs::Vfs::readdir_nowait`]); `None` to take the blocking path.
+fn listed_nowait(
+    cx: &Compound,
+    export: u16,
+    dir: &vfs::Handle,
+    cookie: u64,
+    want: &Bitmap4,
+    budget: usize,
+    dircount: usize,
+) -> Option<Result<Listing, NfsStat4>> {
+    let with_attrs = !want.is_empty();
+    cx.vfs_nowait(export, |fs, c| {
+        let mut fill = Fill::new(budget, dircount);
+        let mut untyped = false;
+        let reached = fs.readdir_nowait(c, dir, cookie, &mut |e| {
+            let attrs = match (with_attrs, e.ftype) {
+                (false, _) => Fattr4::default(),
+                (true, Some(t)) => attrs::from_dirent(t, e.fileid, want),
+                (true, None) => {
+                    untyped = true;
+                    return false;
+                }
+            };
+            fill.add(e.cookie, e.name, attrs)
+        })?;
+        match reached {
+            _ if untyped => None,
+            // A cookie it cannot resume from: the blocking path says so.
+            Err(vfs::Errno(libc::EINVAL)) if cookie != 0 => None,
+            r => Some(r.map(|r| fill.finish(r))),
+        }
+    })
+}
+
 async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk, NfsStat4> {
     let dir = cx.cfh()?.clone();
     let cookie = args.cookie;
@@ -73,124 +171,21 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
         return pseudo(cx, node, cookie, &want, budget, dircount).await;
     }
     let with_attrs = !want.is_empty();
-    let with_fs = with_attrs && attrs::needs_fsstat(&want);
-    let with_fh = want.contains(FATTR4_FILEHANDLE);
     // Type and file id come with the listing (d_type, d_ino): no lookup
     // per entry, unless the file system leaves an entry's type out or an
     // export is mounted somewhere (found by handle).
     let from_dirents = with_attrs && attrs::dirent_only(&want) && cx.srv.ns.junctions.is_empty();
-    let rdattr_error = want.contains(FATTR4_RDATTR_ERROR);
-    let srv = cx.srv.clone();
-    let minorversion = cx.minorversion;
     let export = dir.export;
     let h = dir.handle.clone();
-    let r = cx
-        .vfs(export, move |fs, c| {
-            need_dir(&fs.getattr(&h)?)?;
-            let ex = srv.export(export).ok_or(vfs::Errno(libc::ESTALE))?;
-            let fsstat = if with_fs { Some(fs.fsstat(&h)?) } else { None };
-            let mut out = Listing {
-                entries: Vec::new(),
-                eof: false,
-                toosmall: false,
-            };
-            let mut used = 0usize;
-            let mut dirused = 0usize;
-            let mut stopped = false;
-            let mut failed = None;
-            let reached = fs.readdir(c, &h, cookie, with_attrs && !from_dirents, &mut |e| {
-                let listed = e.ftype.filter(|_| from_dirents);
-                let attrs = if let Some(t) = listed {
-                    attrs::from_dirent(t, e.fileid, &want)
-                } else if with_attrs {
-                    let obj = match e.obj {
-                        Some(o) => Ok(o),
-                        None => fs.lookup(c, &h, &e.name),
-                    };
-                    let got = match obj {
-                        Ok((eh, _))
-                            if !srv.ns.junctions.is_empty()
-                                && srv.ns.junctions.contains_key(&(export, eh.clone())) =>
-                        {
-                            mounted(&srv, minorversion, export, &eh, &want, with_fs)
-                        }
-                        Ok((eh, ea)) => {
-                            let wire = if with_fh {
-                                srv.fh.encode(&FhTarget::Object {
-                                    export,
-                                    parent: parent_hint(fs, &ea, &h),
-                                    handle: eh,
-                                })
-                            } else {
-                                Bytes::new()
-                            };
-                            Ok(attrs::build(
-                                &srv,
-                                minorversion,
-                                ex,
-                                &wire,
-                                &ea,
-                                fsstat.as_ref(),
-                                &want,
-                            ))
-                        }
-                        // Gone since the listing was read: leave it out.
-                        Err(vfs::Errno(libc::ENOENT)) => return true,
-                        Err(err) => Err(err),
-                    };
-                    match got {
-                        Ok(attrs) => attrs,
-                        Err(err) if rdattr_error => Attrs {
-                            rdattr_error: Some(from_errno(err)),
-                            ..Default::default()
-                        }
-                        .encode_only(&want),
-                        Err(err) => {
-                            failed = Some(err);
-                            stopped = true;
-                            return false;
-                        }
-                    }
-                } else {
-                    Fattr4::default()
-                };
-                // dircount counts the cookie and the name (RFC 8881 §18.23.3).
-                let dirlen = 8 + 4 + e.name.len() + xdr::pad_len(e.name.len());
-                let entry = Entry4 {
-                    cookie: e.cookie,
-                    name: e.name,
-                    attrs,
-                };
-                let len = DirList4::entry_wire_len(&entry);
-                if used + len > budget {
-                    out.toosmall = out.entries.is_empty();
-                    stopped = true;
-                    return false;
-                }
-                if dircount > 0 && !out.entries.is_empty() && dirused + dirlen > dircount {
-                    stopped = true;
-                    return false;
-                }
-                used += len;
-                dirused += dirlen;
-                out.entries.push(entry);
-                true
-            });
-            let reached = match reached {
-                Ok(r) => r,
-                // A cookie the backend cannot resume from.
-                Err(vfs::Errno(libc::EINVAL)) if cookie != 0 => {
-                    return Ok(Err(NfsStat4::Nfs4errBadCookie));
-                }
-                Err(e) => return Err(e),
-            };
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            out.eof = reached && !stopped;
-            Ok(Ok(out))
-        })
-        .await??;
+    let fast = if !with_attrs || from_dirents {
+        listed_nowait(cx, export, &h, cookie, &want, budget, dircount)
+    } else {
+        None
+    };
+    let r = match fast {
+        Some(r) => r?,
+        None => listed(cx, export, h, cookie, want, budget, dircount, from_dirents).await?,
+    };
     if r.toosmall {
         return Err(NfsStat4::Nfs4errToosmall);
     }
@@ -201,6 +196,104 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
             eof: r.eof,
         },
     })
+}
+
+/// A READDIR's listing from the backend on the blocking pool, each entry
+/// described as asked (looked up where the listing does not say enough).
+#[allow(clippy::too_many_arguments)]
+async fn listed(
+    cx: &Compound,
+    export: u16,
+    h: vfs::Handle,
+    cookie: u64,
+    want: Bitmap4,
+    budget: usize,
+    dircount: usize,
+    from_dirents: bool,
+) -> Result<Listing, NfsStat4> {
+    let with_attrs = !want.is_empty();
+    let with_fs = with_attrs && attrs::needs_fsstat(&want);
+    let with_fh = want.contains(FATTR4_FILEHANDLE);
+    let rdattr_error = want.contains(FATTR4_RDATTR_ERROR);
+    let srv = cx.srv.clone();
+    let minorversion = cx.minorversion;
+    cx.vfs(export, move |fs, c| {
+        need_dir(&fs.getattr(&h)?)?;
+        let ex = srv.export(export).ok_or(vfs::Errno(libc::ESTALE))?;
+        let fsstat = if with_fs { Some(fs.fsstat(&h)?) } else { None };
+        let mut fill = Fill::new(budget, dircount);
+        let mut failed = None;
+        let reached = fs.readdir(c, &h, cookie, with_attrs && !from_dirents, &mut |e| {
+            let listed = e.ftype.filter(|_| from_dirents);
+            let attrs = if let Some(t) = listed {
+                attrs::from_dirent(t, e.fileid, &want)
+            } else if with_attrs {
+                let obj = match e.obj {
+                    Some(o) => Ok(o),
+                    None => fs.lookup(c, &h, &e.name),
+                };
+                let got = match obj {
+                    Ok((eh, _))
+                        if !srv.ns.junctions.is_empty()
+                            && srv.ns.junctions.contains_key(&(export, eh.clone())) =>
+                    {
+                        mounted(&srv, minorversion, export, &eh, &want, with_fs)
+                    }
+                    Ok((eh, ea)) => {
+                        let wire = if with_fh {
+                            srv.fh.encode(&FhTarget::Object {
+                                export,
+                                parent: parent_hint(fs, &ea, &h),
+                                handle: eh,
+                            })
+                        } else {
+                            Bytes::new()
+                        };
+                        Ok(attrs::build(
+                            &srv,
+                            minorversion,
+                            ex,
+                            &wire,
+                            &ea,
+                            fsstat.as_ref(),
+                            &want,
+                        ))
+                    }
+                    // Gone since the listing was read: leave it out.
+                    Err(vfs::Errno(libc::ENOENT)) => return true,
+                    Err(err) => Err(err),
+                };
+                match got {
+                    Ok(attrs) => attrs,
+                    Err(err) if rdattr_error => Attrs {
+                        rdattr_error: Some(from_errno(err)),
+                        ..Default::default()
+                    }
+                    .encode_only(&want),
+                    Err(err) => {
+                        failed = Some(err);
+                        return false;
+                    }
+                }
+            } else {
+                Fattr4::default()
+            };
+            fill.add(e.cookie, e.name, attrs)
+        });
+        let reached = match reached {
+            Ok(r) => r,
+            // A cookie the backend cannot resume from.
+            Err(vfs::Errno(libc::EINVAL)) if cookie != 0 => {
+                return Ok(Err(NfsStat4::Nfs4errBadCookie));
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(Ok(fill.finish(reached)))
+    })
+    .await?
 }
 
 /// The attributes of the root of the export mounted on `junction`, a
