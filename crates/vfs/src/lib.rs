@@ -257,6 +257,13 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Checks a handle still names an object (ESTALE otherwise).
     fn getattr(&self, h: &Handle) -> Result<Attr>;
+    /// [`Vfs::getattr`] if it can be answered without blocking (an object
+    /// the backend holds open), for an async reactor thread; `None` where
+    /// only [`Vfs::getattr`] can answer.
+    fn getattr_nowait(&self, h: &Handle) -> Option<Result<Attr>> {
+        let _ = h;
+        None
+    }
     fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)>;
     /// The parent directory; at the export root, ENOENT.
     fn lookup_parent(&self, c: &Creds, dir: &Handle) -> Result<(Handle, Attr)>;

@@ -1030,6 +1030,21 @@ impl Vfs for LocalFs {
         Ok(self.attr(&o.st))
     }
 
+    /// An object whose descriptor is cached: one fstat of it (no I/O: its
+    /// inode is in memory while the descriptor is open).
+    fn getattr_nowait(&self, h: &Handle) -> Option<Result<Attr>> {
+        let fd = if *h == self.root_handle {
+            self.root_fd.clone()
+        } else {
+            lock(&self.fds).get(h)?
+        };
+        let st = sys::fstat(fd.as_raw_fd()).ok()?;
+        if st.st_nlink == 0 {
+            return None;
+        }
+        Some(Ok(self.attr(&st)))
+    }
+
     fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)> {
         let cn = cname(name)?;
         let d = self.resolve(dir)?;

@@ -143,6 +143,11 @@ impl Vfs for MemFs {
         Bytes::from(id)
     }
 
+    /// Memory never blocks.
+    fn getattr_nowait(&self, h: &Handle) -> Option<Result<Attr>> {
+        Some(self.getattr(h))
+    }
+
     fn getattr(&self, h: &Handle) -> Result<Attr> {
         let t = self.tree();
         let ino = t.resolve(h)?;

@@ -334,15 +334,32 @@ pub fn build_full(
     r.encode_only(want)
 }
 
-/// GETATTR's work for the object `fh` (RFC 8881 §18.7). Built on the
-/// blocking pool, like the backend call: owner names may need the name
-/// service.
+/// GETATTR's work for the object `fh` (RFC 8881 §18.7). Built here when
+/// the backend can answer without blocking ([`vfs::Vfs::getattr_nowait`])
+/// and neither file-system statistics nor owner names are asked for;
+/// otherwise on the blocking pool, like the backend call (owner names may
+/// need the name service).
 pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
     if let Some(node) = fh.pseudo {
         return pseudo(cx, node, &fh.wire, want).await;
     }
-    let handle = fh.handle.clone();
     let with_fs = needs_fsstat(want);
+    if !with_fs && !needs_names(&cx.srv, want) {
+        if let Some(a) = cx.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)) {
+            let a = a?;
+            let export = cx.export(fh.export)?;
+            return Ok(build(
+                &cx.srv,
+                cx.minorversion,
+                export,
+                &fh.wire,
+                &a,
+                None,
+                want,
+            ));
+        }
+    }
+    let handle = fh.handle.clone();
     let (srv, minor, id) = (cx.srv.clone(), cx.minorversion, fh.export);
     let (wire, want) = (fh.wire.clone(), want.clone());
     cx.vfs(fh.export, move |v, _| {

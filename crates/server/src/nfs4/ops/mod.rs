@@ -112,8 +112,9 @@ const ALONE: u16 = 1 << 5;
 const BULK: u16 = 1 << 6;
 /// NFSv4.2 (RFC 7862): NFS4ERR_NOTSUPP in an NFSv4.1 compound.
 const V42: u16 = 1 << 7;
-/// Never waits on the backend: it calls none, or (READ) first tries a
-/// read that cannot block ([`vfs::Vfs::read_nowait`]). A COMPOUND with
+/// Never waits on the backend: it calls none, or first tries a call that
+/// cannot block (READ: [`vfs::Vfs::read_nowait`]; GETATTR:
+/// [`vfs::Vfs::getattr_nowait`]). A COMPOUND with
 /// at most one operation that is not runs on the async thread (that
 /// operation's backend call going to the blocking pool alone); one with
 /// two or more runs on the blocking pool as a whole, its backend calls
@@ -285,7 +286,7 @@ pub static OPS: [OpDesc; 73] = [
     op(N::Create, "CREATE", h::create, NEEDS_FH | MODIFIES, fixed(RES + CINFO + BITMAP)),
     no(N::DelegPurge, "DELEGPURGE", MODIFIES, fixed(RES)),
     op(N::DelegReturn, "DELEGRETURN", h::delegreturn, NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
-    op(N::GetAttr, "GETATTR", h::getattr, NEEDS_FH, Size::Of(getattr_size)),
+    op(N::GetAttr, "GETATTR", h::getattr, NEEDS_FH | QUICK, Size::Of(getattr_size)),
     op(N::GetFh, "GETFH", h::getfh, NEEDS_FH | QUICK, fixed(RES + 4 + NFS4_FHSIZE)),
     op(N::Link, "LINK", h::link, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
     op(N::Lock, "LOCK", h::lock, NEEDS_FH | MODIFIES | QUICK, fixed(RES + DENIED)),
@@ -581,8 +582,8 @@ mod tests {
     }
 
     /// A QUICK operation's module calls no backend and uses no shared
-    /// module that does, except READ, which reaches the blocking path
-    /// only after its non-blocking read (checked in its text).
+    /// module that does, except READ and GETATTR, which reach the
+    /// blocking path only after a non-blocking call (checked in the text).
     #[test]
     fn quick_operations_do_not_wait_on_the_backend() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/nfs4/ops");
@@ -599,6 +600,23 @@ mod tests {
                 let nowait = code.find("vfs_nowait").expect("READ tries vfs_nowait");
                 let blocking = code.find(".vfs(").expect("READ falls back to vfs");
                 assert!(nowait < blocking, "READ: the non-blocking read comes first");
+            } else if d.num == OpNum4::GetAttr {
+                // attrs::get tries getattr_nowait before the blocking path.
+                assert!(
+                    code.contains("attrs::get("),
+                    "GETATTR goes through attrs::get"
+                );
+                let attrs = std::fs::read_to_string(dir.join("../attrs.rs")).unwrap();
+                let get = &attrs[attrs.find("pub async fn get(").expect("attrs::get")..];
+                let get = &get[..get.find("\n}\n").expect("its end")];
+                let nowait = get
+                    .find("getattr_nowait")
+                    .expect("attrs::get tries getattr_nowait");
+                let blocking = get.find(".vfs(").expect("attrs::get falls back to vfs");
+                assert!(
+                    nowait < blocking,
+                    "GETATTR: the non-blocking path comes first"
+                );
             } else {
                 for call in [
                     ".vfs(",
@@ -613,7 +631,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 24);
+        assert_eq!(checked, 25);
     }
 
     /// An operation's module uses shared modules, never another
