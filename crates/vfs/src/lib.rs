@@ -265,6 +265,18 @@ pub trait Vfs: Send + Sync + 'static {
         None
     }
     fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)>;
+    /// [`Vfs::lookup`] if it can be answered without blocking (names the
+    /// backend's caches hold), for an async reactor thread; `None` where
+    /// only [`Vfs::lookup`] can answer.
+    fn lookup_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+    ) -> Option<Result<(Handle, Attr)>> {
+        let _ = (c, dir, name);
+        None
+    }
     /// The parent directory; at the export root, ENOENT.
     fn lookup_parent(&self, c: &Creds, dir: &Handle) -> Result<(Handle, Attr)>;
     /// Checks `mask` (a combination of libc::R_OK, W_OK, X_OK) as the kernel

@@ -1057,6 +1057,41 @@ impl Vfs for LocalFs {
         Ok((h, a))
     }
 
+    /// Kernel mode, a directory whose descriptor is cached, a caller
+    /// needing no permission system call (root with credentials switched,
+    /// the directory's owner with search permission, or credentials off),
+    /// and a name in the kernel's dentry cache (`RESOLVE_CACHED`).
+    fn lookup_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+    ) -> Option<Result<(Handle, Attr)>> {
+        if self.mode != Mode::Kernel {
+            return None;
+        }
+        let cn = match cname(name) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        let dfd = if *dir == self.root_handle {
+            self.root_fd.clone()
+        } else {
+            lock(&self.fds).get(dir)?
+        };
+        let st = sys::fstat(dfd.as_raw_fd()).ok()?;
+        let may_search =
+            !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o100 != 0);
+        if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR || !may_search {
+            return None;
+        }
+        match sys::openat_cached(dfd.as_raw_fd(), &cn, libc::O_PATH | libc::O_NOFOLLOW) {
+            Ok(fd) => Some(self.adopt(fd).map(|(h, a, _)| (h, a))),
+            Err(Errno(libc::ENOENT)) => Some(Err(Errno(libc::ENOENT))),
+            Err(_) => None,
+        }
+    }
+
     fn lookup_parent(&self, c: &Creds, dir: &Handle) -> Result<(Handle, Attr)> {
         let d = self.resolve(dir)?;
         if !d.is_dir() {

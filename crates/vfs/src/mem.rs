@@ -144,6 +144,16 @@ impl Vfs for MemFs {
     }
 
     /// Memory never blocks.
+    fn lookup_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+    ) -> Option<Result<(Handle, Attr)>> {
+        Some(self.lookup(c, dir, name))
+    }
+
+    /// Memory never blocks.
     fn getattr_nowait(&self, h: &Handle) -> Option<Result<Attr>> {
         Some(self.getattr(h))
     }

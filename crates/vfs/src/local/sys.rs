@@ -141,6 +141,39 @@ pub(crate) fn name_to_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Hand
     Ok(Handle(Bytes::from(out)))
 }
 
+/// `openat` that only looks in the dentry cache (`openat2` with
+/// `RESOLVE_CACHED`): EAGAIN where the lookup would have to read the
+/// disk; ENOENT for a name known not to exist.
+pub(crate) fn openat_cached(dir: RawFd, name: &CStr, flags: i32) -> Result<OwnedFd> {
+    // struct open_how (openat2(2)), laid out as the kernel has it.
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_CACHED,
+    };
+    retry(|| {
+        // SAFETY: `name` is NUL-terminated and `how` a valid open_how of
+        // the size passed.
+        let fd = cvt_long(unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                name.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        })?;
+        // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    })
+}
+
 /// Reads at `offset` only what is already in the page cache
 /// (`preadv2(RWF_NOWAIT)`): EAGAIN where it would have to wait for the
 /// disk, EOPNOTSUPP where the file system cannot say.

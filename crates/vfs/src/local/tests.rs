@@ -970,3 +970,41 @@ fn read_nowait_answers_cached_reads_and_leaves_the_rest() {
     assert_eq!(fs.read_nowait(&rootc(), &h, 0, 5), None);
     assert_eq!(fs.read(&rootc(), &h, 0, 5), Err(Errno(libc::ESTALE)));
 }
+
+/// `lookup_nowait` answers names the kernel's dentry cache holds, in a
+/// directory whose descriptor is cached, for callers needing no
+/// permission system call, and then as `lookup` does.
+#[test]
+fn lookup_nowait_answers_cached_names_as_lookup_does() {
+    require_root();
+    let (_d, fs) = setup(None);
+    let root = fs.root();
+    let sub = mkdir(&fs, &root, "sub");
+    let f = mkfile(&fs, &sub, "f");
+    // Warm: the names were just made.
+    let got = fs
+        .lookup_nowait(&rootc(), &sub, b"f")
+        .expect("a cached name");
+    assert_eq!(got, fs.lookup(&rootc(), &sub, b"f"));
+    assert_eq!(got.unwrap().0, f);
+    assert_eq!(
+        fs.lookup_nowait(&rootc(), &root, b"sub")
+            .map(|r| r.map(|(h, _)| h)),
+        Some(Ok(sub.clone()))
+    );
+    // A name known not to exist, once looked up.
+    assert_eq!(fs.lookup(&rootc(), &sub, b"nope"), Err(Errno(libc::ENOENT)));
+    assert!(matches!(
+        fs.lookup_nowait(&rootc(), &sub, b"nope"),
+        None | Some(Err(Errno(libc::ENOENT)))
+    ));
+    // Bad names, as lookup says.
+    assert_eq!(
+        fs.lookup_nowait(&rootc(), &sub, b".."),
+        Some(Err(Errno(libc::EINVAL)))
+    );
+    // Another user needs a permission check as that user: left to lookup.
+    assert_eq!(fs.lookup_nowait(&user(1000), &sub, b"f"), None);
+    // Not a directory: left to lookup, which says so.
+    assert_eq!(fs.lookup_nowait(&rootc(), &f, b"x"), None);
+}

@@ -36,13 +36,28 @@ async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4>
         cx.check_flavor(&fh)?;
         return Ok(fh);
     }
-    let h = dir.handle.clone();
-    let (obj, attr) = cx
-        .vfs(dir.export, move |fs, c| {
-            need_dir(&fs.getattr(&h)?)?;
-            fs.lookup(c, &h, &name)
-        })
-        .await?;
+    // A name the backend's caches hold is looked up here, without a
+    // thread hand-off.
+    let fast = cx.vfs_nowait(dir.export, |fs, c| {
+        match fs.getattr_nowait(&dir.handle)? {
+            Ok(a) => match need_dir(&a) {
+                Ok(()) => fs.lookup_nowait(c, &dir.handle, &name),
+                Err(e) => Some(Err(e)),
+            },
+            Err(e) => Some(Err(e)),
+        }
+    });
+    let (obj, attr) = match fast {
+        Some(r) => r?,
+        None => {
+            let h = dir.handle.clone();
+            cx.vfs(dir.export, move |fs, c| {
+                need_dir(&fs.getattr(&h)?)?;
+                fs.lookup(c, &h, &name)
+            })
+            .await?
+        }
+    };
     if let Some(&inner) = cx.srv.ns.junctions.get(&(dir.export, obj.clone())) {
         let fh = cx.export_root_fh(inner)?;
         cx.check_flavor(&fh)?;

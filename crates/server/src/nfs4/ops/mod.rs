@@ -114,7 +114,7 @@ const BULK: u16 = 1 << 6;
 const V42: u16 = 1 << 7;
 /// Never waits on the backend: it calls none, or first tries a call that
 /// cannot block (READ: [`vfs::Vfs::read_nowait`]; GETATTR:
-/// [`vfs::Vfs::getattr_nowait`]). A COMPOUND with
+/// [`vfs::Vfs::getattr_nowait`]; LOOKUP: [`vfs::Vfs::lookup_nowait`]). A COMPOUND with
 /// at most one operation that is not runs on the async thread (that
 /// operation's backend call going to the blocking pool alone); one with
 /// two or more runs on the blocking pool as a whole, its backend calls
@@ -292,7 +292,7 @@ pub static OPS: [OpDesc; 73] = [
     op(N::Lock, "LOCK", h::lock, NEEDS_FH | MODIFIES | QUICK, fixed(RES + DENIED)),
     op(N::LockT, "LOCKT", h::lockt, NEEDS_FH, fixed(RES + DENIED)),
     op(N::LockU, "LOCKU", h::locku, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
-    op(N::Lookup, "LOOKUP", h::lookup, NEEDS_FH | OWN_SEC, fixed(RES)),
+    op(N::Lookup, "LOOKUP", h::lookup, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
     op(N::LookupP, "LOOKUPP", h::lookupp, NEEDS_FH | OWN_SEC, fixed(RES)),
     op(N::NVerify, "NVERIFY", h::nverify, NEEDS_FH, fixed(RES)),
     op(N::Open, "OPEN", h::open, NEEDS_FH | OWN_SEC | MODIFIES, fixed(RES + OPEN_OK)),
@@ -582,7 +582,7 @@ mod tests {
     }
 
     /// A QUICK operation's module calls no backend and uses no shared
-    /// module that does, except READ and GETATTR, which reach the
+    /// module that does, except READ, LOOKUP and GETATTR, which reach the
     /// blocking path only after a non-blocking call (checked in the text).
     #[test]
     fn quick_operations_do_not_wait_on_the_backend() {
@@ -596,10 +596,14 @@ mod tests {
                 .map(|l| l.split("//").next().unwrap_or(""))
                 .collect::<Vec<_>>()
                 .join("\n");
-            if d.num == OpNum4::Read {
-                let nowait = code.find("vfs_nowait").expect("READ tries vfs_nowait");
-                let blocking = code.find(".vfs(").expect("READ falls back to vfs");
-                assert!(nowait < blocking, "READ: the non-blocking read comes first");
+            if matches!(d.num, OpNum4::Read | OpNum4::Lookup) {
+                let nowait = code.find("vfs_nowait").expect("tries vfs_nowait");
+                let blocking = code.find(".vfs(").expect("falls back to vfs");
+                assert!(
+                    nowait < blocking,
+                    "{}: the non-blocking call comes first",
+                    d.name
+                );
             } else if d.num == OpNum4::GetAttr {
                 // attrs::get tries getattr_nowait before the blocking path.
                 assert!(
@@ -631,7 +635,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 25);
+        assert_eq!(checked, 26);
     }
 
     /// An operation's module uses shared modules, never another
