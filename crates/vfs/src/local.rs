@@ -570,9 +570,7 @@ impl LocalFs {
             }
         }
         let fd = match self.mode {
-            Mode::Kernel => {
-                sys::open_by_handle(self.root_raw(), kernel, libc::O_PATH).map_err(stale)?
-            }
+            Mode::Kernel => self.open_by_handle(kernel)?,
             Mode::PathMap => self.open_mapped(h)?,
         };
         let st = sys::fstat(fd.as_raw_fd())?;
@@ -617,6 +615,23 @@ impl LocalFs {
             }
         }
         Ok(Some(Arc::new(Listing { key, entries })))
+    }
+
+    /// Kernel mode: an `O_PATH` descriptor for the kernel handle `kernel`,
+    /// ESTALE if it names no object. The kernel answers ENOMEM, not ESTALE,
+    /// for some handles of deleted directories it must reconnect (seen on
+    /// ext4 when the dentry cache is dropped meanwhile): ENOMEM twice in a
+    /// row is taken for a stale handle, as a real shortage would show
+    /// elsewhere too.
+    fn open_by_handle(&self, kernel: &[u8]) -> Result<OwnedFd> {
+        match sys::open_by_handle(self.root_raw(), kernel, libc::O_PATH) {
+            Err(Errno(libc::ENOMEM)) => sys::open_by_handle(self.root_raw(), kernel, libc::O_PATH)
+                .map_err(|e| match e.0 {
+                    libc::ENOMEM => Errno(libc::ESTALE),
+                    _ => stale(e),
+                }),
+            r => r.map_err(stale),
+        }
     }
 
     /// Kernel mode: the descriptor to keep for `h`, opened by handle as
