@@ -462,6 +462,16 @@ async fn sequence_too_many_operations() {
     // One fewer fits (SEQUENCE counts).
     let r = h.seq(&s, &ops[1..]).await;
     ok(&r);
+    // Far more than any session may have (the server decodes no more of
+    // them than that): the same single error.
+    let many = vec![putroot(); 100_000];
+    let r = h.seq(&s, &many).await;
+    fails(&r, OpNum4::Sequence, NfsStat4::Nfs4errTooManyOps);
+    assert_eq!(r.resarray.len(), 1);
+    // Without SEQUENCE first, the first operation says so.
+    let r = h.compound(&root_auth(), &many).await;
+    assert_eq!(r.status, NfsStat4::Nfs4errOpNotInSession);
+    assert_eq!(r.resarray.len(), 1);
 }
 
 #[tokio::test]

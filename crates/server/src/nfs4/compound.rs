@@ -367,9 +367,14 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
     }
     // Every operation is decoded first (up to the first that does not
     // decode, which answers NFS4ERR_BADXDR when reached), so that where
-    // the compound runs can be chosen before any of it runs.
-    let mut decoded = Vec::with_capacity(nops.min(16));
-    for i in 0..nops {
+    // the compound runs can be chosen before any of it runs. Not past the
+    // most operations a session may have plus one: a longer compound
+    // fails at its first operation (TOO_MANY_OPS at SEQUENCE, else
+    // NOT_ONLY_OP or OP_NOT_IN_SESSION), so no more are needed, and a
+    // client cannot make the server hold more.
+    let decodable = nops.min(srv.cfg.max_ops as usize + 1);
+    let mut decoded = Vec::with_capacity(decodable.min(16));
+    for i in 0..decodable {
         // The opcode, for the error result if the arguments do not decode.
         let peeked = args
             .rest()
