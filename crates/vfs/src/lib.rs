@@ -282,6 +282,12 @@ pub trait Vfs: Send + Sync + 'static {
     /// Checks `mask` (a combination of libc::R_OK, W_OK, X_OK) as the kernel
     /// would for these credentials.
     fn access(&self, c: &Creds, h: &Handle, mask: i32) -> Result<bool>;
+    /// [`Vfs::access`] if it can be answered without blocking or a
+    /// permission system call; `None` where only [`Vfs::access`] can.
+    fn access_nowait(&self, c: &Creds, h: &Handle, mask: i32) -> Option<Result<bool>> {
+        let _ = (c, h, mask);
+        None
+    }
     fn setattr(&self, c: &Creds, h: &Handle, set: &SetAttr) -> Result<Attr>;
     /// Reads up to `count` bytes; returns the data and whether it reached the
     /// end of the file.

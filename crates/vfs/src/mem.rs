@@ -154,6 +154,11 @@ impl Vfs for MemFs {
     }
 
     /// Memory never blocks.
+    fn access_nowait(&self, c: &Creds, h: &Handle, mask: i32) -> Option<Result<bool>> {
+        Some(self.access(c, h, mask))
+    }
+
+    /// Memory never blocks.
     fn getattr_nowait(&self, h: &Handle) -> Option<Result<Attr>> {
         Some(self.getattr(h))
     }

@@ -1008,3 +1008,29 @@ fn lookup_nowait_answers_cached_names_as_lookup_does() {
     // Not a directory: left to lookup, which says so.
     assert_eq!(fs.lookup_nowait(&rootc(), &f, b"x"), None);
 }
+
+/// `access_nowait` answers read permission for root and the owner, as
+/// `access` does, and leaves everything else to `access`.
+#[test]
+fn access_nowait_answers_root_and_owner_reads() {
+    require_root();
+    let (d, fs) = setup(None);
+    let root = fs.root();
+    let f = mkfile(&fs, &root, "f");
+    std::os::unix::fs::chown(d.path().join("f"), Some(1000), Some(1000)).unwrap();
+    for mode in [0o644, 0o200, 0o000] {
+        std::fs::set_permissions(d.path().join("f"), std::fs::Permissions::from_mode(mode))
+            .unwrap();
+        for c in [rootc(), user(1000)] {
+            assert_eq!(
+                fs.access_nowait(&c, &f, libc::R_OK),
+                Some(fs.access(&c, &f, libc::R_OK)),
+                "mode {mode:o} uid {}",
+                c.uid
+            );
+        }
+        // Someone else, or another permission: a system call decides.
+        assert_eq!(fs.access_nowait(&user(1001), &f, libc::R_OK), None);
+        assert_eq!(fs.access_nowait(&rootc(), &f, libc::W_OK), None);
+    }
+}

@@ -62,12 +62,27 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         cx.check_writable(&fh)?;
     }
     let by_name_claim = matches!(args.claim, OpenClaim4::Null(_));
+    // An existing file opened for reading is often settled from the
+    // backend's caches, without a thread hand-off.
+    let read_only = access == OPEN4_SHARE_ACCESS_READ;
     let target = match args.claim {
         OpenClaim4::Null(name) => {
             let name = check_name(&name)?;
-            by_name(cx, &fh, name, &args.openhow, access).await?
+            let fast = match (read_only, &args.openhow) {
+                (true, OpenFlag4::NoCreate) => existing_nowait(cx, &fh, Some(&name)),
+                _ => None,
+            };
+            match fast {
+                Some(t) => t?,
+                None => by_name(cx, &fh, name, &args.openhow, access).await?,
+            }
         }
-        OpenClaim4::Fh | OpenClaim4::Previous(_) => by_fh(cx, &fh, access).await?,
+        OpenClaim4::Fh | OpenClaim4::Previous(_) => {
+            match read_only.then(|| existing_nowait(cx, &fh, None)).flatten() {
+                Some(t) => t?,
+                None => by_fh(cx, &fh, access).await?,
+            }
+        }
         // We never grant delegations, so no delegation stateid is valid.
         OpenClaim4::DelegateCur(_) | OpenClaim4::DelegCurFh(_) => {
             return Err(NfsStat4::Nfs4errBadStateid)
@@ -152,6 +167,66 @@ fn check_existing(
         return Ok(Err(NfsStat4::Nfs4errAccess));
     }
     Ok(Ok(()))
+}
+
+/// An existing file opened for reading, from the backend's caches: `name`
+/// in the directory `fh` (CLAIM_NULL without creation) or `fh` itself
+/// (CLAIM_FH, CLAIM_PREVIOUS); `None` to take the blocking path. The same
+/// checks as there: a directory to look in, a regular file, and read
+/// permission (RFC 8881 §18.16.3).
+fn existing_nowait(
+    cx: &Compound,
+    fh: &crate::nfs4::compound::Fh,
+    name: Option<&bytes::Bytes>,
+) -> Option<Result<Target, NfsStat4>> {
+    let r = cx.vfs_nowait(fh.export, |v, c| {
+        let (handle, attr, cinfo_of) = match name {
+            Some(name) => {
+                let d = match v.getattr_nowait(&fh.handle)? {
+                    Ok(d) => d,
+                    Err(e) => return Some(Err(e)),
+                };
+                match d.ftype {
+                    vfs::FileType::Directory => {}
+                    vfs::FileType::Symlink => return Some(Ok(Err(NfsStat4::Nfs4errSymlink))),
+                    _ => return Some(Ok(Err(NfsStat4::Nfs4errNotdir))),
+                }
+                let (h, a) = match v.lookup_nowait(c, &fh.handle, name)? {
+                    Ok(found) => found,
+                    Err(e) => return Some(Err(e)),
+                };
+                (h, a, d.change)
+            }
+            None => {
+                let a = match v.getattr_nowait(&fh.handle)? {
+                    Ok(a) => a,
+                    Err(e) => return Some(Err(e)),
+                };
+                let change = a.change;
+                (fh.handle.clone(), a, change)
+            }
+        };
+        if let Err(s) = regular(&attr) {
+            return Some(Ok(Err(s)));
+        }
+        match v.access_nowait(c, &handle, libc::R_OK)? {
+            Ok(true) => {}
+            Ok(false) => return Some(Ok(Err(NfsStat4::Nfs4errAccess))),
+            Err(e) => return Some(Err(e)),
+        }
+        Some(Ok(Ok(Target {
+            handle,
+            attr,
+            attrset: Bitmap4::default(),
+            cinfo: ChangeInfo4 {
+                atomic: true,
+                before: cinfo_of,
+                after: cinfo_of,
+            },
+            truncate: false,
+        })))
+    })?;
+    Some(r.and_then(|t| t))
 }
 
 /// CLAIM_FH and CLAIM_PREVIOUS: the current filehandle is the file.
