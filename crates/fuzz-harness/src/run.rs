@@ -24,7 +24,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::*;
 use rpc::{Auth, Reply};
-use server::nfs4::inproc::InProcess;
+use server::nfs4::inproc::{ClientOpts, InProcess};
 use tokio::runtime::{Builder, Runtime};
 use vfs::mem::{Limits, MemFs};
 use xdr::{Decoder, Encoder, Pack, Unpack};
@@ -906,15 +906,8 @@ impl World {
             2 => CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
             _ => u32::MAX,
         };
-        let normal = ChannelAttrs4 {
-            headerpadsize: 0,
-            maxrequestsize: 1 << 20,
-            maxresponsesize: 1 << 20,
-            maxresponsesize_cached: 64 << 10,
-            maxoperations: 64,
-            maxrequests: 8,
-            rdma_ird: None,
-        };
+        // The in-process harness's own client's channel.
+        let normal = ClientOpts::default().fore;
         let fore = match how >> 5 {
             0..=3 => normal,
             4 => ChannelAttrs4 {
