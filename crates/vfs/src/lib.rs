@@ -266,8 +266,9 @@ pub trait Vfs: Send + Sync + 'static {
     }
     fn lookup(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<(Handle, Attr)>;
     /// [`Vfs::lookup`] if it can be answered without blocking (names the
-    /// backend's caches hold), for an async reactor thread; `None` where
-    /// only [`Vfs::lookup`] can answer.
+    /// backend's caches hold, in a directory), for an async reactor
+    /// thread; `None` where only [`Vfs::lookup`] can answer, and where
+    /// `dir` is not a directory.
     fn lookup_nowait(
         &self,
         c: &Creds,

@@ -663,16 +663,24 @@ impl LocalFs {
             self.climbs_to_root(&fd)?;
             return Ok(fd);
         }
-        if self.whole_fs {
-            return Ok(fd);
-        }
-        let root_path = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw()))?;
-        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-        if path.is_absolute() && path != Path::new("/") && path.starts_with(&root_path) {
+        if self.whole_fs || self.path_below_root(&fd)? {
             return Ok(fd);
         }
         let parent = lock(&self.parents).get(h).ok_or(Errno(libc::ESTALE))?;
         self.reconnect(&parent, st)
+    }
+
+    /// Whether the kernel's path for `fd` (`/proc/self/fd`) lies strictly
+    /// below the export root's, both read now (either may have been
+    /// renamed). A disconnected object's path is "/" or relative, which
+    /// never counts.
+    fn path_below_root(&self, fd: &OwnedFd) -> Result<bool> {
+        let root_path = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw()))?;
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        Ok(path.is_absolute()
+            && path != Path::new("/")
+            && path != root_path
+            && path.starts_with(&root_path))
     }
 
     /// Whether the directory `fd` lies below the export root. The kernel
@@ -682,9 +690,7 @@ impl LocalFs {
     /// which also places a directory whose path the kernel cannot show
     /// from here (one reached through another mount).
     fn climbs_to_root(&self, fd: &OwnedFd) -> Result<()> {
-        let root_path = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw()))?;
-        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-        if path.is_absolute() && path != root_path && path.starts_with(&root_path) {
+        if self.path_below_root(fd)? {
             return Ok(());
         }
         let mut cur = sys::openat(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
@@ -1085,10 +1091,6 @@ impl Vfs for LocalFs {
         if self.mode != Mode::Kernel {
             return None;
         }
-        let cn = match cname(name) {
-            Ok(n) => n,
-            Err(e) => return Some(Err(e)),
-        };
         let dfd = if *dir == self.root_handle {
             self.root_fd.clone()
         } else {
@@ -1097,9 +1099,14 @@ impl Vfs for LocalFs {
         let st = sys::fstat(dfd.as_raw_fd()).ok()?;
         let may_search =
             !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o100 != 0);
+        // Not a directory: `lookup`'s caller says which error.
         if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR || !may_search {
             return None;
         }
+        let cn = match cname(name) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
         match sys::openat_cached(dfd.as_raw_fd(), &cn, libc::O_PATH | libc::O_NOFOLLOW) {
             Ok(fd) => Some(self.adopt(fd).map(|(h, a, _)| (h, a))),
             Err(Errno(libc::ENOENT)) => Some(Err(Errno(libc::ENOENT))),

@@ -143,14 +143,17 @@ impl Vfs for MemFs {
         Bytes::from(id)
     }
 
-    /// Memory never blocks.
+    /// Memory never blocks: every lookup in a directory is answered here.
     fn lookup_nowait(
         &self,
         c: &Creds,
         dir: &Handle,
         name: &[u8],
     ) -> Option<Result<(Handle, Attr)>> {
-        Some(self.lookup(c, dir, name))
+        match self.getattr(dir) {
+            Ok(a) if a.ftype == crate::FileType::Directory => Some(self.lookup(c, dir, name)),
+            _ => None,
+        }
     }
 
     /// Memory never blocks.

@@ -37,16 +37,9 @@ async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4>
         return Ok(fh);
     }
     // A name the backend's caches hold is looked up here, without a
-    // thread hand-off.
-    let fast = cx.vfs_nowait(dir.export, |fs, c| {
-        match fs.getattr_nowait(&dir.handle)? {
-            Ok(a) => match need_dir(&a) {
-                Ok(()) => fs.lookup_nowait(c, &dir.handle, &name),
-                Err(e) => Some(Err(e)),
-            },
-            Err(e) => Some(Err(e)),
-        }
-    });
+    // thread hand-off (in a directory: otherwise the blocking path says
+    // what the current filehandle is).
+    let fast = cx.vfs_nowait(dir.export, |fs, c| fs.lookup_nowait(c, &dir.handle, &name));
     let (obj, attr) = match fast {
         Some(r) => r?,
         None => {
