@@ -300,6 +300,8 @@ pub struct Connection {
     born: Instant,
     /// Milliseconds after `born` of the last record read or reply written.
     active_ms: AtomicU64,
+    /// Calls handed to the service whose replies are not queued yet.
+    running: AtomicUsize,
 }
 
 impl std::fmt::Debug for Connection {
@@ -323,6 +325,7 @@ impl Connection {
             flow: Flow::new(max_pending),
             born: Instant::now(),
             active_ms: AtomicU64::new(0),
+            running: AtomicUsize::new(0),
         })
     }
 
@@ -489,6 +492,12 @@ impl Connection {
         let mut e = Encoder::new();
         args.pack(&mut e);
         self.call(prog, vers, proc_, cred, e.finish()).await
+    }
+
+    /// Answers a call counted in `running`.
+    fn finish(&self, xid: u32, reply: Reply, charge: Charge) {
+        self.reply(xid, reply, charge);
+        self.running.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Answers call `xid`; `charge` is what the call held.
@@ -668,9 +677,11 @@ pub(crate) fn start_shared(
                 m = rx.recv() => match m { Some(m) => m, None => break },
                 _ = closed.wait_for(|c| *c) => break,
             };
-            // Let the calls already running finish first, so that their
+            // Let the calls still running finish first, so that their
             // replies leave in this one writev rather than one each.
-            tokio::task::yield_now().await;
+            if wconn.running.load(Ordering::Acquire) > 0 {
+                tokio::task::yield_now().await;
+            }
             let mut batch = first.chunks;
             let mut held = vec![first.charge];
             while held.len() < 256 {
@@ -847,14 +858,37 @@ pub(crate) fn start_shared(
                         conn: rconn.clone(),
                     };
                     let span = tracing::debug_span!("rpc", xid, prog, vers, proc_);
-                    let conn = rconn.clone();
-                    tokio::spawn(
-                        async move {
-                            let reply = svc.call(call).await;
-                            conn.reply(xid, reply, charge);
+                    // Most calls finish without waiting (their backend
+                    // work needs no thread hand-off): run each here once,
+                    // and give it a task of its own only if it must wait.
+                    rconn.running.fetch_add(1, Ordering::AcqRel);
+                    let mut fut = span.in_scope(|| svc.call(call));
+                    // A panic here must not take the connection's reader
+                    // with it: the call alone fails, as in a task.
+                    let first = std::future::poll_fn(|cx| {
+                        std::task::Poll::Ready(std::panic::catch_unwind(
+                            std::panic::AssertUnwindSafe(|| {
+                                span.in_scope(|| fut.as_mut().poll(cx))
+                            }),
+                        ))
+                    })
+                    .await;
+                    match first {
+                        Err(_) => {
+                            rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge);
                         }
-                        .instrument(span),
-                    );
+                        Ok(std::task::Poll::Ready(reply)) => rconn.finish(xid, reply, charge),
+                        Ok(std::task::Poll::Pending) => {
+                            let conn = rconn.clone();
+                            tokio::spawn(
+                                async move {
+                                    let reply = fut.await;
+                                    conn.finish(xid, reply, charge);
+                                }
+                                .instrument(span),
+                            );
+                        }
+                    }
                 }
                 other => {
                     if let Some(n) = GARBAGE_LOG.allow() {

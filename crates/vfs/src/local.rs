@@ -105,6 +105,10 @@ struct Listing {
     key: (u64, i128, i128),
     /// Name, `d_off`, `d_ino`, `d_type`, in `getdents` order.
     entries: Vec<(Bytes, i64, u64, u8)>,
+    /// Where the directory was, relative to the export root, when it was
+    /// read (`None` for the root itself or where the kernel could not
+    /// say): lets a READDIR find it again without a cached descriptor.
+    rel: Option<CString>,
 }
 
 /// A directory's (inode, ctime, mtime), in nanoseconds.
@@ -614,7 +618,42 @@ impl LocalFs {
                 entries.push((Bytes::copy_from_slice(e.name), e.off, e.ino, e.dtype));
             }
         }
-        Ok(Some(Arc::new(Listing { key, entries })))
+        Ok(Some(Arc::new(Listing {
+            key,
+            entries,
+            rel: self.rel_path(rd),
+        })))
+    }
+
+    /// The kernel's path for `fd` relative to the export root, both read
+    /// now, if it lies strictly below the root.
+    fn rel_path(&self, fd: RawFd) -> Option<CString> {
+        let root = std::fs::read_link(format!("/proc/self/fd/{}", self.root_raw())).ok()?;
+        let path = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+        let rel = path.strip_prefix(&root).ok()?;
+        if !path.is_absolute() || rel.as_os_str().is_empty() {
+            return None;
+        }
+        CString::new(rel.as_os_str().as_bytes()).ok()
+    }
+
+    /// A directory's descriptor without blocking: the cached one, or else
+    /// one opened (to close after use) by the path it had when `l` was
+    /// read, only from the dentry cache, never leaving the export or
+    /// following a link, and only if it is still the object `dir` names.
+    fn dir_nowait(&self, dir: &Handle, l: &Listing) -> Option<Arc<OwnedFd>> {
+        if let Some(fd) = lock(&self.fds).get(dir) {
+            return Some(fd);
+        }
+        let rel = l.rel.as_ref()?;
+        let fd = sys::openat_cached(
+            self.root_raw(),
+            rel,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV,
+        )
+        .ok()?;
+        (self.handle_of(fd.as_raw_fd()).ok()? == *dir).then(|| Arc::new(fd))
     }
 
     /// Kernel mode: an `O_PATH` descriptor for the kernel handle `kernel`,
@@ -1107,7 +1146,7 @@ impl Vfs for LocalFs {
             Ok(n) => n,
             Err(e) => return Some(Err(e)),
         };
-        match sys::openat_cached(dfd.as_raw_fd(), &cn, libc::O_PATH | libc::O_NOFOLLOW) {
+        match sys::openat_cached(dfd.as_raw_fd(), &cn, libc::O_PATH | libc::O_NOFOLLOW, 0) {
             Ok(fd) => Some(self.adopt(fd).map(|(h, a, _)| (h, a))),
             Err(Errno(libc::ENOENT)) => Some(Err(Errno(libc::ENOENT))),
             Err(_) => None,
@@ -1610,8 +1649,8 @@ impl Vfs for LocalFs {
         }
     }
 
-    /// From the cached listing of a directory whose descriptor is cached,
-    /// if the directory is as it was when listed and the caller may read
+    /// From the cached listing of a directory found without blocking
+    /// ([`Self::dir_nowait`]), if the directory is as it was when listed and the caller may read
     /// it without a permission system call (root with credentials
     /// switched, or its owner with read permission, or credentials off).
     fn readdir_nowait(
@@ -1621,7 +1660,8 @@ impl Vfs for LocalFs {
         cookie: u64,
         each: &mut dyn FnMut(DirEntry) -> bool,
     ) -> Option<Result<bool>> {
-        let fd = lock(&self.fds).get(dir)?;
+        let l = lock(&self.listings).get(dir)?;
+        let fd = self.dir_nowait(dir, &l)?;
         let st = sys::fstat(fd.as_raw_fd()).ok()?;
         if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR {
             return None;
@@ -1631,7 +1671,6 @@ impl Vfs for LocalFs {
         if !may_read {
             return None;
         }
-        let l = lock(&self.listings).get(dir)?;
         if l.key != listing_key(&st) {
             return None;
         }

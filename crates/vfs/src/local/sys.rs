@@ -142,9 +142,10 @@ pub(crate) fn name_to_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Hand
 }
 
 /// `openat` that only looks in the dentry cache (`openat2` with
-/// `RESOLVE_CACHED`): EAGAIN where the lookup would have to read the
-/// disk; ENOENT for a name known not to exist.
-pub(crate) fn openat_cached(dir: RawFd, name: &CStr, flags: i32) -> Result<OwnedFd> {
+/// `RESOLVE_CACHED`, and the `RESOLVE_*` flags in `resolve`): EAGAIN
+/// where the lookup would have to read the disk; ENOENT for a name known
+/// not to exist.
+pub(crate) fn openat_cached(dir: RawFd, name: &CStr, flags: i32, resolve: u64) -> Result<OwnedFd> {
     // struct open_how (openat2(2)), laid out as the kernel has it.
     #[repr(C)]
     struct OpenHow {
@@ -155,7 +156,7 @@ pub(crate) fn openat_cached(dir: RawFd, name: &CStr, flags: i32) -> Result<Owned
     let how = OpenHow {
         flags: (flags | libc::O_CLOEXEC) as u64,
         mode: 0,
-        resolve: libc::RESOLVE_CACHED,
+        resolve: libc::RESOLVE_CACHED | resolve,
     };
     retry(|| {
         // SAFETY: `name` is NUL-terminated and `how` a valid open_how of

@@ -1034,3 +1034,61 @@ fn access_nowait_answers_root_and_owner_reads() {
         assert_eq!(fs.access_nowait(&rootc(), &f, libc::W_OK), None);
     }
 }
+
+/// The names `readdir_nowait` gives for `dir`, if it answers.
+fn list_nowait(fs: &LocalFs, dir: &Handle) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    let eof = fs.readdir_nowait(&rootc(), dir, 0, &mut |e| {
+        names.push(String::from_utf8_lossy(&e.name).into_owned());
+        true
+    })?;
+    assert!(eof.unwrap());
+    names.sort();
+    Some(names)
+}
+
+/// A settled listing is served without blocking even once the
+/// directory's descriptor has left the cache (it is found again by its
+/// path, from the dentry cache only), and never for another directory
+/// that has since taken that path, nor after a local change.
+#[test]
+fn readdir_nowait_finds_uncached_directories_by_path_and_checks_them() {
+    require_root();
+    let (d, fs) = setup(None);
+    let root = fs.root();
+    let a = mkdir(&fs, &root, "a");
+    let sub = mkdir(&fs, &a, "sub");
+    mkfile(&fs, &sub, "f1");
+    mkfile(&fs, &sub, "f2");
+    std::thread::sleep(std::time::Duration::from_millis(60)); // settled
+    assert_eq!(list(&fs, &sub), ["f1", "f2"]); // now listed and cached
+    assert_eq!(
+        list_nowait(&fs, &sub),
+        Some(vec!["f1".to_string(), "f2".into()])
+    );
+    fs.forget(&sub); // the descriptor leaves the cache; the listing stays
+    assert!(lock(&fs.fds).get(&sub).is_none());
+    assert_eq!(
+        list_nowait(&fs, &sub),
+        Some(vec!["f1".to_string(), "f2".into()])
+    );
+    assert!(
+        lock(&fs.fds).get(&sub).is_none(),
+        "a found path is not cached"
+    );
+
+    // Another directory at the same path, with the same names: not it.
+    let p = d.path().join("a/sub");
+    std::fs::rename(&p, d.path().join("moved")).unwrap();
+    std::fs::create_dir(&p).unwrap();
+    std::fs::write(p.join("f1"), b"").unwrap();
+    std::fs::write(p.join("f2"), b"").unwrap();
+    assert_eq!(list_nowait(&fs, &sub), None);
+    // The directory itself, moved back and changed by a local process:
+    // its listing no longer describes it.
+    std::fs::remove_dir_all(&p).unwrap();
+    std::fs::rename(d.path().join("moved"), &p).unwrap();
+    std::fs::write(p.join("f3"), b"").unwrap();
+    assert_eq!(list_nowait(&fs, &sub), None);
+    assert_eq!(list(&fs, &sub), ["f1", "f2", "f3"]);
+}
