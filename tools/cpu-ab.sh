@@ -8,7 +8,7 @@
 #   tools/cpu-ab.sh A_BINARY B_BINARY [OUTDIR]
 #
 # Environment: REPS (default 2), DURATION (default 5s), ONLY (default
-# "randread dirlist create"; also randread1, randwrite, smallfile, locked). Prints one line per run and a summary with
+# "randread dirlist create"; also randread1, randwrite, writesync, smallfile, locked). Prints one line per run and a summary with
 # the B/A ratio of the mean µs per operation.
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -34,6 +34,7 @@ args() {
         randread) echo "randread --file-size 64m --io-size 4k --threads 16 --duration $DURATION --warmup 1s --runs 1" ;;
         randread1) echo "randread --file-size 64m --io-size 4k --threads 1 --duration $DURATION --warmup 1s --runs 1" ;;
         randwrite) echo "randwrite --file-size 64m --io-size 4k --threads 16 --duration $DURATION --warmup 1s --runs 1" ;;
+        writesync) echo "randwrite --file-size 64m --io-size 4k --threads 16 --sync --duration $DURATION --warmup 1s --runs 1" ;;
         smallfile) echo "smallfile-read --threads 8 --duration $DURATION --warmup 1s --runs 1" ;;
         locked) echo "locked-read --duration 10m" ;;
         dirlist) echo "dirlist --threads 4 --duration $DURATION --warmup 1s --runs 1" ;;
@@ -43,7 +44,7 @@ args() {
 for w in $ONLY; do
     for s in A B; do
         case "$w" in
-            randread|randread1|randwrite) "$A" bench prepare randread --target "$(target $s)" --file-size 64m >/dev/null ;;
+            randread|randread1|randwrite|writesync) "$A" bench prepare randread --target "$(target $s)" --file-size 64m >/dev/null ;;
             smallfile|locked) "$A" bench prepare smallfile-read --target "$(target $s)" >/dev/null ;;
             dirlist) "$A" bench prepare dirlist --target "$(target $s)" >/dev/null ;;
         esac

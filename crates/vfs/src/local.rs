@@ -47,6 +47,7 @@ mod confinement_tests;
 mod copy;
 mod ident;
 mod space;
+mod sync;
 mod sys;
 #[cfg(test)]
 mod tests;
@@ -64,6 +65,7 @@ use bytes::{Bytes, BytesMut};
 
 use self::cache::{lock, Bounded, ChangeTracker};
 use self::ident::AsCaller;
+use self::sync::OpenFile;
 use self::sys::EMPTY;
 use crate::{
     Attr, CreateKind, CreateMode, Creds, DirEntry, Errno, FileType, FsStat, Handle, Result,
@@ -169,7 +171,7 @@ pub struct LocalFs {
     fds: Mutex<Bounded<Handle, Arc<OwnedFd>>>,
     fd_cap: usize,
     /// handle → descriptor for I/O, and whether it is writable.
-    files: Mutex<Bounded<Handle, (Arc<File>, bool)>>,
+    files: Mutex<Bounded<Handle, Arc<OpenFile>>>,
     /// Path-map mode: handle → path relative to the root.
     paths: Mutex<Bounded<Handle, PathBuf>>,
     /// The export root is the root of its file system: every object on
@@ -911,10 +913,10 @@ impl LocalFs {
 
     /// A cached descriptor for I/O on the regular file `o`, opened with the
     /// server's authority (call before switching identity).
-    fn file_for(&self, h: &Handle, o: &Obj, write: bool) -> Result<Arc<File>> {
+    fn file_for(&self, h: &Handle, o: &Obj, write: bool) -> Result<Arc<OpenFile>> {
         let cached = lock(&self.files).get(h);
-        if let Some((f, w)) = cached {
-            if w || !write {
+        if let Some(f) = cached {
+            if f.write || !write {
                 return Ok(f);
             }
         }
@@ -929,8 +931,8 @@ impl LocalFs {
             }
             Err(e) => return Err(e),
         };
-        let f = Arc::new(File::from(fd));
-        lock(&self.files).insert(h.clone(), (f.clone(), w));
+        let f = Arc::new(OpenFile::new(File::from(fd), w));
+        lock(&self.files).insert(h.clone(), f.clone());
         Ok(f)
     }
 
@@ -1036,7 +1038,7 @@ impl LocalFs {
         if let Ok(pfd) = sys::openat(libc::AT_FDCWD, &sys::proc_path(raw), libc::O_PATH, 0) {
             lock(&self.fds).insert(h.clone(), Arc::new(pfd));
         }
-        lock(&self.files).insert(h.clone(), (Arc::new(file), true));
+        lock(&self.files).insert(h.clone(), Arc::new(OpenFile::new(file, true)));
         self.note_child(dir, name, &h);
         self.touched_fd(d.raw());
         Ok((h, self.attr(&st), true))
@@ -1275,7 +1277,7 @@ impl Vfs for LocalFs {
         offset: u64,
         count: u32,
     ) -> Option<Result<(Bytes, bool)>> {
-        let (f, _) = lock(&self.files).get(h)?;
+        let f = lock(&self.files).get(h)?;
         let st = sys::fstat(f.as_raw_fd()).ok()?;
         if st.st_nlink == 0
             || st.st_mode & libc::S_IFMT != libc::S_IFREG
@@ -1318,11 +1320,12 @@ impl Vfs for LocalFs {
             let _g = self.as_caller(c)?;
             self.may_io(c, &o, true)?;
             f.write_all_at(data, offset)?;
-            match stable {
-                Stability::FileSync => f.sync_all()?,
-                Stability::DataSync => f.sync_data()?,
-                Stability::Unstable => {}
-            }
+        }
+        // Concurrent stable writes to the file share one sync.
+        match stable {
+            Stability::FileSync => f.sync_all()?,
+            Stability::DataSync => f.sync_data()?,
+            Stability::Unstable => {}
         }
         self.touched_fd(f.as_raw_fd());
         Ok(stable)

@@ -10,12 +10,11 @@
 //! Wired into `impl Vfs for LocalFs` by two forwarding methods: `copy` →
 //! `copy_range`, `clone_range` → `clone_file_range`.
 
-use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::{sys, LocalFs};
+use super::{sync::OpenFile, sys, LocalFs};
 use crate::{Creds, Handle, Result};
 
 /// `_IOW(0x94, 13, struct file_clone_range)` (linux/fs.h).
@@ -37,8 +36,8 @@ struct FileCloneRange {
 
 /// The two open files of a copy and the checked range.
 struct Plan {
-    src: Arc<File>,
-    dst: Arc<File>,
+    src: Arc<OpenFile>,
+    dst: Arc<OpenFile>,
     src_off: u64,
     dst_off: u64,
     /// Bytes to copy (a count of 0 resolved to "to the end").
