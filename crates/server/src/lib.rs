@@ -2,6 +2,7 @@
 
 pub mod export;
 pub mod ids;
+pub mod iopool;
 pub mod locks;
 pub mod nfs4;
 pub mod run;

@@ -426,11 +426,12 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
     // One thread hand-off for the whole compound: its backend calls run
     // in place on this blocking thread (see `on_pool`).
     let rt = tokio::runtime::Handle::current();
-    let ran = tokio::task::spawn_blocking(move || {
-        let _pool = OnPool::enter();
-        rt.block_on(execute(cx, tag, decoded))
-    })
-    .await;
+    let ran = crate::iopool::Pool::global()
+        .run(move || {
+            let _pool = OnPool::enter();
+            rt.block_on(execute(cx, tag, decoded))
+        })
+        .await;
     ran.unwrap_or_else(|e| {
         static LAST: AtomicU64 = AtomicU64::new(0);
         if now_and_then(&LAST) {
@@ -464,7 +465,7 @@ impl Drop for OnPool {
 
 /// Runs `f`, which may block, off the async threads: in place when this
 /// thread already runs a COMPOUND on the blocking pool, else there.
-pub async fn off_thread<T, F>(f: F) -> Result<T, tokio::task::JoinError>
+pub async fn off_thread<T, F>(f: F) -> Result<T, crate::iopool::Panicked>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -472,7 +473,7 @@ where
     if ON_POOL.with(|p| p.get()) {
         Ok(f())
     } else {
-        tokio::task::spawn_blocking(f).await
+        crate::iopool::Pool::global().run(f).await
     }
 }
 
@@ -794,6 +795,16 @@ impl Compound {
             Err(s) => return Some(Err(s)),
         };
         f(fs.as_ref(), &creds).map(|r| r.map_err(super::errors::from_errno))
+    }
+
+    /// The backend's attributes of `fh`: without blocking when the backend
+    /// can say ([`vfs::Vfs::getattr_nowait`]), else on the blocking pool.
+    pub async fn attr_of(&self, fh: &Fh) -> Result<vfs::Attr, NfsStat4> {
+        if let Some(a) = self.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)) {
+            return a;
+        }
+        let handle = fh.handle.clone();
+        self.vfs(fh.export, move |v, _| v.getattr(&handle)).await
     }
 
     /// Runs a backend call for `fh`'s export on the blocking pool, with the

@@ -11,6 +11,7 @@ pub mod inproc;
 pub mod ops;
 pub mod pseudo;
 pub mod space;
+pub mod stable;
 pub mod state;
 
 use std::sync::Arc;
@@ -81,6 +82,8 @@ pub struct Nfs4Server {
     pub ids: IdMap,
     /// WRITE/COMMIT verifier: differs for every server instance (RFC 8881 §18.32.3).
     pub write_verf: Verifier4,
+    /// Group commit of stable WRITEs and COMMITs, per file.
+    pub stable: stable::Groups,
     pub server_owner: ServerOwner4,
     pub server_scope: Bytes,
     /// When this server instance started (since the epoch): the pseudo
@@ -116,6 +119,7 @@ impl Nfs4Server {
             clock,
             ids: IdMap::default(),
             write_verf: verf,
+            stable: stable::Groups::default(),
             server_owner: ServerOwner4 {
                 minor_id: 0,
                 major_id: Bytes::from(format!("ferrite:{host}")),

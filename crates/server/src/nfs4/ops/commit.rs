@@ -15,14 +15,16 @@ async fn commit(cx: &mut Compound, args: Commit4Args) -> Result<Commit4ResOk, Nf
     if args.offset.checked_add(args.count as u64).is_none() {
         return Err(NfsStat4::Nfs4errInval);
     }
-    let handle = fh.handle.clone();
-    cx.vfs(fh.export, move |v, _| {
-        if let Err(s) = regular(&v.getattr(&handle)?) {
-            return Ok(Err(s));
-        }
-        v.commit(&handle).map(Ok)
-    })
-    .await??;
+    regular(&cx.attr_of(&fh).await?)?;
+    // With the other stable requests to the file in flight: one sync
+    // begun after this request arrived covers every earlier write.
+    let group = cx.srv.stable.of(fh.export, &fh.handle);
+    group
+        .stable(|| async {
+            let handle = fh.handle.clone();
+            cx.vfs(fh.export, move |v, _| v.commit(&handle)).await
+        })
+        .await?;
     Ok(Commit4ResOk {
         writeverf: cx.srv.write_verf,
     })

@@ -41,16 +41,33 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
     let offset = args.offset;
     let data = args.data;
     let how = stability(args.stable);
-    let committed = cx
+    // The data is written unstable, then made stable with the other
+    // stable requests to the file in flight (one sync for them all).
+    let written = cx
         .vfs(fh.export, move |v, c| {
             if special {
                 if let Err(s) = regular(&v.getattr(&handle)?) {
                     return Ok(Err(s));
                 }
             }
-            v.write(c, &handle, offset, &data, how).map(Ok)
+            v.write(c, &handle, offset, &data, vfs::Stability::Unstable)
+                .map(Ok)
         })
         .await??;
+    let committed = match (written, how) {
+        (vfs::Stability::Unstable, vfs::Stability::DataSync | vfs::Stability::FileSync) => {
+            let group = cx.srv.stable.of(fh.export, &fh.handle);
+            group
+                .stable(|| async {
+                    let handle = fh.handle.clone();
+                    cx.vfs(fh.export, move |v, _| v.commit(&handle)).await
+                })
+                .await?;
+            // COMMIT's sync is the whole file's, data and metadata.
+            vfs::Stability::FileSync
+        }
+        (done, _) => done,
+    };
     Ok(Write4ResOk {
         count: len as u32,
         committed: stable_how(committed),

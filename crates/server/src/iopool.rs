@@ -1,0 +1,297 @@
+//! The threads that run backend calls which may block.
+//!
+//! A backend call that can wait for the disk never runs on the async
+//! threads: it is queued here and its caller awaits the result. Tokio's
+//! blocking pool wakes one sleeping thread per call; here a thread that is
+//! awake takes every call queued before it goes back to sleep, so calls
+//! that arrive together (sixteen WRITEs read from the sockets in one
+//! pass) cost one wake-up and two context switches, not sixteen of each.
+//!
+//! Another thread is woken only when no thread is awake, or when calls
+//! are queued and no thread has begun one for [`STALL`]: the awake
+//! threads are then waiting for the disk themselves. A caller still
+//! waiting after [`KICK`] checks the same, in case no other call arrives
+//! to notice.
+//! At most [`MAX_THREADS`] threads; one idle for [`KEEP_ALIVE`] exits.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// How long queued calls may wait with no call begun before another
+/// thread wakes.
+const STALL: Duration = Duration::from_micros(200);
+/// How long a caller waits before checking that its call is not stuck
+/// behind busy threads.
+const KICK: Duration = Duration::from_millis(1);
+/// How long an idle thread lives.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// Threads at most (tokio's blocking pool has the same default).
+const MAX_THREADS: usize = 512;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Worker {
+    thread: Thread,
+    woken: AtomicBool,
+}
+
+struct State {
+    queue: VecDeque<Job>,
+    /// Sleeping threads, the most recently active last.
+    idle: Vec<Arc<Worker>>,
+    threads: usize,
+    /// When a thread last began a call.
+    progress: Instant,
+}
+
+impl State {
+    fn busy(&self) -> usize {
+        self.threads - self.idle.len()
+    }
+
+    /// Calls are queued and no thread is awake to take them, or the awake
+    /// ones have begun none for a while.
+    fn needs_thread(&self) -> bool {
+        !self.queue.is_empty() && (self.busy() == 0 || self.progress.elapsed() >= STALL)
+    }
+}
+
+/// A pool of threads for blocking calls.
+pub struct Pool {
+    state: Mutex<State>,
+    max: usize,
+    name: &'static str,
+}
+
+impl Pool {
+    pub fn new(name: &'static str, max: usize) -> Arc<Pool> {
+        Arc::new(Pool {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                idle: Vec::new(),
+                threads: 0,
+                progress: Instant::now(),
+            }),
+            max: max.max(1),
+            name,
+        })
+    }
+
+    /// The pool the NFS operations use.
+    pub fn global() -> &'static Arc<Pool> {
+        static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
+        POOL.get_or_init(|| Pool::new("ferrite-io", MAX_THREADS))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes a sleeping thread, or starts one if none sleeps and the cap
+    /// allows; with neither, the busy threads will get to the queue.
+    fn add_thread(self: &Arc<Self>, st: &mut State) {
+        // The new thread counts as progress: it is about to begin a call.
+        st.progress = Instant::now();
+        if let Some(w) = st.idle.pop() {
+            w.woken.store(true, Ordering::Release);
+            w.thread.unpark();
+            return;
+        }
+        if st.threads >= self.max {
+            return;
+        }
+        let pool = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name(self.name.to_string())
+            .spawn(move || {
+                let me = Arc::new(Worker {
+                    thread: std::thread::current(),
+                    woken: AtomicBool::new(false),
+                });
+                pool.work(me);
+            });
+        match spawned {
+            Ok(_) => st.threads += 1,
+            Err(e) => tracing::warn!("{}: could not start a thread: {e}", self.name),
+        }
+    }
+
+    fn submit(self: &Arc<Self>, job: Job) {
+        let mut st = self.lock();
+        st.queue.push_back(job);
+        if st.needs_thread() {
+            self.add_thread(&mut st);
+        }
+    }
+
+    /// A caller has waited long: wake another thread if the queue is stuck.
+    fn kick(self: &Arc<Self>) {
+        let mut st = self.lock();
+        if st.needs_thread() {
+            self.add_thread(&mut st);
+        }
+    }
+
+    fn work(self: Arc<Self>, me: Arc<Worker>) {
+        let mut st = self.lock();
+        loop {
+            if let Some(job) = st.queue.pop_front() {
+                st.progress = Instant::now();
+                drop(st);
+                job();
+                st = self.lock();
+                continue;
+            }
+            me.woken.store(false, Ordering::Relaxed);
+            st.idle.push(me.clone());
+            drop(st);
+            let deadline = Instant::now() + KEEP_ALIVE;
+            while !me.woken.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= deadline {
+                    let mut st = self.lock();
+                    if me.woken.load(Ordering::Acquire) {
+                        break;
+                    }
+                    st.idle.retain(|w| !Arc::ptr_eq(w, &me));
+                    st.threads -= 1;
+                    return;
+                }
+                std::thread::park_timeout(deadline - now);
+            }
+            st = self.lock();
+        }
+    }
+
+    /// Runs `f` on the pool; the future resolves to its result, or to
+    /// [`Panicked`] if it panicked.
+    pub fn run<T, F>(self: &Arc<Self>, f: F) -> Run<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let slot = Arc::new(Slot {
+            inner: Mutex::new((None, None)),
+        });
+        let s = slot.clone();
+        self.submit(Box::new(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let waker = {
+                let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
+                g.0 = Some(r);
+                g.1.take()
+            };
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }));
+        Run {
+            slot,
+            pool: self.clone(),
+            kick: None,
+        }
+    }
+}
+
+/// The call panicked on the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the backend call panicked")]
+pub struct Panicked;
+
+type Outcome<T> = Option<std::thread::Result<T>>;
+
+struct Slot<T> {
+    inner: Mutex<(Outcome<T>, Option<Waker>)>,
+}
+
+/// The result of [`Pool::run`].
+pub struct Run<T> {
+    slot: Arc<Slot<T>>,
+    pool: Arc<Pool>,
+    kick: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> Future for Run<T> {
+    type Output = Result<T, Panicked>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        {
+            let mut g = self.slot.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(r) = g.0.take() {
+                return Poll::Ready(r.map_err(|_| Panicked));
+            }
+            match &g.1 {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => g.1 = Some(cx.waker().clone()),
+            }
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Poll::Pending;
+        }
+        let kick = self
+            .kick
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(KICK)));
+        if kick.as_mut().poll(cx).is_ready() {
+            self.pool.kick();
+            let next = tokio::time::Instant::now() + KICK;
+            if let Some(k) = self.kick.as_mut() {
+                k.as_mut().reset(next);
+                let _ = k.as_mut().poll(cx);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn runs_calls_and_reports_panics() {
+        let pool = Pool::new("test-pool", 4);
+        assert_eq!(pool.run(|| 6 * 7).await, Ok(42));
+        assert_eq!(pool.run(|| -> u32 { panic!("boom") }).await, Err(Panicked));
+        assert_eq!(pool.run(|| 1).await, Ok(1), "the pool survives a panic");
+    }
+
+    /// Calls queued behind a thread that is stuck (waiting for the disk)
+    /// get another thread, and many calls at once use few threads.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stuck_thread_does_not_hold_the_queue() {
+        let pool = Pool::new("test-pool", 8);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let stuck = pool.run(move || rx.recv().unwrap());
+        // Let the stuck call start.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = Instant::now();
+        assert_eq!(pool.run(|| 5).await, Ok(5));
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t.elapsed()
+        );
+        tx.send(()).unwrap();
+        stuck.await.unwrap();
+
+        let ran = Arc::new(AtomicUsize::new(0));
+        let calls: Vec<_> = (0..200)
+            .map(|_| {
+                let ran = ran.clone();
+                pool.run(move || ran.fetch_add(1, Ordering::Relaxed))
+            })
+            .collect();
+        for c in calls {
+            c.await.unwrap();
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 200);
+        assert!(pool.lock().threads <= 8);
+    }
+}
