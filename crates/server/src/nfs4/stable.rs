@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use proto::nfs4::NfsStat4;
+
+use crate::nfs4::compound::{Compound, Fh};
 use tokio::sync::watch;
 
 /// Groups at most, beyond those in use (a group is in use while a
@@ -107,6 +109,19 @@ impl Group {
     pub fn syncs(&self) -> u64 {
         self.syncs.load(Ordering::Relaxed)
     }
+}
+
+/// Makes everything written to `fh` before this call stable, sharing the
+/// sync with the other stable requests to the file in flight (COMMIT's
+/// sync: data and metadata, `Vfs::commit`).
+pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
+    let group = cx.srv.stable.of(fh.export, &fh.handle);
+    group
+        .stable(|| async {
+            let handle = fh.handle.clone();
+            cx.vfs(fh.export, move |v, _| v.commit(&handle)).await
+        })
+        .await
 }
 
 /// The groups of the files stable requests are made to, by export and

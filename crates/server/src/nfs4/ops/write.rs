@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Write4Args) -> Write4Res {
     write(cx, args).await.into()
@@ -56,13 +57,7 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
         .await??;
     let committed = match (written, how) {
         (vfs::Stability::Unstable, vfs::Stability::DataSync | vfs::Stability::FileSync) => {
-            let group = cx.srv.stable.of(fh.export, &fh.handle);
-            group
-                .stable(|| async {
-                    let handle = fh.handle.clone();
-                    cx.vfs(fh.export, move |v, _| v.commit(&handle)).await
-                })
-                .await?;
+            stable::make_stable(cx, &fh).await?;
             // COMMIT's sync is the whole file's, data and metadata.
             vfs::Stability::FileSync
         }
