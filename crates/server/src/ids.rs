@@ -12,6 +12,7 @@ use std::borrow::Borrow;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
 use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,12 @@ struct Cache<K, V> {
     inner: Mutex<CacheInner<K, V>>,
     cap: usize,
     ttl: Duration,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
+
+/// Lookups between two hit-rate log lines of a [`Cache`].
+const REPORT_EVERY: u64 = 1 << 16;
 
 struct CacheInner<K, V> {
     map: HashMap<K, (V, Instant)>,
@@ -43,6 +49,8 @@ impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
             }),
             cap: cap.max(1),
             ttl,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -50,11 +58,33 @@ impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
     where
         K: Borrow<Q>,
     {
-        let m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        m.map
-            .get(k)
-            .filter(|(_, at)| at.elapsed() < self.ttl)
-            .map(|(v, _)| v.clone())
+        let got = {
+            let m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            m.map
+                .get(k)
+                .filter(|(_, at)| at.elapsed() < self.ttl)
+                .map(|(v, _)| v.clone())
+        };
+        let counter = if got.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let (hits, misses) = (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        );
+        if (hits + misses) % REPORT_EVERY == 0 {
+            tracing::info!(
+                hits,
+                misses,
+                entries_max = self.cap,
+                "owner name cache: {:.1}% hits",
+                hits as f64 * 100.0 / (hits + misses) as f64
+            );
+        }
+        got
     }
 
     fn insert(&self, k: K, v: V) {

@@ -92,8 +92,6 @@ const LISTING_MAX: usize = 64;
 /// this long: its ctime then moves on any later change, even within one
 /// tick of the file system's coarse clock.
 const SETTLED_NS: i128 = 50_000_000;
-/// The descriptor cache's hit rate is logged every this many lookups.
-const CACHE_REPORT: u64 = 1 << 22;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -169,7 +167,6 @@ pub struct LocalFs {
     base_ids: (u32, u32),
     /// handle → O_PATH descriptor.
     fds: Mutex<Bounded<Handle, Arc<OwnedFd>>>,
-    fd_cap: usize,
     /// handle → descriptor for I/O, and whether it is writable.
     files: Mutex<Bounded<Handle, Arc<OpenFile>>>,
     /// Path-map mode: handle → path relative to the root.
@@ -444,13 +441,12 @@ impl LocalFs {
             mode,
             switch_creds: euid == 0,
             base_ids: (euid, sys::getegid()),
-            fds: Mutex::new(Bounded::new(fd_cap)),
-            fd_cap,
-            files: Mutex::new(Bounded::new(file_cap)),
-            paths: Mutex::new(Bounded::new(MAX_PATH_MAP)),
+            fds: Mutex::new(Bounded::new("descriptor", fd_cap)),
+            files: Mutex::new(Bounded::new("open file", file_cap)),
+            paths: Mutex::new(Bounded::new("path map", MAX_PATH_MAP)),
             whole_fs: is_fs_root(&st),
-            parents: Mutex::new(Bounded::new(MAX_PARENT_HINTS)),
-            listings: Mutex::new(Bounded::new(LISTINGS)),
+            parents: Mutex::new(Bounded::new("parent hint", MAX_PARENT_HINTS)),
+            listings: Mutex::new(Bounded::new("directory listing", LISTINGS)),
             change: ChangeTracker::new(CHANGE_CAP),
         })
     }
@@ -545,21 +541,7 @@ impl LocalFs {
             });
         }
         let kernel = self.unbind(h)?;
-        let cached = {
-            let mut fds = lock(&self.fds);
-            let got = fds.get(h);
-            let (hits, misses) = fds.hit_counts();
-            if (hits + misses) % CACHE_REPORT == 0 {
-                tracing::info!(
-                    hits,
-                    misses,
-                    entries_max = self.fd_cap,
-                    "descriptor cache: {:.1}% hits",
-                    hits as f64 * 100.0 / (hits + misses) as f64
-                );
-            }
-            got
-        };
+        let cached = lock(&self.fds).get(h);
         if let Some(fd) = cached {
             match sys::fstat(fd.as_raw_fd()) {
                 Ok(st) if st.st_nlink > 0 => {

@@ -24,22 +24,30 @@ pub(crate) struct Bounded<K, V> {
     cap: usize,
     hits: u64,
     misses: u64,
+    /// What the cache holds, for its hit-rate log line.
+    name: &'static str,
 }
 
+/// Lookups between two hit-rate log lines of a [`Bounded`] cache.
+const REPORT_EVERY: u64 = 1 << 20;
+
 impl<K: Hash + Eq + Clone, V: Clone> Bounded<K, V> {
-    pub(crate) fn new(cap: usize) -> Self {
+    /// An empty cache of at most `cap` entries; every [`REPORT_EVERY`]
+    /// lookups it logs its hit rate under `name`.
+    pub(crate) fn new(name: &'static str, cap: usize) -> Self {
         Bounded {
             map: HashMap::new(),
             ring: VecDeque::new(),
             cap: cap.max(1),
             hits: 0,
             misses: 0,
+            name,
         }
     }
 
     /// The value of `k`, marking it used.
     pub(crate) fn get(&mut self, k: &K) -> Option<V> {
-        match self.map.get_mut(k) {
+        let got = match self.map.get_mut(k) {
             Some((v, used)) => {
                 *used = true;
                 self.hits += 1;
@@ -49,7 +57,21 @@ impl<K: Hash + Eq + Clone, V: Clone> Bounded<K, V> {
                 self.misses += 1;
                 None
             }
+        };
+        let (hits, misses) = (self.hits, self.misses);
+        if (hits + misses) % REPORT_EVERY == 0 {
+            tracing::info!(
+                cache = self.name,
+                hits,
+                misses,
+                entries = self.map.len(),
+                entries_max = self.cap,
+                "{} cache: {:.1}% hits",
+                self.name,
+                hits as f64 * 100.0 / (hits + misses) as f64
+            );
         }
+        got
     }
 
     /// The value of `k` to change in place, marking it used.
@@ -112,6 +134,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Bounded<K, V> {
     }
 
     /// (hits, misses) of [`Bounded::get`] so far.
+    #[cfg(test)]
     pub(crate) fn hit_counts(&self) -> (u64, u64) {
         (self.hits, self.misses)
     }
@@ -139,7 +162,7 @@ pub(crate) struct ChangeTracker {
 impl ChangeTracker {
     pub(crate) fn new(cap: usize) -> Self {
         ChangeTracker {
-            map: Mutex::new(Bounded::new(cap)),
+            map: Mutex::new(Bounded::new("change attribute", cap)),
         }
     }
 
@@ -175,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_clock_spares_entries_in_use() {
-        let mut b = Bounded::new(4);
+        let mut b = Bounded::new("test", 4);
         for k in 0..4u32 {
             b.insert(k, k * 10);
         }
@@ -199,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_hot_set_stays_while_a_scan_passes_through() {
-        let mut b = Bounded::new(100);
+        let mut b = Bounded::new("test", 100);
         for round in 0..50u32 {
             for hot in 0..50u32 {
                 if b.get(&hot).is_none() {
@@ -219,7 +242,7 @@ mod tests {
 
     #[test]
     fn removals_and_reinsertions_keep_the_ring_bounded() {
-        let mut b = Bounded::new(8);
+        let mut b = Bounded::new("test", 8);
         for i in 0..10_000u32 {
             b.insert(i % 16, i);
             b.remove(&((i + 3) % 16));
