@@ -12,7 +12,9 @@
 //! threads are then waiting for the disk themselves. A caller still
 //! waiting after [`KICK`] checks the same, in case no other call arrives
 //! to notice.
-//! At most [`MAX_THREADS`] threads; one idle for [`KEEP_ALIVE`] exits.
+//! At most [`MAX_THREADS`] threads, but for urgent calls (a group
+//! commit's sync, which the threads may all be waiting for), which always
+//! get one; a thread idle for [`KEEP_ALIVE`] exits.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -94,8 +96,9 @@ impl Pool {
     }
 
     /// Wakes a sleeping thread, or starts one if none sleeps and the cap
-    /// allows; with neither, the busy threads will get to the queue.
-    fn add_thread(self: &Arc<Self>, st: &mut State) {
+    /// allows (or `past_cap`); with neither, the busy threads will get to
+    /// the queue.
+    fn add_thread_beyond(self: &Arc<Self>, st: &mut State, past_cap: bool) {
         // The new thread counts as progress: it is about to begin a call.
         st.progress = Instant::now();
         if let Some(w) = st.idle.pop() {
@@ -103,7 +106,7 @@ impl Pool {
             w.thread.unpark();
             return;
         }
-        if st.threads >= self.max {
+        if st.threads >= self.max && !past_cap {
             return;
         }
         let pool = self.clone();
@@ -122,8 +125,24 @@ impl Pool {
         }
     }
 
-    fn submit(self: &Arc<Self>, job: Job) {
+    fn add_thread(self: &Arc<Self>, st: &mut State) {
+        self.add_thread_beyond(st, false);
+    }
+
+    fn submit(self: &Arc<Self>, job: Job, urgent: bool) {
         let mut st = self.lock();
+        if urgent {
+            // First in line, and a thread for it even past the cap: the
+            // threads may all be waiting for this very call.
+            st.queue.push_front(job);
+            // Below the cap a stuck queue gets a thread the usual way (if
+            // not now, at the caller's kick); at it, only here.
+            let at_cap = st.threads >= self.max && st.idle.is_empty();
+            if at_cap || st.needs_thread() {
+                self.add_thread_beyond(&mut st, true);
+            }
+            return;
+        }
         st.queue.push_back(job);
         if st.needs_thread() {
             self.add_thread(&mut st);
@@ -176,21 +195,44 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
+        self.run_as(f, false)
+    }
+
+    /// [`Pool::run`] for a call that others on the pool may be waiting
+    /// for (the sync of a group commit): it goes first, and gets a thread
+    /// of its own even when every thread is taken, so the waiters cannot
+    /// starve it.
+    pub fn run_urgent<T, F>(self: &Arc<Self>, f: F) -> Run<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.run_as(f, true)
+    }
+
+    fn run_as<T, F>(self: &Arc<Self>, f: F, urgent: bool) -> Run<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
         let slot = Arc::new(Slot {
             inner: Mutex::new((None, None)),
         });
         let s = slot.clone();
-        self.submit(Box::new(move || {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-            let waker = {
-                let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
-                g.0 = Some(r);
-                g.1.take()
-            };
-            if let Some(w) = waker {
-                w.wake();
-            }
-        }));
+        self.submit(
+            Box::new(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                let waker = {
+                    let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
+                    g.0 = Some(r);
+                    g.1.take()
+                };
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }),
+            urgent,
+        );
         Run {
             slot,
             pool: self.clone(),
@@ -293,5 +335,43 @@ mod tests {
         }
         assert_eq!(ran.load(Ordering::Relaxed), 200);
         assert!(pool.lock().threads <= 8);
+    }
+
+    /// Every thread waits for a call not yet run: an urgent call still
+    /// gets a thread, where an ordinary one would wait for ever.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_urgent_call_runs_when_every_thread_waits_for_it() {
+        let pool = Pool::new("test-pool", 2);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let rx = Arc::new(Mutex::new(rx));
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let (rx, waiting) = (rx.clone(), waiting.clone());
+                pool.run(move || {
+                    waiting.fetch_add(1, Ordering::SeqCst);
+                    rx.lock().unwrap().recv().unwrap()
+                })
+            })
+            .collect();
+        let waiters = tokio::spawn(async move {
+            for w in waiters {
+                w.await.unwrap();
+            }
+        });
+        while waiting.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Both threads of the cap are taken (one waits for the channel,
+        // the other for the lock); the sender of the two messages must run.
+        let send = pool.run_urgent(move || {
+            tx.send(()).unwrap();
+            tx.send(()).unwrap();
+        });
+        tokio::time::timeout(Duration::from_secs(5), send)
+            .await
+            .expect("the urgent call ran")
+            .unwrap();
+        waiters.await.unwrap();
     }
 }

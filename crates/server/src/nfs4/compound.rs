@@ -477,6 +477,20 @@ where
     }
 }
 
+/// [`off_thread`] for a call other COMPOUNDs may be waiting for on the
+/// pool (a group commit's sync): it never waits for a free thread.
+pub async fn off_thread_urgent<T, F>(f: F) -> Result<T, crate::iopool::Panicked>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    if ON_POOL.with(|p| p.get()) {
+        Ok(f())
+    } else {
+        crate::iopool::Pool::global().run_urgent(f).await
+    }
+}
+
 /// A decoded operation, or the opcode of one that did not decode.
 type Decoded = Result<NfsArgOp4, u32>;
 

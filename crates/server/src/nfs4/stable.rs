@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use proto::nfs4::NfsStat4;
 
-use crate::nfs4::compound::{Compound, Fh};
+use crate::nfs4::compound::{off_thread_urgent, Compound, Fh};
+use crate::nfs4::errors;
 use tokio::sync::watch;
 
 /// Groups at most, beyond those in use (a group is in use while a
@@ -114,12 +115,19 @@ impl Group {
 /// Makes everything written to `fh` before this call stable, sharing the
 /// sync with the other stable requests to the file in flight (COMMIT's
 /// sync: data and metadata, `Vfs::commit`).
+///
+/// The sync goes to the pool as an urgent call: COMPOUNDs running whole on
+/// the pool may be the ones waiting for it.
 pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
+    let fs = cx.export(fh.export)?.vfs.clone();
     let group = cx.srv.stable.of(fh.export, &fh.handle);
     group
         .stable(|| async {
             let handle = fh.handle.clone();
-            cx.vfs(fh.export, move |v, _| v.commit(&handle)).await
+            match off_thread_urgent(move || fs.commit(&handle)).await {
+                Ok(r) => r.map_err(errors::from_errno),
+                Err(_) => Err(NfsStat4::Nfs4errServerfault),
+            }
         })
         .await
 }
