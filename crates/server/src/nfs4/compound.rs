@@ -470,11 +470,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    if ON_POOL.with(|p| p.get()) {
-        Ok(f())
-    } else {
-        crate::iopool::Pool::global().run(f).await
-    }
+    off_thread_as(f, false).await
 }
 
 /// [`off_thread`] for a call other COMPOUNDs may be waiting for on the
@@ -484,10 +480,19 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    if ON_POOL.with(|p| p.get()) {
-        Ok(f())
-    } else {
-        crate::iopool::Pool::global().run_urgent(f).await
+    off_thread_as(f, true).await
+}
+
+async fn off_thread_as<T, F>(f: F, urgent: bool) -> Result<T, crate::iopool::Panicked>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let pool = crate::iopool::Pool::global();
+    match (ON_POOL.with(|p| p.get()), urgent) {
+        (true, _) => Ok(f()),
+        (false, false) => pool.run(f).await,
+        (false, true) => pool.run_urgent(f).await,
     }
 }
 
