@@ -644,13 +644,6 @@ fn closing(conn: &Connection, why: std::fmt::Arguments<'_>) {
     }
 }
 
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// [`start`] with the budgets shared by the connections of a listener.
 pub(crate) fn start_shared(
     stream: TcpStream,
@@ -730,6 +723,11 @@ pub(crate) fn start_shared(
         let _live = live;
         let mut reader = RecordReader::with_budget(rd, cfg.max_record, shared.buffered.clone());
         let mut closed = rconn.closed_tx.subscribe();
+        let idle = cfg.idle_timeout.map(|t| t.max(Duration::from_millis(100)));
+        let mut idle_timer = Box::pin(tokio::time::sleep_until(idle.map_or_else(
+            || rconn.idle_at(Duration::from_secs(86400)),
+            |t| rconn.idle_at(t),
+        )));
         'conn: loop {
             // Back-pressure: read nothing more while the connection holds
             // its budget of call and reply bytes.
@@ -738,19 +736,22 @@ pub(crate) fn start_shared(
                 _ = closed.wait_for(|c| *c) => break,
             }
             // Wait for the next record to begin, closing the connection if
-            // it stays idle.
+            // it stays idle. The timer is armed once and moved on only when
+            // it fires early (activity since), not once per record.
             loop {
-                let idle_at = cfg
-                    .idle_timeout
-                    .map(|t| rconn.idle_at(t.max(Duration::from_millis(100))));
                 let began = tokio::select! {
+                    biased;
                     r = reader.ready() => r,
-                    _ = sleep_until_opt(idle_at) => {
+                    _ = &mut idle_timer, if idle.is_some() => {
+                        let idle_at = idle.map(|t| rconn.idle_at(t));
                         if rconn.busy() {
                             rconn.touch();
                         } else if idle_at.is_some_and(|at| Instant::now() >= at) {
                             debug!(peer = %rconn.peer, "closing idle connection");
                             break 'conn;
+                        }
+                        if let Some(t) = idle {
+                            idle_timer.as_mut().reset(rconn.idle_at(t));
                         }
                         continue;
                     }
