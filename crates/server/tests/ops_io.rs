@@ -207,6 +207,27 @@ async fn open_exclusive4_1_is_idempotent_for_its_verifier() {
     // ...another verifier is another create.
     let r = h.seq(&s, &[putroot(), op(8, mode_attr(0o640))]).await;
     fails(&r, OpNum4::Open, NfsStat4::Nfs4errExist);
+    // Another client that happens to send the same verifier (two
+    // identical Linux machines can: jiffies and the process ID) did not
+    // make the file: its create is not a retransmission.
+    let other = h.client("d").await;
+    let r = h
+        .seq(
+            &other,
+            &[
+                putroot(),
+                open(
+                    &other,
+                    "o",
+                    RW,
+                    0,
+                    exclusive41(7, mode_attr(0o640)),
+                    OpenClaim4::Null(b("x")),
+                ),
+            ],
+        )
+        .await;
+    fails(&r, OpNum4::Open, NfsStat4::Nfs4errExist);
     // Only the attributes of suppattr_exclcreat may be given.
     let times = Attrs {
         time_modify_set: Some(SetTime4::SetToServerTime4),

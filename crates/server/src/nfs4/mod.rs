@@ -6,6 +6,7 @@ pub mod check;
 pub mod compound;
 pub mod dirs;
 pub mod errors;
+pub mod exclusive;
 pub mod filehandle;
 pub mod inproc;
 pub mod ops;
@@ -84,6 +85,8 @@ pub struct Nfs4Server {
     pub write_verf: Verifier4,
     /// Group commit of stable WRITEs and COMMITs, per file.
     pub stable: stable::Groups,
+    /// Who made recent files by exclusive create.
+    pub exclusive: exclusive::Creators,
     pub server_owner: ServerOwner4,
     pub server_scope: Bytes,
     /// When this server instance started (since the epoch): the pseudo
@@ -120,6 +123,7 @@ impl Nfs4Server {
             ids: IdMap::default(),
             write_verf: verf,
             stable: stable::Groups::default(),
+            exclusive: exclusive::Creators::default(),
             server_owner: ServerOwner4 {
                 minor_id: 0,
                 major_id: Bytes::from(format!("ferrite:{host}")),

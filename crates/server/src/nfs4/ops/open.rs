@@ -304,6 +304,7 @@ async fn by_name(
 ) -> Result<Target, NfsStat4> {
     let how = how(cx, openhow).await?;
     let dh = dir.handle.clone();
+    let (srv, export, client) = (cx.srv.clone(), dir.export, cx.clientid()?);
     cx.vfs(dir.export, move |v, c| {
         let d = v.getattr(&dh)?;
         match d.ftype {
@@ -362,6 +363,14 @@ async fn by_name(
         if !created && !exclusive {
             // UNCHECKED4 lost a race with another creator.
             return existing(h, a, false);
+        }
+        if exclusive {
+            if created {
+                srv.exclusive.record(export, &h, client);
+            } else if !srv.exclusive.may_retransmit(export, &h, client) {
+                // The verifier matches, but another client made the file.
+                return Ok(Err(NfsStat4::Nfs4errExist));
+            }
         }
         if let Err(s) = regular(&a) {
             return Ok(Err(s));

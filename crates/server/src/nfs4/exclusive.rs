@@ -1,0 +1,86 @@
+//! Who made each file by exclusive create, so that a verifier which
+//! happens to equal another client's is not taken for that client's
+//! retransmission.
+//!
+//! An exclusive create (RFC 8881 §18.16.3, EXCLUSIVE4 and EXCLUSIVE4_1)
+//! that finds the file already there with the request's verifier is a
+//! retransmission and succeeds. Only the client that made the file can
+//! retransmit its create, but the verifier alone does not say which
+//! client that was: the Linux client builds it from `jiffies` and the
+//! process ID, so two identical machines racing for one name can send the
+//! same one, and both would "win". The server remembers the creator of
+//! recent exclusive creates (in memory, bounded; after a restart, or once
+//! forgotten, the verifier alone decides, as before) and answers
+//! NFS4ERR_EXIST to a matching verifier from any other client.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use proto::nfs4::ClientId4;
+
+/// Creates remembered at most (the oldest is forgotten first).
+const KEEP: usize = 16384;
+
+type Key = (u16, vfs::Handle);
+
+#[derive(Debug, Default)]
+pub struct Creators {
+    inner: Mutex<(HashMap<Key, ClientId4>, VecDeque<Key>)>,
+}
+
+impl Creators {
+    /// `client` made `handle` of `export` by exclusive create.
+    pub fn record(&self, export: u16, handle: &vfs::Handle, client: ClientId4) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (map, order) = &mut *g;
+        let key = (export, handle.clone());
+        if map.insert(key.clone(), client).is_none() {
+            order.push_back(key);
+            while map.len() > KEEP {
+                match order.pop_front() {
+                    Some(old) => {
+                        map.remove(&old);
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Whether an exclusive create by `client` that found `handle` with its
+    /// verifier may be its retransmission: unless another client is known
+    /// to have made the file.
+    pub fn may_retransmit(&self, export: u16, handle: &vfs::Handle, client: ClientId4) -> bool {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.get(&(export, handle.clone()))
+            .is_none_or(|c| *c == client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_creator_retransmits_and_the_oldest_is_forgotten() {
+        let c = Creators::default();
+        let h = vfs::Handle(bytes::Bytes::from_static(b"h1"));
+        assert!(c.may_retransmit(1, &h, 7), "unknown: the verifier decides");
+        c.record(1, &h, 7);
+        assert!(c.may_retransmit(1, &h, 7));
+        assert!(!c.may_retransmit(1, &h, 8));
+        assert!(c.may_retransmit(2, &h, 8), "another export's file");
+        for i in 0..KEEP as u64 {
+            c.record(
+                1,
+                &vfs::Handle(bytes::Bytes::from(i.to_be_bytes().to_vec())),
+                9,
+            );
+        }
+        assert!(
+            c.may_retransmit(1, &h, 8),
+            "forgotten: the verifier decides"
+        );
+        assert!(c.inner.lock().unwrap().0.len() <= KEEP);
+    }
+}
