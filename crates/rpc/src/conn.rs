@@ -863,9 +863,15 @@ pub(crate) fn start_shared(
                     // work needs no thread hand-off): run each here once,
                     // and give it a task of its own only if it must wait.
                     rconn.running.fetch_add(1, Ordering::AcqRel);
-                    let mut fut = span.in_scope(|| svc.call(call));
                     // A panic here must not take the connection's reader
                     // with it: the call alone fails, as in a task.
+                    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        span.in_scope(|| svc.call(call))
+                    }));
+                    let Ok(mut fut) = made else {
+                        rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge);
+                        continue;
+                    };
                     let first = std::future::poll_fn(|cx| {
                         std::task::Poll::Ready(std::panic::catch_unwind(
                             std::panic::AssertUnwindSafe(|| {

@@ -521,3 +521,44 @@ async fn in_process_connection_carries_back_channel_calls() {
         CallError::Closed
     );
 }
+
+/// Procedure 1 panics before returning its future, procedure 2 on the
+/// future's first poll, procedure 3 after waiting; anything else is Echo.
+struct Panicky;
+
+impl Service for Panicky {
+    fn call(&self, call: Call) -> ReplyFuture {
+        match call.proc_ {
+            1 => panic!("panicky: in call"),
+            2 => Box::pin(async { panic!("panicky: first poll") }),
+            3 => Box::pin(async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                panic!("panicky: after waiting")
+            }),
+            _ => Echo.call(Call { proc_: 2, ..call }),
+        }
+    }
+}
+
+/// A call that panics, whenever it does, fails alone (SYSTEM_ERR, or no
+/// reply once it runs in its own task) and the connection goes on serving.
+#[tokio::test]
+async fn a_panicking_call_fails_alone() {
+    let addr = server_with(ConnConfig::default(), Arc::new(Panicky)).await;
+    let c = client(addr).await;
+    let none = OpaqueAuth::none();
+    for p in [1, 2] {
+        assert_eq!(
+            c.call(PROG, 1, p, &none, vec![]).await.unwrap_err(),
+            CallError::Rejected(ReplyError::SystemErr),
+            "procedure {p}"
+        );
+    }
+    let late = c.call(PROG, 1, 3, &none, vec![]);
+    assert!(tokio::time::timeout(Duration::from_millis(300), late)
+        .await
+        .is_err());
+    let mut d = c.call(PROG, 1, 4, &none, vec![]).await.unwrap();
+    assert_eq!(u32::unpack(&mut d).unwrap(), u32::MAX);
+    assert!(!c.is_closed());
+}
