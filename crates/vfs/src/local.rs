@@ -609,6 +609,15 @@ impl LocalFs {
         })))
     }
 
+    /// The descriptor kept for `h` (the root's always), if any.
+    fn cached_fd(&self, h: &Handle) -> Option<Arc<OwnedFd>> {
+        if *h == self.root_handle {
+            Some(self.root_fd.clone())
+        } else {
+            lock(&self.fds).get(h)
+        }
+    }
+
     /// The kernel's path for `fd` relative to the export root, both read
     /// now, if it lies strictly below the root.
     fn rel_path(&self, fd: RawFd) -> Option<CString> {
@@ -626,7 +635,7 @@ impl LocalFs {
     /// read, only from the dentry cache, never leaving the export or
     /// following a link, and only if it is still the object `dir` names.
     fn dir_nowait(&self, dir: &Handle, l: &Listing) -> Option<Arc<OwnedFd>> {
-        if let Some(fd) = lock(&self.fds).get(dir) {
+        if let Some(fd) = self.cached_fd(dir) {
             return Some(fd);
         }
         let rel = l.rel.as_ref()?;
@@ -1077,11 +1086,7 @@ impl Vfs for LocalFs {
     /// An object whose descriptor is cached: one fstat of it (no I/O: its
     /// inode is in memory while the descriptor is open).
     fn getattr_nowait(&self, h: &Handle) -> Option<Result<Attr>> {
-        let fd = if *h == self.root_handle {
-            self.root_fd.clone()
-        } else {
-            lock(&self.fds).get(h)?
-        };
+        let fd = self.cached_fd(h)?;
         let st = sys::fstat(fd.as_raw_fd()).ok()?;
         if st.st_nlink == 0 {
             return None;
@@ -1114,11 +1119,7 @@ impl Vfs for LocalFs {
         if self.mode != Mode::Kernel {
             return None;
         }
-        let dfd = if *dir == self.root_handle {
-            self.root_fd.clone()
-        } else {
-            lock(&self.fds).get(dir)?
-        };
+        let dfd = self.cached_fd(dir)?;
         let st = sys::fstat(dfd.as_raw_fd()).ok()?;
         let may_search =
             !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o100 != 0);
@@ -1635,9 +1636,10 @@ impl Vfs for LocalFs {
     }
 
     /// From the cached listing of a directory found without blocking
-    /// ([`Self::dir_nowait`]), if the directory is as it was when listed and the caller may read
-    /// it without a permission system call (root with credentials
-    /// switched, or its owner with read permission, or credentials off).
+    /// ([`Self::dir_nowait`]), if the directory is as it was when listed
+    /// and the caller may read it without a permission system call (root
+    /// with credentials switched, or its owner with read permission, or
+    /// credentials off).
     fn readdir_nowait(
         &self,
         c: &Creds,

@@ -172,22 +172,28 @@ mod tests {
         assert_eq!(g.progress.lock().unwrap().done as usize, threads * rounds);
     }
 
+    /// Starts a sync (that succeeds) on another thread and returns once it
+    /// is running; it completes when the barrier returned is passed.
+    fn held_sync(g: &Arc<SyncGroup>) -> (std::thread::JoinHandle<io::Result<()>>, Arc<Barrier>) {
+        let started = Arc::new(Barrier::new(2));
+        let release = Arc::new(Barrier::new(2));
+        let (g, s, r) = (g.clone(), started.clone(), release.clone());
+        let first = std::thread::spawn(move || {
+            g.sync(|| {
+                s.wait();
+                r.wait();
+                Ok(())
+            })
+        });
+        started.wait();
+        (first, release)
+    }
+
     /// A ticket is never covered by a sync that began before it.
     #[test]
     fn a_sync_under_way_does_not_cover_a_later_ticket() {
         let g = Arc::new(SyncGroup::default());
-        let started = Arc::new(Barrier::new(2));
-        let release = Arc::new(Barrier::new(2));
-        let g1 = g.clone();
-        let (s1, r1) = (started.clone(), release.clone());
-        let first = std::thread::spawn(move || {
-            g1.sync(|| {
-                s1.wait();
-                r1.wait();
-                Ok(())
-            })
-        });
-        started.wait(); // the first sync is running
+        let (first, release) = held_sync(&g); // the first sync is running
         let g2 = g.clone();
         let second = std::thread::spawn(move || {
             let mut ran = false;
@@ -213,18 +219,7 @@ mod tests {
     #[test]
     fn a_failed_sync_fails_its_waiters_and_every_later_ticket() {
         let g = Arc::new(SyncGroup::default());
-        let started = Arc::new(Barrier::new(2));
-        let release = Arc::new(Barrier::new(2));
-        let g1 = g.clone();
-        let (s1, r1) = (started.clone(), release.clone());
-        let first = std::thread::spawn(move || {
-            g1.sync(|| {
-                s1.wait();
-                r1.wait();
-                Ok(())
-            })
-        });
-        started.wait(); // sync 1 runs; two more tickets wait behind it
+        let (first, release) = held_sync(&g); // sync 1 runs; two more tickets wait behind it
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let g = g.clone();

@@ -18,9 +18,7 @@ async fn lockt(cx: &mut Compound, args: LockT4Args) -> Result<Option<Lock4Denied
     let fh = cx.cfh()?.clone();
     let client = cx.clientid()?;
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
-    let handle = fh.handle.clone();
-    let a = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
-    regular(&a)?;
+    regular(&cx.attr_of(&fh).await?)?;
     let owner = (client, args.owner.owner);
     let held = cx
         .srv
