@@ -8,126 +8,32 @@
 //! cached for ten minutes in caches of at most 1024 entries each, since a
 //! client can send any name.
 
-use std::borrow::Borrow;
-use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
-use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::cache::Cache;
 
 /// Entries per cache.
 const CACHE_ENTRIES: usize = 1024;
 /// How long an answer is trusted.
 const CACHE_TTL: Duration = Duration::from_secs(600);
 
-/// A bounded cache: the oldest entry goes first when it is full, and
-/// entries older than the time to live are not answered.
-struct Cache<K, V> {
-    inner: Mutex<CacheInner<K, V>>,
-    cap: usize,
-    ttl: Duration,
-    hits: AtomicU64,
-    misses: AtomicU64,
-}
-
-/// Lookups between two hit-rate log lines of a [`Cache`].
-const REPORT_EVERY: u64 = 1 << 16;
-
-struct CacheInner<K, V> {
-    map: HashMap<K, (V, Instant)>,
-    /// Keys in insertion order, for eviction.
-    order: VecDeque<K>,
-}
-
-impl<K: Hash + Eq + Clone, V: Clone> Cache<K, V> {
-    fn new(cap: usize, ttl: Duration) -> Self {
-        Cache {
-            inner: Mutex::new(CacheInner {
-                map: HashMap::new(),
-                order: VecDeque::new(),
-            }),
-            cap: cap.max(1),
-            ttl,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-        }
-    }
-
-    fn get<Q: Hash + Eq + ?Sized>(&self, k: &Q) -> Option<V>
-    where
-        K: Borrow<Q>,
-    {
-        let got = {
-            let m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            m.map
-                .get(k)
-                .filter(|(_, at)| at.elapsed() < self.ttl)
-                .map(|(v, _)| v.clone())
-        };
-        let counter = if got.is_some() {
-            &self.hits
-        } else {
-            &self.misses
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        let (hits, misses) = (
-            self.hits.load(Ordering::Relaxed),
-            self.misses.load(Ordering::Relaxed),
-        );
-        if (hits + misses) % REPORT_EVERY == 0 {
-            tracing::info!(
-                hits,
-                misses,
-                entries_max = self.cap,
-                "owner name cache: {:.1}% hits",
-                hits as f64 * 100.0 / (hits + misses) as f64
-            );
-        }
-        got
-    }
-
-    fn insert(&self, k: K, v: V) {
-        let mut m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if m.map.insert(k.clone(), (v, Instant::now())).is_none() {
-            m.order.push_back(k);
-            while m.map.len() > self.cap {
-                let Some(old) = m.order.pop_front() else {
-                    break;
-                };
-                m.map.remove(&old);
-            }
-        }
-    }
-
-    /// The cached answer for `k`, or `f`'s, then cached.
-    fn get_or(&self, k: &K, f: impl FnOnce() -> V) -> V {
-        if let Some(v) = self.get(k) {
-            return v;
-        }
-        let v = f();
-        self.insert(k.clone(), v.clone());
-        v
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.inner.lock().map(|m| m.map.len()).unwrap_or(0)
-    }
-}
-
-impl<K: Hash + Eq + Clone, V: Clone> Default for Cache<K, V> {
-    fn default() -> Self {
-        Cache::new(CACHE_ENTRIES, CACHE_TTL)
-    }
-}
-
-#[derive(Default)]
 pub struct IdMap {
     users: Cache<u32, String>,
     groups: Cache<u32, String>,
     uids: Cache<String, Option<u32>>,
     gids: Cache<String, Option<u32>>,
+}
+
+impl Default for IdMap {
+    fn default() -> Self {
+        IdMap {
+            users: Cache::new("user name", CACHE_ENTRIES, CACHE_TTL),
+            groups: Cache::new("group name", CACHE_ENTRIES, CACHE_TTL),
+            uids: Cache::new("user id", CACHE_ENTRIES, CACHE_TTL),
+            gids: Cache::new("group id", CACHE_ENTRIES, CACHE_TTL),
+        }
+    }
 }
 
 /// What an owner string is before any lookup.
@@ -299,24 +205,5 @@ mod tests {
         assert_eq!(m.try_gid(b"no-such-group-here"), None);
         assert_eq!(m.gid(b"no-such-group-here"), None);
         assert_eq!(m.try_gid(b"no-such-group-here"), Some(None));
-    }
-
-    #[test]
-    fn cache_is_bounded_and_expires() {
-        let c: Cache<u32, u32> = Cache::new(16, CACHE_TTL);
-        for k in 0..1000 {
-            c.insert(k, k * 2);
-        }
-        assert_eq!(c.len(), 16);
-        assert_eq!(c.get(&0), None);
-        assert_eq!(c.get(&999), Some(1998));
-        // Updating an entry keeps one copy.
-        c.insert(999, 1);
-        assert_eq!((c.len(), c.get(&999)), (16, Some(1)));
-
-        let c: Cache<String, Option<u32>> = Cache::new(16, Duration::ZERO);
-        c.insert("x".into(), None);
-        assert_eq!(c.get("x"), None);
-        assert_eq!(c.get_or(&"x".to_string(), || Some(3)), Some(3));
     }
 }

@@ -1,5 +1,6 @@
 //! Ferrite's protocol logic: the NFSv4.1/4.2 server over the vfs backends.
 
+mod cache;
 pub mod export;
 pub mod ids;
 pub mod iopool;

@@ -13,47 +13,40 @@
 //! forgotten, the verifier alone decides, as before) and answers
 //! NFS4ERR_EXIST to a matching verifier from any other client.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::time::Duration;
 
 use proto::nfs4::ClientId4;
+
+use crate::cache::Cache;
 
 /// Creates remembered at most (the oldest is forgotten first).
 const KEEP: usize = 16384;
 
-type Key = (u16, vfs::Handle);
-
-#[derive(Debug, Default)]
 pub struct Creators {
-    inner: Mutex<(HashMap<Key, ClientId4>, VecDeque<Key>)>,
+    made: Cache<(u16, vfs::Handle), ClientId4>,
+}
+
+impl Default for Creators {
+    fn default() -> Self {
+        Creators {
+            made: Cache::new("exclusive creator", KEEP, Duration::MAX),
+        }
+    }
 }
 
 impl Creators {
     /// `client` made `handle` of `export` by exclusive create.
     pub fn record(&self, export: u16, handle: &vfs::Handle, client: ClientId4) {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let (map, order) = &mut *g;
-        let key = (export, handle.clone());
-        if map.insert(key.clone(), client).is_none() {
-            order.push_back(key);
-            while map.len() > KEEP {
-                match order.pop_front() {
-                    Some(old) => {
-                        map.remove(&old);
-                    }
-                    None => break,
-                }
-            }
-        }
+        self.made.insert((export, handle.clone()), client);
     }
 
     /// Whether an exclusive create by `client` that found `handle` with its
     /// verifier may be its retransmission: unless another client is known
     /// to have made the file.
     pub fn may_retransmit(&self, export: u16, handle: &vfs::Handle, client: ClientId4) -> bool {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.0.get(&(export, handle.clone()))
-            .is_none_or(|c| *c == client)
+        self.made
+            .get(&(export, handle.clone()))
+            .is_none_or(|c| c == client)
     }
 }
 
@@ -81,6 +74,6 @@ mod tests {
             c.may_retransmit(1, &h, 8),
             "forgotten: the verifier decides"
         );
-        assert!(c.inner.lock().unwrap().0.len() <= KEEP);
+        assert!(c.made.len() <= KEEP);
     }
 }
