@@ -12,6 +12,8 @@
 # New corpus entries go to fuzz/work/<target> (not committed); the seeds
 # in fuzz/corpus/<target> and the reproducers in fuzz/regressions/<target>
 # are read only. Crashes land in fuzz/artifacts/<target>.
+# FUZZ_RUNS_<target> changes the long run's count for a target, FUZZ_ARGS
+# adds libFuzzer arguments to it.
 # Time: about 2 minutes to build from nothing on 2 cores (plus about 1.5 to
 # install cargo-fuzz), then SECS per target.
 set -euo pipefail
@@ -50,17 +52,21 @@ run() {
 # What each target's run came to, from a log of them.
 summary() {
     awk '
-        /^== target / { t = $3; sub(":", "", t) }
+        function out() {
+            if (t != "" && n != "")
+                printf "%s: %s runs in %s s, %s exec/s, peak RSS %s MB, %s; %s\n", t, n, secs, r, rss, end, done
+            n = ""; secs = "?"; end = "no failure"
+        }
+        /^== target / { out(); t = $3; sub(":", "", t); end = "no failure" }
         /DONE/ { done = $0; sub(/^#[0-9]+[[:space:]]+DONE[[:space:]]+/, "", done) }
+        /pulse/ { done = $0; sub(/^#[0-9]+[[:space:]]+pulse[[:space:]]+/, "", done) }
+        /^Done [0-9]+ runs in/ { secs = $5 }
         /stat::number_of_executed_units/ { n = $2 }
         /stat::average_exec_per_sec/ { r = $2 }
         /stat::peak_rss_mb/ { rss = $2 }
-        /Maximum resident set size/ { printf "  %s: maximum resident set size %d MB\n", t, $NF / 1024 }
-        /^Done [0-9]+ runs in/ { secs = $5 }
-        /stat::peak_rss_mb/ {
-            printf "%s: %s runs in %s s, %s exec/s, peak RSS %s MB; %s\n", t, n, secs, r, rss, done
-        }
-        /ERROR: libFuzzer|panicked at/ { print t ": " $0 }
+        /run interrupted/ { end = "interrupted" }
+        /ERROR: libFuzzer|panicked at|deadly signal/ { end = $0 }
+        END { out() }
     ' "$1"
 }
 
@@ -97,7 +103,7 @@ long)
         nice -n 19 /usr/bin/time -v cargo fuzz run -s none -O -a "$t" \
             "fuzz/work/$t" "fuzz/corpus/$t" "fuzz/regressions/$t" -- \
             "${LIMITS[@]}" -print_final_stats=1 -runs="${FUZZ_RUNS[$t]}" \
-            -reload=0 2>&1 | grep --line-buffered -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' >>"$log" || status=1
+            -reload=0 ${FUZZ_ARGS:-} 2>&1 | grep --line-buffered -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE)' >>"$log" || status=1
     done
     echo "== finished $(date -u +%FT%TZ)" >>"$log"
     summary "$log"
@@ -111,7 +117,7 @@ run)
     run "$t" "$@"
     ;;
 *)
-    sed -n '2,16p' "$0" >&2
+    sed -n '2,18p' "$0" >&2
     exit 2
     ;;
 esac
