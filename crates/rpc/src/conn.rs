@@ -22,10 +22,9 @@ use tracing::{debug, warn, Instrument};
 use xdr::{Decoder, Encoder, Pack, Unpack};
 
 use crate::msg::*;
+use crate::out::{Flushed, Out, Queued};
 use crate::ratelimit::RateLimit;
-use crate::record::{
-    record_header, write_all_vectored_within, BufferBudget, RecordError, RecordReader,
-};
+use crate::record::{record_header, BufferBudget, RecordError, RecordReader};
 
 /// The caller's identity as its credential states it (RFC 5531 §8.2, App. A).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,13 +210,17 @@ impl Flow {
         }
     }
 
+    fn has_room(&self) -> bool {
+        self.used() < self.max.max(1)
+    }
+
     /// Resolves once the connection holds less than its budget.
     async fn room(&self) {
         loop {
             let notified = self.room.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.used() < self.max.max(1) {
+            if self.has_room() {
                 return;
             }
             notified.await;
@@ -255,15 +258,9 @@ impl Drop for Charge {
     }
 }
 
-/// A message queued for the writer, with what it holds until written.
-struct Outgoing {
-    chunks: Vec<Bytes>,
-    charge: Option<Charge>,
-}
-
 /// Where a connection's messages go.
 enum Sink {
-    Socket(mpsc::UnboundedSender<Outgoing>),
+    Socket(Arc<Out<Option<Charge>>>),
     InProcess(mpsc::Sender<Vec<Bytes>>),
 }
 
@@ -416,19 +413,37 @@ impl Connection {
         }
     }
 
-    fn send(&self, chunks: Vec<Bytes>, charge: Option<Charge>) -> bool {
+    /// Queues a record. The writer task is woken for it unless `direct`:
+    /// then the connection's reader flushes it itself before it next waits
+    /// for input.
+    fn send(&self, chunks: Vec<Bytes>, charge: Option<Charge>, direct: bool) -> bool {
         if self.is_closed() {
             return false;
         }
         match &self.sink {
-            Sink::Socket(tx) => tx.send(Outgoing { chunks, charge }).is_ok(),
+            Sink::Socket(out) => {
+                let hold = charge;
+                if !out.push(Queued { chunks, hold }) {
+                    return false;
+                }
+                if !direct {
+                    out.wake.notify_one();
+                }
+                true
+            }
             Sink::InProcess(tx) => tx.try_send(chunks).is_ok(),
         }
     }
 
     /// Queues one record; `charge` (resized to the record) is held until
     /// the record has been written.
-    fn send_message(&self, header: Encoder, body: Vec<Bytes>, charge: Option<Charge>) -> bool {
+    fn send_message(
+        &self,
+        header: Encoder,
+        body: Vec<Bytes>,
+        charge: Option<Charge>,
+        direct: bool,
+    ) -> bool {
         let head = header.finish();
         let len: usize = head.iter().chain(body.iter()).map(Bytes::len).sum();
         let mut chunks = Vec::with_capacity(1 + head.len() + body.len());
@@ -439,7 +454,7 @@ impl Connection {
             c.set(len + 4);
             c
         });
-        self.send(chunks, charge)
+        self.send(chunks, charge, direct)
     }
 
     /// Sends a call and waits for its reply; returns the decoder positioned
@@ -470,7 +485,7 @@ impl Connection {
             verf: OpaqueAuth::none(),
         }
         .pack(&mut h);
-        if !self.send_message(h, args, None) {
+        if !self.send_message(h, args, None, false) {
             if let Ok(mut p) = self.pending.lock() {
                 p.remove(&xid);
             }
@@ -494,14 +509,14 @@ impl Connection {
         self.call(prog, vers, proc_, cred, e.finish()).await
     }
 
-    /// Answers a call counted in `running`.
-    fn finish(&self, xid: u32, reply: Reply, charge: Charge) {
-        self.reply(xid, reply, charge);
+    /// Answers a call counted in `running` (`direct`: see [`Self::send`]).
+    fn finish(&self, xid: u32, reply: Reply, charge: Charge, direct: bool) {
+        self.reply(xid, reply, charge, direct);
         self.running.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Answers call `xid`; `charge` is what the call held.
-    fn reply(&self, xid: u32, reply: Reply, charge: Charge) {
+    fn reply(&self, xid: u32, reply: Reply, charge: Charge, direct: bool) {
         let mut h = Encoder::with_capacity(32);
         h.u32(xid);
         h.u32(REPLY);
@@ -518,7 +533,20 @@ impl Connection {
                 Vec::new()
             }
         };
-        self.send_message(h, body, Some(charge));
+        self.send_message(h, body, Some(charge), direct);
+    }
+
+    /// Writes the replies the reader queued (`direct`) and anything else
+    /// waiting, leaving what the socket cannot take now to the writer task.
+    fn flush(&self) {
+        let Sink::Socket(out) = &self.sink else {
+            return;
+        };
+        match out.flush() {
+            Flushed::All => self.touch(),
+            Flushed::Blocked => out.wake.notify_one(),
+            Flushed::Closed => self.close(),
+        }
     }
 }
 
@@ -654,9 +682,14 @@ pub(crate) fn start_shared(
     let peer = stream.peer_addr()?;
     let local = stream.local_addr()?;
     let _ = stream.set_nodelay(true);
-    let (rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
-    let conn = Connection::new(peer, local, Sink::Socket(tx), cfg.max_pending_bytes);
+    let (rd, wr) = stream.into_split();
+    let out = Arc::new(Out::new(wr));
+    let conn = Connection::new(
+        peer,
+        local,
+        Sink::Socket(out.clone()),
+        cfg.max_pending_bytes,
+    );
     let live = Live::new(shared.clone());
 
     let wconn = conn.clone();
@@ -665,56 +698,61 @@ pub(crate) fn start_shared(
     tokio::spawn(async move {
         let _live = wlive;
         let mut closed = wconn.closed_tx.subscribe();
-        loop {
-            let first = tokio::select! {
-                m = rx.recv() => match m { Some(m) => m, None => break },
+        'conn: loop {
+            tokio::select! {
+                _ = out.wake.notified() => {}
                 _ = closed.wait_for(|c| *c) => break,
-            };
+            }
             // Let the calls still running finish first, so that their
             // replies leave in this one writev rather than one each.
             if wconn.running.load(Ordering::Acquire) > 0 {
                 tokio::task::yield_now().await;
             }
-            let mut batch = first.chunks;
-            let mut held = vec![first.charge];
-            while held.len() < 256 {
-                match rx.try_recv() {
-                    Ok(more) => {
-                        batch.extend(more.chunks);
-                        held.push(more.charge);
+            loop {
+                match out.flush() {
+                    Flushed::All => {
+                        wconn.touch();
+                        break;
                     }
-                    Err(_) => break,
+                    Flushed::Closed => break 'conn,
+                    Flushed::Blocked => {}
+                }
+                // The peer is slow to take replies: wait for room.
+                let Some(socket) = out.socket() else {
+                    break 'conn;
+                };
+                let room = async {
+                    match write_timeout {
+                        Some(t) => tokio::time::timeout(t, socket.writable()).await,
+                        None => Ok(socket.writable().await),
+                    }
+                };
+                let room = tokio::select! {
+                    r = room => r,
+                    _ = closed.wait_for(|c| *c) => break 'conn,
+                };
+                match room {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        debug!(conn = wconn.id, "write failed: {e}");
+                        break 'conn;
+                    }
+                    Err(_) => {
+                        closing(
+                            &wconn,
+                            format_args!(
+                                "replies not read for {:?}",
+                                write_timeout.unwrap_or_default()
+                            ),
+                        );
+                        break 'conn;
+                    }
                 }
             }
-            let written = tokio::select! {
-                r = write_all_vectored_within(&mut wr, &mut batch, write_timeout) => r,
-                _ = closed.wait_for(|c| *c) => break,
-            };
-            match written {
-                Ok(()) => wconn.touch(),
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                    closing(
-                        &wconn,
-                        format_args!(
-                            "replies not read for {:?}",
-                            write_timeout.unwrap_or_default()
-                        ),
-                    );
-                    wconn.close();
-                    break;
-                }
-                Err(e) => {
-                    debug!(conn = wconn.id, "write failed: {e}");
-                    wconn.close();
-                    break;
-                }
-            }
-            // The replies are on the wire: their bytes and slots are free.
-            drop(held);
         }
-        // Queued replies, and what they hold, go with the channel.
-        drop(rx);
-        let _ = tokio::io::AsyncWriteExt::shutdown(&mut wr).await;
+        wconn.close();
+        // Queued replies, and what they hold, go with the socket.
+        out.shut();
     });
 
     let rconn = conn.clone();
@@ -729,52 +767,70 @@ pub(crate) fn start_shared(
             |t| rconn.idle_at(t),
         )));
         'conn: loop {
+            if rconn.is_closed() {
+                break;
+            }
+            // A record already here is taken at once; before waiting for
+            // more input, the replies of the calls answered so far leave
+            // (in one writev).
+            let whole = reader.record_buffered();
+            if !whole {
+                rconn.flush();
+            }
             // Back-pressure: read nothing more while the connection holds
             // its budget of call and reply bytes.
-            tokio::select! {
-                _ = rconn.flow.room() => {}
-                _ = closed.wait_for(|c| *c) => break,
+            if !rconn.flow.has_room() {
+                rconn.flush();
+                tokio::select! {
+                    _ = rconn.flow.room() => {}
+                    _ = closed.wait_for(|c| *c) => break,
+                }
             }
-            // Wait for the next record to begin, closing the connection if
-            // it stays idle. The timer is armed once and moved on only when
-            // it fires early (activity since), not once per record.
-            loop {
-                let began = tokio::select! {
-                    biased;
-                    r = reader.ready() => r,
-                    _ = &mut idle_timer, if idle.is_some() => {
-                        let idle_at = idle.map(|t| rconn.idle_at(t));
-                        if rconn.busy() {
-                            rconn.touch();
-                        } else if idle_at.is_some_and(|at| Instant::now() >= at) {
-                            debug!(peer = %rconn.peer, "closing idle connection");
+            let rec = if whole {
+                // Complete in the buffer: no read, so no timeout to arm.
+                Some(reader.next().await)
+            } else {
+                // Wait for the next record to begin, closing the connection if
+                // it stays idle. The timer is armed once and moved on only when
+                // it fires early (activity since), not once per record.
+                loop {
+                    let began = tokio::select! {
+                        biased;
+                        r = reader.ready() => r,
+                        _ = &mut idle_timer, if idle.is_some() => {
+                            let idle_at = idle.map(|t| rconn.idle_at(t));
+                            if rconn.busy() {
+                                rconn.touch();
+                            } else if idle_at.is_some_and(|at| Instant::now() >= at) {
+                                debug!(peer = %rconn.peer, "closing idle connection");
+                                break 'conn;
+                            }
+                            if let Some(t) = idle {
+                                idle_timer.as_mut().reset(rconn.idle_at(t));
+                            }
+                            continue;
+                        }
+                        _ = closed.wait_for(|c| *c) => break 'conn,
+                    };
+                    match began {
+                        Ok(true) => break,
+                        Ok(false) => break 'conn,
+                        Err(e) => {
+                            debug!(peer = %rconn.peer, "read failed: {e}");
                             break 'conn;
                         }
-                        if let Some(t) = idle {
-                            idle_timer.as_mut().reset(rconn.idle_at(t));
-                        }
-                        continue;
                     }
-                    _ = closed.wait_for(|c| *c) => break 'conn,
+                }
+                let next = async {
+                    match cfg.read_timeout {
+                        Some(t) => tokio::time::timeout(t, reader.next()).await.ok(),
+                        None => Some(reader.next().await),
+                    }
                 };
-                match began {
-                    Ok(true) => break,
-                    Ok(false) => break 'conn,
-                    Err(e) => {
-                        debug!(peer = %rconn.peer, "read failed: {e}");
-                        break 'conn;
-                    }
+                tokio::select! {
+                    r = next => r,
+                    _ = closed.wait_for(|c| *c) => break,
                 }
-            }
-            let next = async {
-                match cfg.read_timeout {
-                    Some(t) => tokio::time::timeout(t, reader.next()).await.ok(),
-                    None => Some(reader.next().await),
-                }
-            };
-            let rec = tokio::select! {
-                r = next => r,
-                _ = closed.wait_for(|c| *c) => break,
             };
             let rec = match rec {
                 Some(Ok(Some(r))) => r,
@@ -830,21 +886,27 @@ pub(crate) fn start_shared(
                                     "rejecting call: {e:?} ({n} more rejections not logged)"
                                 );
                             }
-                            rconn.reply(xid, Reply::Error(e), rconn.flow.charge(0, None));
+                            rconn.reply(xid, Reply::Error(e), rconn.flow.charge(0, None), true);
                             continue;
                         }
                     };
                     let Some(svc) = service.clone() else {
                         let charge = rconn.flow.charge(0, None);
-                        rconn.reply(xid, Reply::Error(ReplyError::ProgUnavail), charge);
+                        rconn.reply(xid, Reply::Error(ReplyError::ProgUnavail), charge, true);
                         continue;
                     };
-                    let permit = tokio::select! {
-                        p = in_flight.clone().acquire_owned() => match p {
-                            Ok(p) => p,
-                            Err(_) => break,
-                        },
-                        _ = closed.wait_for(|c| *c) => break,
+                    let permit = match in_flight.clone().try_acquire_owned() {
+                        Ok(p) => p,
+                        Err(_) => {
+                            rconn.flush();
+                            tokio::select! {
+                                p = in_flight.clone().acquire_owned() => match p {
+                                    Ok(p) => p,
+                                    Err(_) => break,
+                                },
+                                _ = closed.wait_for(|c| *c) => break,
+                            }
+                        }
                     };
                     // The arguments until the call returns, then the reply
                     // until it is written.
@@ -869,7 +931,7 @@ pub(crate) fn start_shared(
                         span.in_scope(|| svc.call(call))
                     }));
                     let Ok(mut fut) = made else {
-                        rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge);
+                        rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge, true);
                         continue;
                     };
                     let first = std::future::poll_fn(|cx| {
@@ -882,15 +944,15 @@ pub(crate) fn start_shared(
                     .await;
                     match first {
                         Err(_) => {
-                            rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge);
+                            rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge, true);
                         }
-                        Ok(std::task::Poll::Ready(reply)) => rconn.finish(xid, reply, charge),
+                        Ok(std::task::Poll::Ready(reply)) => rconn.finish(xid, reply, charge, true),
                         Ok(std::task::Poll::Pending) => {
                             let conn = rconn.clone();
                             tokio::spawn(
                                 async move {
                                     let reply = fut.await;
-                                    conn.finish(xid, reply, charge);
+                                    conn.finish(xid, reply, charge, false);
                                 }
                                 .instrument(span),
                             );
@@ -909,6 +971,7 @@ pub(crate) fn start_shared(
                 }
             }
         }
+        rconn.flush();
         rconn.close();
         // Buffered bytes go back to the listener's budget now.
         drop(reader);

@@ -2,6 +2,7 @@
 
 pub mod conn;
 pub mod msg;
+mod out;
 pub mod ratelimit;
 pub mod record;
 pub mod server;

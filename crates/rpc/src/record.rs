@@ -3,11 +3,10 @@
 //! whose low 31 bits give the fragment length.
 
 use bytes::{Buf, Bytes, BytesMut};
-use std::io::{self, IoSlice};
+use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Notify;
 
 const LAST_FRAGMENT: u32 = 0x8000_0000;
@@ -123,6 +122,25 @@ impl<R: AsyncRead + Unpin> RecordReader<R> {
         self.buf.len() + self.assembled.as_ref().map_or(0, BytesMut::len)
     }
 
+    /// Whether a whole record is buffered, so that [`Self::next`] returns
+    /// it without reading.
+    pub fn record_buffered(&self) -> bool {
+        let mut at = 0usize;
+        loop {
+            let Some(h) = self.buf.get(at..at + 4) else {
+                return false;
+            };
+            let header = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+            at = at.saturating_add(4 + (header & !LAST_FRAGMENT) as usize);
+            if at > self.buf.len() {
+                return false;
+            }
+            if header & LAST_FRAGMENT != 0 {
+                return true;
+            }
+        }
+    }
+
     /// Brings the budget's count in line with what is buffered.
     fn settle(&mut self) {
         let Some(b) = &self.budget else { return };
@@ -228,58 +246,11 @@ pub fn record_header(len: usize) -> Bytes {
     Bytes::copy_from_slice(&(LAST_FRAGMENT | len as u32).to_be_bytes())
 }
 
-/// Writes a gather list in full with vectored writes.
-pub async fn write_all_vectored<W: AsyncWrite + Unpin>(
-    w: &mut W,
-    chunks: &mut [Bytes],
-) -> io::Result<()> {
-    write_all_vectored_within(w, chunks, None).await
-}
-
-/// [`write_all_vectored`], failing with `TimedOut` when one write makes no
-/// progress for `stall` (a peer that does not read).
-pub async fn write_all_vectored_within<W: AsyncWrite + Unpin>(
-    w: &mut W,
-    mut chunks: &mut [Bytes],
-    stall: Option<Duration>,
-) -> io::Result<()> {
-    async fn within<T>(
-        stall: Option<Duration>,
-        f: impl std::future::Future<Output = io::Result<T>>,
-    ) -> io::Result<T> {
-        match stall {
-            None => f.await,
-            Some(t) => tokio::time::timeout(t, f)
-                .await
-                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))?,
-        }
-    }
-    while !chunks.is_empty() {
-        let slices: Vec<IoSlice<'_>> = chunks.iter().take(64).map(|c| IoSlice::new(c)).collect();
-        let mut n = within(stall, w.write_vectored(&slices)).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        while n > 0 {
-            let first = &mut chunks[0];
-            if n >= first.len() {
-                n -= first.len();
-                chunks = &mut chunks[1..];
-            } else {
-                first.advance(n);
-                n = 0;
-            }
-        }
-        while chunks.first().is_some_and(|c| c.is_empty()) {
-            chunks = &mut chunks[1..];
-        }
-    }
-    within(stall, w.flush()).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use tokio::io::AsyncWriteExt;
 
     async fn read_all(input: Vec<u8>, max: usize) -> Result<Vec<Bytes>, RecordError> {
         let mut r = RecordReader::new(&input[..], max);
@@ -419,19 +390,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn vectored_write_handles_partial_writes() {
-        let (mut a, mut b) = tokio::io::duplex(7);
-        let mut chunks = vec![
-            Bytes::from_static(b"0123456789"),
-            Bytes::new(),
-            Bytes::from_static(b"abc"),
-        ];
-        let writer = tokio::spawn(async move {
-            write_all_vectored(&mut a, &mut chunks).await.unwrap();
-        });
-        let mut got = vec![0u8; 13];
-        b.read_exact(&mut got).await.unwrap();
-        writer.await.unwrap();
-        assert_eq!(&got, b"0123456789abc");
+    async fn record_buffered_sees_only_whole_records() {
+        let (mut w, r) = tokio::io::duplex(1 << 16);
+        let mut r = RecordReader::new(r, 1 << 20);
+        assert!(!r.record_buffered());
+        // A first fragment, then half of the last one.
+        let mut input = frag(b"abc", false);
+        input.extend(frag(b"defgh", true));
+        w.write_all(&input[..input.len() - 2]).await.unwrap();
+        assert!(r.ready().await.unwrap());
+        assert!(!r.record_buffered());
+        w.write_all(&input[input.len() - 2..]).await.unwrap();
+        // Whatever arrived with the first read, the record is whole once
+        // every byte has been read.
+        while !r.record_buffered() {
+            r.read_some().await.unwrap();
+        }
+        assert_eq!(&r.next().await.unwrap().unwrap()[..], b"abcdefgh");
+        assert!(!r.record_buffered());
     }
 }
