@@ -72,6 +72,10 @@ pub struct ClientOptions {
     pub delay_retry: Duration,
     /// Connection limits.
     pub conn: rpc::ConnConfig,
+    /// Send RECLAIM_COMPLETE once connected. Off for a client that first
+    /// reclaims its state after a server restart (RFC 8881 §8.4.2.1),
+    /// then sends it itself.
+    pub reclaim_complete: bool,
 }
 
 impl ClientOptions {
@@ -86,7 +90,14 @@ impl ClientOptions {
             minorversion: 1,
             delay_retry: Duration::from_secs(30),
             conn: rpc::ConnConfig::default(),
+            reclaim_complete: true,
         }
+    }
+
+    /// Connects without sending RECLAIM_COMPLETE: the client reclaims.
+    pub fn reclaiming(mut self) -> Self {
+        self.reclaim_complete = false;
+        self
     }
 
     pub fn auth(mut self, auth: rpc::Auth) -> Self {
@@ -304,12 +315,19 @@ impl Client {
         });
         let client = Client { inner };
         callback::spawn_recall_returner(&client, callbacks);
-        client
-            .compound(vec![NfsArgOp4::ReclaimComplete(ReclaimComplete4Args {
-                one_fs: false,
-            })])
-            .await?;
+        if client.inner.opts.reclaim_complete {
+            client.reclaim_complete().await?;
+        }
         Ok(client)
+    }
+
+    /// RECLAIM_COMPLETE for the whole client (RFC 8881 §18.51).
+    pub async fn reclaim_complete(&self) -> Result<()> {
+        self.compound(vec![NfsArgOp4::ReclaimComplete(ReclaimComplete4Args {
+            one_fs: false,
+        })])
+        .await?;
+        Ok(())
     }
 
     fn downgrade(&self) -> std::sync::Weak<Inner> {

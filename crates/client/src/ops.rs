@@ -302,6 +302,13 @@ impl Client {
         self.open_with(fh, &opts, OpenClaim4::Fh).await
     }
 
+    /// PUTFH file; OPEN (CLAIM_PREVIOUS); GETFH: reclaims an open held
+    /// before the server restarted (RFC 8881 §8.4.2.1).
+    pub async fn open_reclaim(&self, fh: &NfsFh4, opts: OpenOpts) -> Result<Open> {
+        let claim = OpenClaim4::Previous(OpenDelegationType4::OpenDelegateNone);
+        self.open_with(fh, &opts, claim).await
+    }
+
     /// PUTFH; CLOSE.
     pub async fn close(&self, fh: &NfsFh4, stateid: StateId4) -> Result<StateId4> {
         let r = self
@@ -572,12 +579,39 @@ impl Client {
         length: u64,
         locker: Locker4,
     ) -> Result<StateId4> {
+        self.lock_as(fh, locktype, offset, length, locker, false)
+            .await
+    }
+
+    /// PUTFH; LOCK with `reclaim` set: a lock held before the server
+    /// restarted (RFC 8881 §8.4.2.1).
+    pub async fn lock_reclaim(
+        &self,
+        fh: &NfsFh4,
+        locktype: NfsLockType4,
+        offset: u64,
+        length: u64,
+        locker: Locker4,
+    ) -> Result<StateId4> {
+        self.lock_as(fh, locktype, offset, length, locker, true)
+            .await
+    }
+
+    async fn lock_as(
+        &self,
+        fh: &NfsFh4,
+        locktype: NfsLockType4,
+        offset: u64,
+        length: u64,
+        locker: Locker4,
+        reclaim: bool,
+    ) -> Result<StateId4> {
         let r = self
             .compound(vec![
                 putfh(fh),
                 NfsArgOp4::Lock(Lock4Args {
                     locktype,
-                    reclaim: false,
+                    reclaim,
                     offset,
                     length,
                     locker,

@@ -79,6 +79,7 @@ impl Exports {
             path: p.into(),
             dir: dirs[p].path().to_path_buf(),
             rules: r,
+            metadata_async: false,
         };
         let exports = vec![
             export(DATA, rules(vec![rule(false, Squash::Root)], all.clone())),
@@ -683,6 +684,8 @@ async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
         exports,
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
+            // Restarts here test handles, not reclaims: no grace period.
+            grace: Some(Duration::ZERO),
             ..Default::default()
         },
         rpc: Default::default(),
@@ -878,6 +881,7 @@ async fn owner_names_when_not_numeric() {
         let export = |p: &str, d: &TempDir| ExportConfig {
             path: p.into(),
             dir: d.path().to_path_buf(),
+            metadata_async: false,
             rules: rules(
                 vec![rule(false, Squash::None)],
                 vec![Flavor::Sys, Flavor::None],

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use server::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash, NOBODY};
 use server::run::{ExportConfig, ServerConfig};
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Directory to export at "/", created if missing (overrides the
     /// exports of --config).
@@ -23,6 +23,12 @@ pub struct ServeArgs {
     /// Lease time in seconds (RFC 8881 §8.3).
     #[arg(long)]
     pub lease: Option<u64>,
+    /// Grace period after a restart, in seconds (RFC 8881 §8.4.2.1):
+    /// only clients that held state reclaim it; default one lease; 0 for
+    /// none (another client may then take a lock before its holder
+    /// reclaims it).
+    #[arg(long)]
+    pub grace: Option<u64>,
     /// Configuration file (TOML); command-line options override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -33,6 +39,10 @@ pub struct ServeArgs {
     /// With DIR: accept only clients on privileged source ports (< 1024).
     #[arg(long, requires = "dir")]
     pub secure: bool,
+    /// With DIR: answer metadata changes (create, remove, rename, ...)
+    /// before they are on stable storage; a power loss may undo them.
+    #[arg(long = "async", requires = "dir")]
+    pub metadata_async: bool,
     /// Most client connections open at once; more are closed on arrival.
     #[arg(long)]
     pub max_connections: Option<usize>,
@@ -48,6 +58,8 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     pub state_dir: Option<PathBuf>,
     pub lease_seconds: Option<u64>,
+    /// Grace period after a restart (default: one lease; 0: none).
+    pub grace_seconds: Option<u64>,
     /// Most session slots granted to a client.
     pub max_slots: Option<u32>,
     /// Largest READ/WRITE in bytes.
@@ -78,6 +90,9 @@ pub struct FileExport {
     /// Client rules, first match wins; a client no rule matches cannot
     /// use the export. Default: one rule for "*" with the rule defaults.
     pub clients: Option<Vec<FileClient>>,
+    /// Answer metadata changes before they are on stable storage.
+    #[serde(rename = "async")]
+    pub metadata_async: Option<bool>,
 }
 
 /// One client rule of an export (the fields of exports(5) that apply).
@@ -126,6 +141,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
                 rule.squash = Squash::Root;
             }
             rule.secure = args.secure;
+            e.metadata_async = args.metadata_async;
             vec![e]
         }
         None => exports_of(&file.export)?,
@@ -139,6 +155,17 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             bail!("lease time {l} s is too short (at least 5 s)");
         }
         nfs4.lease = Duration::from_secs(l);
+    }
+    if let Some(g) = args.grace.or(file.grace_seconds) {
+        // RFC 8881 §8.4.2.1: long enough for every client to notice the
+        // restart, one lease; shorter loses reclaims, zero is none.
+        if g != 0 && g < nfs4.lease.as_secs() {
+            bail!(
+                "grace period {g} s is shorter than the lease ({} s): clients may not notice the restart in time (0 for none)",
+                nfs4.lease.as_secs()
+            );
+        }
+        nfs4.grace = Some(Duration::from_secs(g));
     }
     if let Some(s) = file.max_slots {
         nfs4.max_slots = s.max(1);
@@ -225,6 +252,7 @@ pub fn exports_of(file: &[FileExport]) -> anyhow::Result<Vec<ExportConfig>> {
             path,
             dir: e.dir.clone(),
             rules: ExportRules { clients, sec },
+            metadata_async: e.metadata_async.unwrap_or(false),
         });
     }
     if out.len() > 1 && out.iter().any(|e| e.path == "/") {
@@ -422,9 +450,11 @@ mod tests {
             listen: None,
             state_dir: Some("/tmp/s".into()),
             lease: None,
+            grace: None,
             config: None,
             root_squash: false,
             secure: false,
+            metadata_async: false,
             max_connections: None,
             idle_timeout: None,
         };
@@ -435,6 +465,7 @@ mod tests {
         let cfg = load(&ServeArgs {
             root_squash: true,
             secure: true,
+            metadata_async: false,
             ..args
         })
         .unwrap();
@@ -449,9 +480,11 @@ mod tests {
             listen: None,
             state_dir: Some("/tmp/s".into()),
             lease: None,
+            grace: None,
             config: None,
             root_squash: false,
             secure: false,
+            metadata_async: false,
             max_connections: None,
             idle_timeout: None,
         };
@@ -471,13 +504,28 @@ mod tests {
             listen: None,
             state_dir: Some("/tmp/s".into()),
             lease: Some(90),
+            grace: None,
             config: None,
             root_squash: false,
             secure: false,
+            metadata_async: false,
             max_connections: Some(0),
             idle_timeout: Some(60),
         };
         assert!(load(&short).is_err());
+        // The grace period: at least a lease, or none.
+        let grace = |g| ServeArgs {
+            grace: Some(g),
+            max_connections: None,
+            idle_timeout: None,
+            ..short.clone()
+        };
+        assert!(load(&grace(30)).is_err());
+        assert_eq!(load(&grace(0)).unwrap().nfs4.grace, Some(Duration::ZERO));
+        assert_eq!(
+            load(&grace(120)).unwrap().nfs4.grace,
+            Some(Duration::from_secs(120))
+        );
         assert!(load(&ServeArgs {
             max_connections: None,
             ..short

@@ -22,6 +22,10 @@ pub struct ExportConfig {
     pub dir: PathBuf,
     /// Which clients may use it, and how.
     pub rules: ExportRules,
+    /// Answer metadata changes (create, remove, rename, link, attributes,
+    /// size) before they are on stable storage: a power loss may undo
+    /// acknowledged ones. Stable WRITEs and COMMIT still sync.
+    pub metadata_async: bool,
 }
 
 impl ExportConfig {
@@ -32,6 +36,7 @@ impl ExportConfig {
             path: path.into(),
             dir: dir.into(),
             rules: ExportRules::open(),
+            metadata_async: false,
         }
     }
 }
@@ -69,7 +74,8 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     let mut exports = Vec::new();
     for (i, e) in cfg.exports.iter().enumerate() {
         std::fs::create_dir_all(&e.dir)?;
-        let fs = vfs::local::LocalFs::new(&e.dir)?;
+        let mut fs = vfs::local::LocalFs::new(&e.dir)?;
+        fs.set_async(e.metadata_async);
         let id = i as u16;
         exports.push(Export {
             id,
@@ -79,11 +85,14 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             rules: e.rules.clone(),
         });
     }
-    let nfs4 = Nfs4Server::new(
+    let grace = cfg.nfs4.grace.unwrap_or(cfg.nfs4.lease);
+    let recovery = crate::nfs4::Recovery::open(&cfg.state_dir, grace)?;
+    let nfs4 = Nfs4Server::recovering(
         cfg.nfs4.clone(),
         key,
         exports,
         Arc::new(SystemClock::default()),
+        recovery,
     );
     nfs4.spawn_reaper();
     spawn_heap_trim();

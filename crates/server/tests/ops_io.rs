@@ -382,7 +382,52 @@ async fn open_refuses_bad_share_bits_and_names() {
 }
 
 #[tokio::test]
-async fn open_before_reclaim_complete_is_grace_except_reclaims() {
+async fn open_in_grace_is_reclaims_by_recorded_clients_only() {
+    // Restarted with "rebooted" recorded; "c" is a client it never saw.
+    let h = restarted_server(&["rebooted"]);
+    let reclaiming = ClientOpts {
+        reclaim_complete: false,
+        ..Default::default()
+    };
+    let s = h.client("c").await;
+    let g = h.client_with("rebooted", reclaiming).await;
+    let root = {
+        let r = h.seq(&g, &[putroot(), getfh()]).await;
+        ok(&r);
+        fh_at(&r, 2)
+    };
+    let fh = lookup_fh(&h, &g, &root, "f").await;
+    let previous = |c: &Session| {
+        open(
+            c,
+            "o",
+            R,
+            0,
+            OpenFlag4::NoCreate,
+            OpenClaim4::Previous(OpenDelegationType4::OpenDelegateNone),
+        )
+    };
+    // New opens wait for the grace period, whoever asks (RFC 8881
+    // §8.4.2.1, §18.51.3).
+    let r = h.seq(&g, &[putroot(), open_name(&g, "o", "f", R, 0)]).await;
+    fails(&r, OpNum4::Open, NfsStat4::Nfs4errGrace);
+    let r = h.seq(&s, &[putroot(), open_name(&s, "o", "f", R, 0)]).await;
+    fails(&r, OpNum4::Open, NfsStat4::Nfs4errGrace);
+    // A client without a record has nothing to reclaim (§8.4.3).
+    let r = h.seq(&s, &[putfh(&fh), previous(&s)]).await;
+    fails(&r, OpNum4::Open, NfsStat4::Nfs4errNoGrace);
+    ok(&h.seq(&g, &[putfh(&fh), previous(&g)]).await);
+    // Reclaims are over once the client says so; the grace period with
+    // them, "rebooted" being the only client recorded.
+    let rc = NfsArgOp4::ReclaimComplete(ReclaimComplete4Args { one_fs: false });
+    ok(&h.seq(&g, &[rc]).await);
+    let r = h.seq(&g, &[putfh(&fh), previous(&g)]).await;
+    fails(&r, OpNum4::Open, NfsStat4::Nfs4errNoGrace);
+    ok(&h.seq(&s, &[putroot(), open_name(&s, "o", "f", R, 0)]).await);
+}
+
+#[tokio::test]
+async fn without_a_restart_nothing_is_reclaimed() {
     let h = server();
     let s = h.client("c").await;
     let fh = new_file(&h, &s, "f", 0o644, b"").await;
@@ -401,10 +446,7 @@ async fn open_before_reclaim_complete_is_grace_except_reclaims() {
         OpenFlag4::NoCreate,
         OpenClaim4::Previous(OpenDelegationType4::OpenDelegateNone),
     );
-    let r = h.seq(&g, &[putfh(&fh), previous.clone()]).await;
-    ok(&r);
-    // Reclaims are over once the client says so.
-    let r = h.seq(&s, &[putfh(&fh), previous]).await;
+    let r = h.seq(&g, &[putfh(&fh), previous]).await;
     fails(&r, OpNum4::Open, NfsStat4::Nfs4errNoGrace);
 }
 

@@ -235,14 +235,18 @@ async fn lock_stateid_errors() {
 
 #[tokio::test]
 async fn lock_before_reclaim_complete_is_grace_except_reclaims() {
-    let h = server();
-    let s = h.client("c").await;
-    let fh = new_file(&h, &s, "f", 0o666, b"").await;
+    let h = restarted_server(&["rebooted"]);
     let opts = ClientOpts {
         reclaim_complete: false,
         ..Default::default()
     };
     let g = h.client_with("rebooted", opts).await;
+    let root = {
+        let r = h.seq(&g, &[putroot(), getfh()]).await;
+        ok(&r);
+        fh_at(&r, 2)
+    };
+    let fh = lookup_fh(&h, &g, &root, "f").await;
     let previous = open(
         &g,
         "o",
@@ -271,6 +275,12 @@ async fn lock_before_reclaim_complete_is_grace_except_reclaims() {
     let r = h.seq(&g, &[putfh(&fh), reclaim(false)]).await;
     fails(&r, OpNum4::Lock, NfsStat4::Nfs4errGrace);
     ok(&h.seq(&g, &[putfh(&fh), reclaim(true)]).await);
+    // A lock test waits for the grace period too: a lock may not be
+    // reclaimed yet.
+    let r = h
+        .seq(&g, &[putfh(&fh), lockt(&g, WriteLt, 0, 1, "x")])
+        .await;
+    fails(&r, OpNum4::LockT, NfsStat4::Nfs4errGrace);
     let rc = NfsArgOp4::ReclaimComplete(ReclaimComplete4Args { one_fs: false });
     ok(&h.seq(&g, &[rc]).await);
     let r = h.seq(&g, &[putfh(&fh), reclaim(true)]).await;

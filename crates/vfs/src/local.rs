@@ -185,6 +185,11 @@ pub struct LocalFs {
     /// cannot.
     parents: Mutex<Bounded<Handle, Handle>>,
     change: ChangeTracker,
+    /// Metadata changes (names, attributes, sizes) reach stable storage
+    /// before they are answered; off for an `async` export.
+    durable: bool,
+    /// Objects synced for that ([`LocalFs::metadata_syncs`]).
+    metadata_syncs: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for LocalFs {
@@ -448,7 +453,52 @@ impl LocalFs {
             parents: Mutex::new(Bounded::new("parent hint", MAX_PARENT_HINTS)),
             listings: Mutex::new(Bounded::new("directory listing", LISTINGS)),
             change: ChangeTracker::new(CHANGE_CAP),
+            durable: true,
+            metadata_syncs: Default::default(),
         })
+    }
+
+    /// Answers metadata changes before they are on stable storage (an
+    /// `async` export): faster, and a power loss may undo acknowledged
+    /// creates, removes, renames and attribute changes.
+    pub fn set_async(&mut self, on: bool) {
+        self.durable = !on;
+    }
+
+    /// Whether metadata changes are made durable before they return.
+    pub(super) fn durable_metadata(&self) -> bool {
+        self.durable
+    }
+
+    /// How many objects were synced to make metadata changes durable.
+    pub fn metadata_syncs(&self) -> u64 {
+        self.metadata_syncs
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Makes an object's metadata durable (for a directory, its entries),
+    /// as NFS requires of a change before it is answered (RFC 1813 §3.3,
+    /// RFC 8881 §18: "stable storage"). `fd` is an `O_PATH` descriptor
+    /// (as every resolved object's is): a regular file or directory is
+    /// opened again to sync it; other kinds are made durable by their
+    /// directory's sync.
+    fn make_durable(&self, fd: RawFd) -> Result<()> {
+        if !self.durable {
+            return Ok(());
+        }
+        self.metadata_syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let st = sys::fstat(fd)?;
+        let flags = match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => libc::O_RDONLY | libc::O_DIRECTORY,
+            libc::S_IFREG => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOATIME,
+            _ => return Ok(()),
+        };
+        let again = sys::openat(libc::AT_FDCWD, &sys::proc_path(fd), flags, 0).or_else(|_| {
+            let flags = flags & !libc::O_NOATIME;
+            sys::openat(libc::AT_FDCWD, &sys::proc_path(fd), flags, 0)
+        })?;
+        sys::fsync(again.as_raw_fd())
     }
 
     fn root_raw(&self) -> RawFd {
@@ -1025,6 +1075,13 @@ impl LocalFs {
                 return Err(e);
             }
         };
+        // The new file, then its name.
+        if self.durable {
+            self.metadata_syncs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            file.sync_all()?;
+        }
+        self.make_durable(d.raw())?;
         let st = sys::fstat(raw)?;
         if let Ok(pfd) = sys::openat(libc::AT_FDCWD, &sys::proc_path(raw), libc::O_PATH, 0) {
             lock(&self.fds).insert(h.clone(), Arc::new(pfd));
@@ -1217,6 +1274,7 @@ impl Vfs for LocalFs {
                 sys::utimes_fd(o.raw(), set_time(set.atime), set_time(set.mtime))?;
             }
         }
+        self.make_durable(o.raw())?;
         let st = sys::fstat(o.raw())?;
         self.touched(&st);
         Ok(self.attr(&st))
@@ -1382,6 +1440,7 @@ impl Vfs for LocalFs {
                 _ => match set.size {
                     Some(size) => {
                         self.truncate(c, &h, &o, size)?;
+                        self.make_durable(o.raw())?;
                         let st = sys::fstat(o.raw())?;
                         self.touched(&st);
                         Ok((h, self.attr(&st), false))
@@ -1439,6 +1498,9 @@ impl Vfs for LocalFs {
                 let _g = self.as_caller(c)?;
                 self.apply_new(fd.as_raw_fd(), is_link, perm, set, true)?;
             }
+            // The new object (a directory's own entries), then its name.
+            self.make_durable(fd.as_raw_fd())?;
+            self.make_durable(d.raw())?;
             let (h, a, _) = self.adopt(fd)?;
             Ok((h, a))
         })();
@@ -1476,7 +1538,7 @@ impl Vfs for LocalFs {
             }
         }
         self.touched_fd(d.raw());
-        Ok(())
+        self.make_durable(d.raw())
     }
 
     fn rename(
@@ -1531,6 +1593,12 @@ impl Vfs for LocalFs {
         if let Some(st) = moved_st {
             self.touched(&st);
         }
+        // Both names: the new one first, so that a crash between leaves
+        // the object under its new name at least.
+        self.make_durable(td.raw())?;
+        if from != to {
+            self.make_durable(fd.raw())?;
+        }
         Ok(())
     }
 
@@ -1549,7 +1617,9 @@ impl Vfs for LocalFs {
         self.note_child(dir, &cn, file);
         self.touched_fd(d.raw());
         self.touched_fd(f.raw());
-        Ok(())
+        // The new name, and the file's link count.
+        self.make_durable(d.raw())?;
+        self.make_durable(f.raw())
     }
 
     fn readlink(&self, _c: &Creds, h: &Handle) -> Result<Bytes> {

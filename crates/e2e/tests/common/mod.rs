@@ -20,15 +20,18 @@ pub struct TestServer {
     pub addr: SocketAddr,
     pub export: TempDir,
     pub state: TempDir,
+    /// The grace period after a restart.
+    pub grace: Duration,
 }
 
-fn config(export: &TempDir, state: &TempDir) -> ServerConfig {
+fn config(export: &TempDir, state: &TempDir, grace: Duration) -> ServerConfig {
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
         state_dir: state.path().to_path_buf(),
         exports: vec![ExportConfig::open("/", export.path())],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
+            grace: Some(grace),
             ..Default::default()
         },
         rpc: Default::default(),
@@ -36,10 +39,17 @@ fn config(export: &TempDir, state: &TempDir) -> ServerConfig {
 }
 
 impl TestServer {
+    /// A server without a grace period: most tests' restarts are not
+    /// about reclaims (tests/recovery.rs is).
     pub async fn start() -> TestServer {
+        Self::start_with_grace(Duration::ZERO).await
+    }
+
+    /// A server with a grace period of `grace` after each restart.
+    pub async fn start_with_grace(grace: Duration) -> TestServer {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
-        let running = server::run::start(config(&export, &state))
+        let running = server::run::start(config(&export, &state, grace))
             .await
             .expect("server starts");
         TestServer {
@@ -47,6 +57,7 @@ impl TestServer {
             running: Some(running),
             export,
             state,
+            grace,
         }
     }
 
@@ -56,7 +67,7 @@ impl TestServer {
         if let Some(r) = self.running.take() {
             r.stop().await;
         }
-        let running = server::run::start(config(&self.export, &self.state))
+        let running = server::run::start(config(&self.export, &self.state, self.grace))
             .await
             .expect("server restarts");
         self.addr = running.addr;

@@ -584,6 +584,11 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
             break;
         }
     }
+    // The records of clients this compound purged are gone from stable
+    // storage before it is answered: it may have taken a lock one of them
+    // held, which that client must not reclaim after a restart (RFC 8881
+    // §8.4.3).
+    cx.srv.settle_records().await;
     let out = reply(status, &tag, count, results);
     if let Some(slot) = cx.slot.take() {
         let size: usize = out.iter().map(Bytes::len).sum();

@@ -112,6 +112,9 @@ impl FhKey {
                 f.write_all(&key)?;
                 f.sync_all()?;
                 std::fs::rename(&tmp, &path)?;
+                // The name too: a power loss must not take the key, and
+                // with it every handle clients hold.
+                crate::nfs4::recovery::sync_dir(state_dir)?;
             }
             Err(e) => return Err(e),
         }

@@ -18,7 +18,7 @@ use xdr::{Decoder, Encoder, Pack, Unpack};
 use super::compound;
 use super::filehandle::FhKey;
 use super::state::clock::{Clock, ManualClock};
-use super::{Nfs4Config, Nfs4Server};
+use super::{Nfs4Config, Nfs4Server, Recovery};
 use crate::export::{Export, ExportRules};
 
 /// A server and the connection a test speaks on.
@@ -36,31 +36,52 @@ pub struct InProcess {
 /// of loopback, which every rule of an open export admits.
 pub const PEER: &str = "127.0.0.1:700";
 
+/// Export 0 at "/" of `fs`, open to everyone.
+fn open_root(fs: Arc<dyn vfs::Vfs>) -> Export {
+    Export {
+        id: 0,
+        path: "/".into(),
+        vfs: fs,
+        fsid: (0x4645_5252, 1),
+        rules: ExportRules::open(),
+    }
+}
+
 impl InProcess {
     /// A server with one export at "/" of `fs`, open to everyone
     /// (`ExportRules::open`), leases of `lease`.
     pub fn new(fs: Arc<dyn vfs::Vfs>, lease: Duration) -> InProcess {
-        let exports = vec![Export {
-            id: 0,
-            path: "/".into(),
-            vfs: fs,
-            fsid: (0x4645_5252, 1),
-            rules: ExportRules::open(),
-        }];
-        Self::with_exports(exports, lease)
+        Self::with_exports(vec![open_root(fs)], lease)
     }
 
     pub fn with_exports(exports: Vec<Export>, lease: Duration) -> InProcess {
+        Self::recovering(exports, lease, Recovery::none())
+    }
+
+    /// [`InProcess::new`] just after a restart: in its grace period (of a
+    /// lease) for the clients named in `recorded` (their owners).
+    pub fn after_restart(fs: Arc<dyn vfs::Vfs>, lease: Duration, recorded: &[&str]) -> InProcess {
+        let exports = vec![open_root(fs)];
+        let mut recovery = Recovery::none();
+        recovery.previous = recorded
+            .iter()
+            .map(|n| Bytes::copy_from_slice(n.as_bytes()))
+            .collect();
+        Self::recovering(exports, lease, recovery)
+    }
+
+    fn recovering(exports: Vec<Export>, lease: Duration, recovery: Recovery) -> InProcess {
         let clock = Arc::new(ManualClock::default());
         let cfg = Nfs4Config {
             lease,
             ..Default::default()
         };
-        let srv = Nfs4Server::new(
+        let srv = Nfs4Server::recovering(
             cfg,
             FhKey::from_key([7; 32]),
             exports,
             clock.clone() as Arc<dyn Clock>,
+            recovery,
         );
         let peer: SocketAddr = PEER.parse().unwrap_or(([127, 0, 0, 1], 700).into());
         let local: SocketAddr = ([127, 0, 0, 1], 2049).into();

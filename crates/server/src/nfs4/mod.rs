@@ -11,6 +11,7 @@ pub mod filehandle;
 pub mod inproc;
 pub mod ops;
 pub mod pseudo;
+pub mod recovery;
 pub mod space;
 pub mod stable;
 pub mod state;
@@ -34,6 +35,9 @@ use state::State;
 pub struct Nfs4Config {
     /// Lease time (RFC 8881 §8.3).
     pub lease: Duration,
+    /// The grace period after a restart (RFC 8881 §8.4.2.1); `None`: one
+    /// lease.
+    pub grace: Option<Duration>,
     /// Most slots granted per session (RFC 8881 §2.10.6.1).
     pub max_slots: u32,
     /// Largest COMPOUND request and reply, in bytes.
@@ -59,6 +63,7 @@ impl Default for Nfs4Config {
     fn default() -> Self {
         Nfs4Config {
             lease: Duration::from_secs(90),
+            grace: None,
             max_slots: 1024,
             max_request: 1024 * 1024 + 16 * 1024,
             max_response: 1024 * 1024 + 16 * 1024,
@@ -102,15 +107,33 @@ impl Nfs4Server {
         exports: Vec<Export>,
         clock: Arc<dyn Clock>,
     ) -> Arc<Self> {
+        Self::recovering(cfg, fh, exports, clock, Recovery::none())
+    }
+
+    /// A server that keeps client records as `recovery` says, in a grace
+    /// period for the clients it recorded before a restart.
+    pub fn recovering(
+        cfg: Nfs4Config,
+        fh: FhKey,
+        exports: Vec<Export>,
+        clock: Arc<dyn Clock>,
+        recovery: Recovery,
+    ) -> Arc<Self> {
         let mut verf = [0u8; 8];
         let _ = getrandom::getrandom(&mut verf);
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or(Duration::from_secs(1));
-        let epoch = started.as_secs() as u32;
+        let started = recovery.started;
+        // Tells this instance's client ids, session ids and stateids from
+        // an earlier one's, even one started in the same second (a crash
+        // and a quick restart): random, else the start time in ms.
+        let mut e = [0u8; 4];
+        let epoch = match getrandom::getrandom(&mut e) {
+            Ok(()) if e != [0; 4] => u32::from_be_bytes(e),
+            _ => (started.as_millis() as u32).max(1),
+        };
         let host = hostname();
         let ns = pseudo::Namespace::build(&exports);
         let cfg_lease = cfg.lease;
+        let grace = cfg.grace.unwrap_or(cfg.lease);
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         Arc::new(Nfs4Server {
@@ -130,8 +153,45 @@ impl Nfs4Server {
             },
             server_scope: Bytes::from(format!("ferrite:{host}")),
             started,
-            state: State::new(epoch, cfg_lease, clock_for_state),
+            state: State::recovering(
+                epoch,
+                cfg_lease,
+                clock_for_state,
+                recovery.records,
+                recovery.previous,
+                grace,
+            ),
         })
+    }
+
+    /// Removes the records of purged clients from stable storage, if any
+    /// wait for it.
+    pub async fn settle_records(self: &Arc<Self>) {
+        if !self.state.records().has_pending() {
+            return;
+        }
+        let srv = self.clone();
+        match compound::off_thread(move || srv.state.records().settle()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("cannot remove client records: {e}"),
+            Err(e) => tracing::error!("removing client records: {e}"),
+        }
+    }
+
+    /// Ends the grace period if it is due (every recorded client has
+    /// reclaimed, or its time is up): the earlier instances' records go
+    /// first, durably, so that a restart from here on offers no reclaim
+    /// to a client that missed this grace period (RFC 8881 §8.4.3).
+    pub async fn end_grace_if_due(self: &Arc<Self>) {
+        if !self.state.grace_due() {
+            return;
+        }
+        let srv = self.clone();
+        match compound::off_thread(move || srv.state.records().forget_previous()).await {
+            Ok(Ok(())) => self.state.end_grace(),
+            Ok(Err(e)) => tracing::error!("cannot remove earlier client records: {e}"),
+            Err(e) => tracing::error!("removing earlier client records: {e}"),
+        }
     }
 
     /// The NFSv4 state (clients, sessions, opens, locks).
@@ -156,7 +216,9 @@ impl Nfs4Server {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 let Some(srv) = weak.upgrade() else { break };
+                srv.end_grace_if_due().await;
                 let n = srv.state().reap();
+                srv.settle_records().await;
                 let sessions = srv.state().session_count();
                 if n > 0 {
                     tracing::info!(clients = n, "expired clients removed");
@@ -191,6 +253,49 @@ fn hostname() -> String {
 }
 
 /// The RPC face of the NFSv4 server: program 100003 version 4.
+/// What a server keeps for reboot recovery (RFC 8881 §8.4.2).
+pub struct Recovery {
+    pub records: recovery::Records,
+    /// Client owners recorded by earlier instances.
+    pub previous: std::collections::HashSet<Bytes>,
+    /// When this instance started (since the Unix epoch).
+    pub started: Duration,
+}
+
+impl Recovery {
+    /// Nothing kept: no records, no grace period.
+    pub fn none() -> Recovery {
+        Recovery {
+            records: recovery::Records::none(),
+            previous: Default::default(),
+            started: Recovery::now(),
+        }
+    }
+
+    /// Client records kept in `state_dir`. With no grace period (`grace`
+    /// zero) the earlier instances' records are dropped at once: nobody
+    /// reclaims.
+    pub fn open(state_dir: &std::path::Path, grace: Duration) -> std::io::Result<Recovery> {
+        let started = Recovery::now();
+        let (records, mut previous) = recovery::Records::open(state_dir, started.as_nanos())?;
+        if grace.is_zero() && !previous.is_empty() {
+            records.forget_previous()?;
+            previous.clear();
+        }
+        Ok(Recovery {
+            records,
+            previous,
+            started,
+        })
+    }
+
+    fn now() -> Duration {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::from_secs(1))
+    }
+}
+
 pub struct Nfs4Service(pub Arc<Nfs4Server>);
 
 /// NFSPROC4_COMPOUND (RFC 8881 §16.2).

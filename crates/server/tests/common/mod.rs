@@ -39,6 +39,26 @@ pub fn read_only_server() -> InProcess {
     InProcess::with_exports(vec![e], LEASE)
 }
 
+/// A server just restarted, in its grace period for the clients named in
+/// `recorded`, whose export holds file "f" (mode 0666, empty).
+pub fn restarted_server(recorded: &[&str]) -> InProcess {
+    use vfs::Vfs;
+    let fs = vfs::mem::MemFs::default();
+    let set = vfs::SetAttr {
+        mode: Some(0o666),
+        ..Default::default()
+    };
+    let made = fs.create_file(
+        &vfs::Creds::root(),
+        &fs.root(),
+        b"f",
+        vfs::CreateMode::Guarded,
+        &set,
+    );
+    assert!(made.is_ok(), "{made:?}");
+    InProcess::after_restart(Arc::new(fs), LEASE, recorded)
+}
+
 /// Export `id` of a fresh `MemFs` at `path` with `rules`.
 pub fn export(id: u16, path: &str, rules: ExportRules) -> server::export::Export {
     server::export::Export {

@@ -82,6 +82,12 @@ pub(crate) fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<O
     })
 }
 
+pub(crate) fn fsync(fd: RawFd) -> Result<()> {
+    // SAFETY: fsync takes any descriptor number.
+    cvt(unsafe { libc::fsync(fd) })?;
+    Ok(())
+}
+
 pub(crate) fn fstat(fd: RawFd) -> Result<libc::stat> {
     let mut st = MaybeUninit::<libc::stat>::zeroed();
     // SAFETY: `st` points to writable memory the size of a `struct stat`.

@@ -1092,3 +1092,45 @@ fn readdir_nowait_finds_uncached_directories_by_path_and_checks_them() {
     assert_eq!(list_nowait(&fs, &sub), None);
     assert_eq!(list(&fs, &sub), ["f1", "f2", "f3"]);
 }
+
+/// Each metadata change syncs what it changed before it returns: the new
+/// object and its directory, both directories of a rename, the file whose
+/// attributes changed; an `async` export syncs nothing.
+#[test]
+fn metadata_changes_are_synced_unless_the_export_is_async() {
+    for async_ in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fs = LocalFs::new(dir.path()).unwrap();
+        fs.set_async(async_);
+        let (c, root) = (rootc(), fs.root());
+        let want = |n: u64| if async_ { 0 } else { n };
+        let mut seen = fs.metadata_syncs();
+        let mut step = |fs: &LocalFs, what: &str, n: u64| {
+            let now = fs.metadata_syncs();
+            assert_eq!(now - seen, want(n), "{what} (async {async_})");
+            seen = now;
+        };
+        let f = mkfile(&fs, &root, "f");
+        step(&fs, "create file: the file and the directory", 2);
+        let d = mkdir(&fs, &root, "d");
+        step(&fs, "mkdir: the new directory and its parent", 2);
+        fs.rename(&c, &root, b"f", &d, b"g").unwrap();
+        step(&fs, "rename across directories: both", 2);
+        fs.rename(&c, &d, b"g", &d, b"h").unwrap();
+        step(&fs, "rename within a directory", 1);
+        fs.link(&c, &f, &root, b"l").unwrap();
+        step(&fs, "link: the directory and the file's link count", 2);
+        let set = SetAttr {
+            size: Some(10),
+            mode: Some(0o600),
+            ..Default::default()
+        };
+        fs.setattr(&c, &f, &set).unwrap();
+        step(&fs, "setattr", 1);
+        fs.remove(&c, &root, b"l").unwrap();
+        step(&fs, "remove", 1);
+        // Everything still reads back as changed.
+        assert_eq!(fs.getattr(&f).unwrap().size, 10);
+        assert_eq!(list(&fs, &d), vec!["h".to_string()]);
+    }
+}

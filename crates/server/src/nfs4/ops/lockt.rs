@@ -17,6 +17,10 @@ pub async fn run(cx: &mut Compound, args: LockT4Args) -> LockT4Res {
 async fn lockt(cx: &mut Compound, args: LockT4Args) -> Result<Option<Lock4Denied>, NfsStat4> {
     let fh = cx.cfh()?.clone();
     let client = cx.clientid()?;
+    // A lock being reclaimed may not be there yet (RFC 8881 §8.4.2.1).
+    if cx.srv.state().in_grace() {
+        return Err(NfsStat4::Nfs4errGrace);
+    }
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
     regular(&cx.attr_of(&fh).await?)?;
     let owner = (client, args.owner.owner);

@@ -1,9 +1,9 @@
 //! OPEN (RFC 8881 §18.16).
 //!
 //! Claims: CLAIM_NULL (a name in the current directory, possibly created),
-//! CLAIM_FH (the current filehandle) and CLAIM_PREVIOUS (a reclaim before
-//! RECLAIM_COMPLETE, handled like CLAIM_FH since no state survives a
-//! restart). No delegations are granted, so the delegation claims fail.
+//! CLAIM_FH (the current filehandle) and CLAIM_PREVIOUS (a reclaim in the
+//! grace period after a restart, by a client recorded before it: the
+//! current filehandle is the file, as with CLAIM_FH). No delegations are granted, so the delegation claims fail.
 
 use proto::nfs4::*;
 
@@ -32,14 +32,11 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let (access, deny) = share_bits(args.share_access, args.share_deny)?;
     let want = args.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
     let fh = cx.cfh()?.clone();
-    let reclaim_done = cx.srv.state().reclaim_done(client)?;
-    match &args.claim {
-        OpenClaim4::Previous(_) if reclaim_done => return Err(NfsStat4::Nfs4errNoGrace),
-        OpenClaim4::Previous(_) => {}
-        // §18.51.3: before RECLAIM_COMPLETE only reclaims are allowed.
-        _ if !reclaim_done => return Err(NfsStat4::Nfs4errGrace),
-        _ => {}
-    }
+    // Reclaims only in the grace period, by clients recorded before the
+    // restart; new opens only after it, and after the client's
+    // RECLAIM_COMPLETE (RFC 8881 §8.4.2.1, §18.51.3).
+    let reclaim = matches!(args.claim, OpenClaim4::Previous(_));
+    cx.srv.state().may_take_state(client, reclaim)?;
     let creates = matches!(
         (&args.claim, &args.openhow),
         (OpenClaim4::Null(_), OpenFlag4::Create(_))
@@ -95,7 +92,13 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let stateid = cx
         .srv
         .state()
-        .open(client, &args.owner.owner, &key, access, deny)?;
+        .open(client, &args.owner.owner, &key, access, deny)
+        .map_err(|e| match e {
+            // Two clients reclaiming conflicting share reservations: one
+            // of them is wrong (RFC 8881 §15.1.9.5).
+            NfsStat4::Nfs4errShareDenied if reclaim => NfsStat4::Nfs4errReclaimConflict,
+            e => e,
+        })?;
     let mut attrset = target.attrset;
     if target.truncate && target.attr.size != 0 {
         let handle = target.handle.clone();

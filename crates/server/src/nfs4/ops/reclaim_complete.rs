@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::{off_thread, Compound};
 
 pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComplete4Res {
     let id = match cx.clientid() {
@@ -16,5 +16,25 @@ pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComple
             Err(e) => Res4::Err(e),
         };
     }
-    cx.srv.state().reclaim_complete(id).into()
+    complete(cx, id).await.into()
+}
+
+/// The client's record goes to stable storage before the reply: from then
+/// on it may hold state, which it may reclaim after a restart (RFC 8881
+/// §8.4.2.1). The grace period ends at once if it was the last recorded
+/// client to reclaim.
+async fn complete(cx: &mut Compound, id: ClientId4) -> Result<(), NfsStat4> {
+    let owner = cx.srv.state().reclaim_owner(id)?;
+    let srv = cx.srv.clone();
+    match off_thread(move || srv.state().records().add(id, &owner)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::error!("cannot record client {id:#x} on stable storage: {e}");
+            return Err(NfsStat4::Nfs4errServerfault);
+        }
+        Err(_) => return Err(NfsStat4::Nfs4errServerfault),
+    }
+    cx.srv.state().reclaim_complete(id)?;
+    cx.srv.end_grace_if_due().await;
+    Ok(())
 }

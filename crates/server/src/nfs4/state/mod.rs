@@ -34,6 +34,7 @@ use proto::nfs4::*;
 use rpc::Connection;
 
 use crate::locks::{Held, LockKind};
+use crate::nfs4::recovery::{Grace, Records};
 use client::{exchange_decision, ExchangeDecision};
 pub use client::{Client, Principal};
 use clock::Clock;
@@ -132,6 +133,8 @@ pub struct State {
     sessions: RwLock<HashMap<SessionId4, Arc<Session>>>,
     /// Sessions with a back channel on each connection, by connection id.
     back_conns: Mutex<HashMap<u64, HashSet<SessionId4>>>,
+    /// Client records on stable storage (RFC 8881 §8.4.2.1).
+    records: Records,
 }
 
 impl std::fmt::Debug for State {
@@ -144,14 +147,59 @@ impl State {
     /// `epoch` distinguishes this server instance's client ids, session
     /// ids and stateids from an earlier one's.
     pub fn new(epoch: u32, lease: Duration, clock: Arc<dyn Clock>) -> State {
+        Self::recovering(epoch, lease, clock, Records::none(), HashSet::new(), lease)
+    }
+
+    /// A state whose client records are `records`, in a grace period of
+    /// `grace` for the clients of `previous` (recorded before a restart;
+    /// none if empty).
+    pub fn recovering(
+        epoch: u32,
+        lease: Duration,
+        clock: Arc<dyn Clock>,
+        records: Records,
+        previous: HashSet<Bytes>,
+        grace: Duration,
+    ) -> State {
+        let mut tables = Tables::new(epoch, lease);
+        tables.grace = Grace::start(previous, clock.now(), grace);
         State {
             epoch,
             lease,
             clock,
-            tables: Mutex::new(Tables::new(epoch, lease)),
+            tables: Mutex::new(tables),
             sessions: RwLock::new(HashMap::new()),
             back_conns: Mutex::new(HashMap::new()),
+            records,
         }
+    }
+
+    /// The client records on stable storage.
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// Whether the server is in its grace period (RFC 8881 §8.4.2.1).
+    pub fn in_grace(&self) -> bool {
+        self.tables().grace.active()
+    }
+
+    /// Whether the grace period may end now (every recorded client has
+    /// reclaimed, or its time is up): the caller removes the earlier
+    /// instances' records, then calls [`State::end_grace`].
+    pub fn grace_due(&self) -> bool {
+        let now = self.clock.now();
+        self.tables().grace.due(now)
+    }
+
+    pub fn end_grace(&self) {
+        self.tables().grace.end();
+    }
+
+    /// Whether `client` may take state now, by reclaim or new
+    /// ([`Tables::may_take_state`]).
+    pub fn may_take_state(&self, client: ClientId4, reclaim: bool) -> Result<(), NfsStat4> {
+        self.tables().may_take_state(client, reclaim)
     }
 
     pub fn lease(&self) -> Duration {
@@ -171,6 +219,9 @@ impl State {
         let now = self.clock.now();
         let mut t = self.tables();
         let r = f(&mut t, now);
+        if !t.dead_records.is_empty() {
+            self.records.dead(std::mem::take(&mut t.dead_records));
+        }
         if !t.dead_sessions.is_empty() {
             let dead = std::mem::take(&mut t.dead_sessions);
             drop(t);
@@ -394,7 +445,24 @@ impl State {
         })
     }
 
-    /// RECLAIM_COMPLETE (RFC 8881 §18.51) for the whole client.
+    /// The owner of `client`, which may send RECLAIM_COMPLETE (RFC 8881
+    /// §18.51): its record goes to stable storage before
+    /// [`State::reclaim_complete`].
+    pub fn reclaim_owner(&self, client: ClientId4) -> Result<Bytes, NfsStat4> {
+        let t = self.tables();
+        let c = t
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?;
+        if c.reclaim_complete {
+            return Err(NfsStat4::Nfs4errCompleteAlready);
+        }
+        Ok(c.owner.clone())
+    }
+
+    /// RECLAIM_COMPLETE (RFC 8881 §18.51) for the whole client, its record
+    /// on stable storage: it may take new state once the grace period is
+    /// over, and reclaims no more.
     pub fn reclaim_complete(&self, client: ClientId4) -> Result<(), NfsStat4> {
         self.with(|t, _| {
             let c = t
@@ -405,13 +473,10 @@ impl State {
                 return Err(NfsStat4::Nfs4errCompleteAlready);
             }
             c.reclaim_complete = true;
+            let owner = c.owner.clone();
+            t.grace.reclaimed(&owner);
             Ok(())
         })
-    }
-
-    /// Whether `client` has sent RECLAIM_COMPLETE.
-    pub fn reclaim_done(&self, client: ClientId4) -> Result<bool, NfsStat4> {
-        self.tables().reclaim_done(client)
     }
 
     /// OPEN's share reservation (RFC 8881 §9.7, §18.16): the open
@@ -447,7 +512,14 @@ impl State {
     /// LOCK (RFC 8881 §18.10): grace and reclaim rules, the open's mode,
     /// waiters ahead, conflicts (a courtesy client's locks yield).
     pub fn lock(&self, req: &LockRequest) -> Result<StateId4, LockError> {
-        self.with(|t, now| t.lock(req, now))
+        match self.with(|t, now| t.lock(req, now)) {
+            // Two clients reclaiming conflicting locks: one of them is
+            // wrong, the server cannot tell which (RFC 8881 §15.1.9.5).
+            Err(LockError::Denied(_)) if req.reclaim => {
+                Err(NfsStat4::Nfs4errReclaimConflict.into())
+            }
+            r => r,
+        }
     }
 
     /// LOCKU (RFC 8881 §18.12): the new lock stateid and the

@@ -14,6 +14,7 @@ use super::lease::ExpiryQueue;
 use super::stateid::{check_seqid, client_of, make_other, next_seqid, StateEntry, StateKind};
 use super::{FileKey, LockError, LockRequest, OwnerKey};
 use crate::locks::{FileLocks, Held, LockKind};
+use crate::nfs4::recovery::Grace;
 use crate::nfs4::state::waiters::{LockWaiters, Waiter};
 
 /// The state attached to one file.
@@ -53,6 +54,11 @@ pub(super) struct Tables {
     /// Sessions of purged clients, for the caller to drop from the
     /// session map.
     pub dead_sessions: Vec<SessionId4>,
+    /// Purged clients that had a record on stable storage, for the caller
+    /// to have removed ([`crate::nfs4::recovery::Records::dead`]).
+    pub dead_records: Vec<ClientId4>,
+    /// The grace period after a restart (RFC 8881 §8.4.2.1).
+    pub grace: Grace,
 }
 
 impl Tables {
@@ -67,6 +73,8 @@ impl Tables {
             files: HashMap::new(),
             expiry: ExpiryQueue::default(),
             dead_sessions: Vec::new(),
+            dead_records: Vec::new(),
+            grace: Grace::none(),
         }
     }
 
@@ -146,6 +154,9 @@ impl Tables {
             }
         }
         self.dead_sessions.extend(c.sessions.iter().copied());
+        if c.reclaim_complete {
+            self.dead_records.push(id);
+        }
         for (other, e) in &c.states {
             let Some(f) = self.files.get_mut(&e.file) else {
                 continue;
@@ -478,25 +489,33 @@ impl Tables {
         }
     }
 
-    /// Whether `client` has sent RECLAIM_COMPLETE (RFC 8881 §18.51).
-    pub fn reclaim_done(&self, client: ClientId4) -> Result<bool, NfsStat4> {
-        self.clients
+    /// Whether `client` may take state now: by reclaim (`reclaim`) or new
+    /// (RFC 8881 §8.4.2.1, §8.4.3, §18.51.3). A reclaim needs the grace
+    /// period, a record of the client from before the restart and no
+    /// RECLAIM_COMPLETE yet (else NFS4ERR_NO_GRACE); new state needs the
+    /// client's RECLAIM_COMPLETE and the grace period over (else
+    /// NFS4ERR_GRACE).
+    pub fn may_take_state(&mut self, client: ClientId4, reclaim: bool) -> Result<(), NfsStat4> {
+        let c = self
+            .clients
             .get(&client)
-            .map(|c| c.reclaim_complete)
-            .ok_or(NfsStat4::Nfs4errStaleClientid)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?;
+        if reclaim {
+            if c.reclaim_complete || !self.grace.active() || !self.grace.recorded(&c.owner) {
+                return Err(NfsStat4::Nfs4errNoGrace);
+            }
+            self.grace.note_reclaim();
+        } else if !c.reclaim_complete || self.grace.active() {
+            return Err(NfsStat4::Nfs4errGrace);
+        }
+        Ok(())
     }
 
     /// LOCK (RFC 8881 §18.10); returns the lock stateid.
     pub fn lock(&mut self, r: &LockRequest, now: Duration) -> Result<StateId4, LockError> {
         let client = r.client;
         let file = &r.file;
-        let reclaim_done = self.reclaim_done(client)?;
-        if r.reclaim && reclaim_done {
-            return Err(NfsStat4::Nfs4errNoGrace.into());
-        }
-        if !r.reclaim && !reclaim_done {
-            return Err(NfsStat4::Nfs4errGrace.into());
-        }
+        self.may_take_state(client, r.reclaim)?;
         let e = self.check_stateid(client, &r.presented, file)?;
         let (open, owner) = match (&e.kind, &r.new_owner) {
             (StateKind::Open { .. }, Some(owner)) => (r.presented.other, owner.clone()),
@@ -664,6 +683,11 @@ impl Tables {
         if anon || bypass {
             if (anon && sid.seqid != 0) || (bypass && sid.seqid != u32::MAX) {
                 return Err(NfsStat4::Nfs4errBadStateid);
+            }
+            // A share reservation being reclaimed may forbid this I/O
+            // (RFC 8881 §8.4.2.1).
+            if self.grace.active() {
+                return Err(NfsStat4::Nfs4errGrace);
             }
             let read_bypass = bypass && access == OPEN4_SHARE_ACCESS_READ;
             if !read_bypass && self.denied_by_share(file, access) {

@@ -465,7 +465,10 @@ fn reaper_follows_renewals_in_order() {
     assert_eq!(f.st.reap(), 1);
     assert_eq!(f.st.client_count(), 0);
     assert_eq!(f.st.session_count(), 0);
-    assert_eq!(f.st.reclaim_done(c1), Err(NfsStat4::Nfs4errStaleClientid));
+    assert_eq!(
+        f.st.may_take_state(c1, false),
+        Err(NfsStat4::Nfs4errStaleClientid)
+    );
 }
 
 #[test]
@@ -545,4 +548,114 @@ fn io_stateids() {
         .lock(c2, Some("lo"), wo, &file(2), (0, 10), false)
         .unwrap();
     assert_eq!(f.st.check_io(c2, &ls, &file(2), W), Ok(false));
+}
+
+/// A state after a restart: "a" and "b" were recorded before it.
+fn restarted() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    let previous = ["a", "b"]
+        .iter()
+        .map(|n| Bytes::from(n.to_string()))
+        .collect();
+    let st = State::recovering(7, L, clock.clone(), Records::none(), previous, L);
+    Fixture { clock, st }
+}
+
+impl Fixture {
+    /// A confirmed client with a session that has not reclaimed yet.
+    fn reclaiming(&self, name: &str) -> ClientId4 {
+        let x = self.exchange(name);
+        self.st
+            .create_session(self.session_req(x.clientid, x.sequenceid, 0))
+            .unwrap();
+        x.clientid
+    }
+
+    fn reclaim_lock(
+        &self,
+        client: ClientId4,
+        open: StateId4,
+        owner: &str,
+    ) -> Result<StateId4, LockError> {
+        self.st.lock(&LockRequest {
+            client,
+            new_owner: Some(Bytes::copy_from_slice(owner.as_bytes())),
+            presented: open,
+            file: file(1),
+            start: 0,
+            end: 10,
+            kind: LockKind::Write,
+            blocking: false,
+            reclaim: true,
+        })
+    }
+}
+
+fn status(r: Result<StateId4, LockError>) -> NfsStat4 {
+    match r {
+        Ok(_) => NfsStat4::Nfs4Ok,
+        Err(LockError::Status(s)) => s,
+        Err(LockError::Denied(_)) => NfsStat4::Nfs4errDenied,
+    }
+}
+
+#[test]
+fn in_grace_only_recorded_clients_reclaim_and_nobody_takes_new_state() {
+    let f = restarted();
+    assert!(f.st.in_grace());
+    let a = f.reclaiming("a");
+    let c = f.reclaiming("c");
+    // "a" was recorded: it may reclaim, not take new state yet.
+    assert_eq!(f.st.may_take_state(a, true), Ok(()));
+    assert_eq!(f.st.may_take_state(a, false), Err(NfsStat4::Nfs4errGrace));
+    // "c" was not: it has nothing to reclaim (RFC 8881 §8.4.3), and even
+    // once done it takes nothing new until the grace period ends.
+    assert_eq!(f.st.may_take_state(c, true), Err(NfsStat4::Nfs4errNoGrace));
+    f.st.reclaim_complete(c).unwrap();
+    assert_eq!(f.st.may_take_state(c, false), Err(NfsStat4::Nfs4errGrace));
+    let o = Bytes::from_static(b"o");
+    let sa = f.st.open(a, &o, &file(1), R | W, 0).unwrap();
+    assert_eq!(status(f.reclaim_lock(a, sa, "la")), NfsStat4::Nfs4Ok);
+    // A conflicting reclaim by another recorded client: one of the two
+    // lies, and the server cannot tell which.
+    let b = f.reclaiming("b");
+    let sb = f.st.open(b, &o, &file(1), R | W, 0).unwrap();
+    assert_eq!(
+        status(f.reclaim_lock(b, sb, "lb")),
+        NfsStat4::Nfs4errReclaimConflict
+    );
+    // Reclaiming is over for "a" once it says so.
+    f.st.reclaim_complete(a).unwrap();
+    assert_eq!(f.st.may_take_state(a, true), Err(NfsStat4::Nfs4errNoGrace));
+    assert!(!f.st.grace_due(), "b has not reclaimed");
+    f.st.reclaim_complete(b).unwrap();
+    assert!(f.st.grace_due(), "every recorded client reclaimed");
+    f.st.end_grace();
+    assert!(!f.st.in_grace());
+    assert_eq!(f.st.may_take_state(c, false), Ok(()));
+    assert_eq!(f.st.may_take_state(c, true), Err(NfsStat4::Nfs4errNoGrace));
+}
+
+#[test]
+fn grace_ends_after_its_time_even_if_a_recorded_client_never_returns() {
+    let f = restarted();
+    let a = f.reclaiming("a");
+    f.st.reclaim_complete(a).unwrap();
+    assert!(!f.st.grace_due());
+    f.advance_to(L);
+    assert!(f.st.grace_due());
+    f.st.end_grace();
+    assert_eq!(f.st.may_take_state(a, false), Ok(()));
+    // "b" is back too late: nothing to reclaim.
+    let b = f.reclaiming("b");
+    assert_eq!(f.st.may_take_state(b, true), Err(NfsStat4::Nfs4errNoGrace));
+}
+
+#[test]
+fn a_fresh_server_has_no_grace_period() {
+    let f = Fixture::new();
+    assert!(!f.st.in_grace());
+    let (c, _) = f.client("x");
+    assert_eq!(f.st.may_take_state(c, false), Ok(()));
+    assert_eq!(f.st.may_take_state(c, true), Err(NfsStat4::Nfs4errNoGrace));
 }

@@ -1,0 +1,406 @@
+//! Reboot recovery (RFC 8881 §8.4.2, §8.4.3): records on stable storage
+//! of the clients that may hold state, and the grace period after a
+//! restart during which only those clients reclaim.
+//!
+//! A client gets its record when it sends RECLAIM_COMPLETE, before the
+//! reply: an NFSv4.1 client can take no new state before that (§18.51.3),
+//! so every client holding an open or lock that the server acknowledged
+//! has a record. A record goes when its client is purged (lease expired,
+//! DESTROY_CLIENTID, a new incarnation of the client), durably before the
+//! reply of the request that purged it, since that request may be taking
+//! a lock the purged client held: after a restart that client must not
+//! reclaim it (§8.4.3's edge conditions).
+//!
+//! Records are files `clients/<instance>-<clientid>` in the state
+//! directory, each holding the client owner (`co_ownerid`). At start the
+//! owners of every record, from any earlier instance, may reclaim; the
+//! records of earlier instances are removed only when the grace period
+//! ends, so a client that had no time to reclaim before another restart
+//! still may after it.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs4::ClientId4;
+use tracing::{info, warn};
+
+/// First bytes of a record file; the client owner follows.
+const MAGIC: &[u8; 8] = b"FRCLNT01";
+
+/// Records of this server's clients on stable storage.
+pub struct Records {
+    /// `None`: kept nowhere (tests, servers without a state directory).
+    dir: Option<PathBuf>,
+    /// This instance's prefix for its record files.
+    instance: String,
+    io: Mutex<Pending>,
+    pending: AtomicBool,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Records of purged clients, to remove.
+    dead: Vec<ClientId4>,
+    /// Remove the records of earlier instances (the grace period ended).
+    forget_previous: bool,
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Records({:?})", self.dir)
+    }
+}
+
+impl Records {
+    /// Records kept nowhere.
+    pub fn none() -> Records {
+        Records {
+            dir: None,
+            instance: String::new(),
+            io: Mutex::new(Pending::default()),
+            pending: AtomicBool::new(false),
+        }
+    }
+
+    /// Opens (creating) `state_dir/clients`; returns the records and the
+    /// client owners recorded by earlier instances. `instance` names this
+    /// one (unique across restarts: the start time in nanoseconds).
+    pub fn open(state_dir: &Path, instance: u128) -> io::Result<(Records, HashSet<Bytes>)> {
+        let dir = state_dir.join("clients");
+        if !dir.is_dir() {
+            fs::create_dir_all(&dir)?;
+            sync_dir(state_dir)?;
+        }
+        let mut owners = HashSet::new();
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".tmp") {
+                // A record never completed: its client was not answered.
+                let _ = fs::remove_file(entry.path());
+                continue;
+            }
+            match fs::read(entry.path()) {
+                Ok(b) if b.len() > MAGIC.len() && b.starts_with(MAGIC) => {
+                    owners.insert(Bytes::copy_from_slice(&b[MAGIC.len()..]));
+                }
+                Ok(_) => warn!(file = %entry.path().display(), "not a client record; ignored"),
+                Err(e) => warn!(file = %entry.path().display(), "client record unreadable: {e}"),
+            }
+        }
+        let records = Records {
+            dir: Some(dir),
+            instance: format!("{instance:032x}"),
+            io: Mutex::new(Pending::default()),
+            pending: AtomicBool::new(false),
+        };
+        Ok((records, owners))
+    }
+
+    fn path(&self, dir: &Path, id: ClientId4) -> PathBuf {
+        dir.join(format!("{}-{id:016x}", self.instance))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.io.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts client `id`'s record (its owner) on stable storage. Blocks.
+    pub fn add(&self, id: ClientId4, owner: &[u8]) -> io::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let _io = self.lock();
+        let path = self.path(dir, id);
+        let tmp = path.with_extension("tmp");
+        let mut f = File::create(&tmp)?;
+        f.write_all(MAGIC)?;
+        f.write_all(owner)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, &path)?;
+        sync_dir(dir)
+    }
+
+    /// Notes that client `id` was purged: its record goes at the next
+    /// [`Records::settle`].
+    pub fn dead(&self, ids: impl IntoIterator<Item = ClientId4>) {
+        if self.dir.is_none() {
+            return;
+        }
+        let mut p = self.lock();
+        p.dead.extend(ids);
+        if !p.dead.is_empty() {
+            self.pending.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether removals wait for [`Records::settle`].
+    pub fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Removes the records noted dead (and, once the grace period is
+    /// over, those of earlier instances), durably. Blocks. A caller
+    /// returns only once every removal noted before it is durable, its
+    /// own or another caller's.
+    pub fn settle(&self) -> io::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let mut p = self.lock();
+        self.pending.store(false, Ordering::Release);
+        let dead = std::mem::take(&mut p.dead);
+        let forget = std::mem::take(&mut p.forget_previous);
+        let mut removed = 0;
+        for id in dead {
+            match fs::remove_file(self.path(dir, id)) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if forget {
+            let mine = format!("{}-", self.instance);
+            for entry in fs::read_dir(dir)? {
+                let entry = entry?;
+                if !entry.file_name().to_string_lossy().starts_with(&mine) {
+                    fs::remove_file(entry.path())?;
+                    removed += 1;
+                }
+            }
+        }
+        if removed > 0 {
+            sync_dir(dir)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the records of earlier instances, durably. Blocks.
+    pub fn forget_previous(&self) -> io::Result<()> {
+        if self.dir.is_none() {
+            return Ok(());
+        }
+        self.lock().forget_previous = true;
+        self.settle()
+    }
+}
+
+/// Makes a directory's entries durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The grace period after a restart (RFC 8881 §8.4.2.1).
+#[derive(Debug)]
+pub struct Grace {
+    /// Owners recorded by earlier instances: the clients that may reclaim.
+    previous: HashSet<Bytes>,
+    /// Those of them that sent RECLAIM_COMPLETE in this instance.
+    done: HashSet<Bytes>,
+    /// When it ends (state clock), unless reclaims go on.
+    ends: Duration,
+    /// How far reclaims still coming in may push `ends`: one more length.
+    limit: Duration,
+    /// A reclaim was granted since `ends` was last moved.
+    reclaimed_lately: bool,
+    over: bool,
+}
+
+impl Grace {
+    /// No grace period: nothing to reclaim.
+    pub fn none() -> Grace {
+        Grace {
+            previous: HashSet::new(),
+            done: HashSet::new(),
+            ends: Duration::ZERO,
+            limit: Duration::ZERO,
+            reclaimed_lately: false,
+            over: true,
+        }
+    }
+
+    /// A grace period from `now` for `length`, for the clients of
+    /// `previous`; none if there are none or `length` is zero.
+    pub fn start(previous: HashSet<Bytes>, now: Duration, length: Duration) -> Grace {
+        if previous.is_empty() || length.is_zero() {
+            return Grace::none();
+        }
+        info!(
+            clients = previous.len(),
+            seconds = length.as_secs(),
+            "grace period: only reclaims until the recorded clients are done"
+        );
+        Grace {
+            previous,
+            done: HashSet::new(),
+            ends: now + length,
+            limit: now + length * 2,
+            reclaimed_lately: false,
+            over: false,
+        }
+    }
+
+    /// Whether the server is in its grace period.
+    pub fn active(&self) -> bool {
+        !self.over
+    }
+
+    /// Whether a client with this owner may reclaim: it has a record.
+    pub fn recorded(&self, owner: &Bytes) -> bool {
+        self.previous.contains(owner)
+    }
+
+    /// The client with `owner` sent RECLAIM_COMPLETE, its record durable.
+    pub fn reclaimed(&mut self, owner: &Bytes) {
+        if !self.over && self.previous.contains(owner) {
+            self.done.insert(owner.clone());
+        }
+    }
+
+    /// A reclaim was granted: a client is still at it.
+    pub fn note_reclaim(&mut self) {
+        self.reclaimed_lately = true;
+    }
+
+    /// Whether the grace period may end: every recorded client has
+    /// reclaimed, or its time is up. A client that noticed the restart
+    /// late may still be reclaiming then: while reclaims keep coming, the
+    /// end moves a second at a time, up to one more length in all.
+    pub fn due(&mut self, now: Duration) -> bool {
+        if self.over {
+            return false;
+        }
+        if self.done.len() == self.previous.len() {
+            return true;
+        }
+        if now < self.ends {
+            return false;
+        }
+        if self.reclaimed_lately && now < self.limit {
+            self.reclaimed_lately = false;
+            self.ends = now + Duration::from_secs(1);
+            return false;
+        }
+        true
+    }
+
+    /// Ends it (after the earlier instances' records are gone).
+    pub fn end(&mut self) {
+        if !self.over {
+            info!(
+                reclaimed = self.done.len(),
+                recorded = self.previous.len(),
+                "grace period over"
+            );
+        }
+        self.over = true;
+        self.previous.clear();
+        self.done.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owners(r: &(Records, HashSet<Bytes>)) -> Vec<Bytes> {
+        let mut v: Vec<Bytes> = r.1.iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn records_survive_a_restart_until_grace_ends_and_purges_remove_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, prev) = Records::open(dir.path(), 1).unwrap();
+        assert!(prev.is_empty());
+        first.add(7, b"client-a").unwrap();
+        first.add(8, b"client-b").unwrap();
+        first.add(9, b"client-c").unwrap();
+        // Purged: gone once settled, not before.
+        first.dead([9]);
+        assert!(first.has_pending());
+        let second = Records::open(dir.path(), 2).unwrap();
+        assert_eq!(owners(&second).len(), 3);
+        first.settle().unwrap();
+        assert!(!first.has_pending());
+        // A crash: the next instance sees a and b.
+        let (second, prev) = Records::open(dir.path(), 2).unwrap();
+        let mut prev: Vec<Bytes> = prev.into_iter().collect();
+        prev.sort();
+        assert_eq!(prev, vec![Bytes::from("client-a"), Bytes::from("client-b")]);
+        // a reclaims in the second instance; another crash before grace
+        // ends still lets b reclaim in the third.
+        second.add(1, b"client-a").unwrap();
+        let third = Records::open(dir.path(), 3).unwrap();
+        assert_eq!(
+            owners(&third),
+            vec![Bytes::from("client-a"), Bytes::from("client-b")]
+        );
+        // Grace ends in the second: only its own records stay.
+        second.forget_previous().unwrap();
+        let fourth = Records::open(dir.path(), 4).unwrap();
+        assert_eq!(owners(&fourth), vec![Bytes::from("client-a")]);
+        // Leftovers of an interrupted write are not records.
+        std::fs::write(dir.path().join("clients/x.tmp"), b"FRCLNT01zzz").unwrap();
+        std::fs::write(dir.path().join("clients/junk"), b"nope").unwrap();
+        let fifth = Records::open(dir.path(), 5).unwrap();
+        assert_eq!(owners(&fifth), vec![Bytes::from("client-a")]);
+        assert!(!dir.path().join("clients/x.tmp").exists());
+    }
+
+    #[test]
+    fn grace_ends_when_every_recorded_client_reclaimed_or_time_is_up() {
+        let a = Bytes::from("a");
+        let b = Bytes::from("b");
+        let prev: HashSet<Bytes> = [a.clone(), b.clone()].into_iter().collect();
+        let mut g = Grace::start(
+            prev.clone(),
+            Duration::from_secs(10),
+            Duration::from_secs(90),
+        );
+        assert!(g.active() && g.recorded(&a) && !g.recorded(&Bytes::from("c")));
+        assert!(!g.due(Duration::from_secs(20)));
+        g.reclaimed(&a);
+        g.reclaimed(&Bytes::from("c"));
+        assert!(!g.due(Duration::from_secs(20)));
+        g.reclaimed(&b);
+        assert!(g.due(Duration::from_secs(20)));
+        g.end();
+        assert!(!g.active() && !g.recorded(&a));
+        let mut g = Grace::start(
+            prev.clone(),
+            Duration::from_secs(10),
+            Duration::from_secs(90),
+        );
+        assert!(!g.due(Duration::from_secs(99)));
+        assert!(g.due(Duration::from_secs(100)));
+        assert!(!Grace::start(HashSet::new(), Duration::ZERO, Duration::from_secs(90)).active());
+        // Reclaims still coming in at the end push it a second at a time,
+        // up to another 90 s.
+        let mut g = Grace::start(
+            prev.clone(),
+            Duration::from_secs(10),
+            Duration::from_secs(90),
+        );
+        g.note_reclaim();
+        assert!(!g.due(Duration::from_secs(100)));
+        assert!(!g.due(Duration::from_millis(100_500)));
+        assert!(g.due(Duration::from_secs(101)), "no reclaim in that second");
+        let mut g = Grace::start(prev, Duration::from_secs(10), Duration::from_secs(90));
+        for t in 100..190 {
+            g.note_reclaim();
+            assert!(!g.due(Duration::from_secs(t)), "{t}");
+        }
+        g.note_reclaim();
+        assert!(g.due(Duration::from_secs(190)), "limit reached");
+    }
+}
