@@ -65,7 +65,7 @@ if [ $two_phase = 1 ]; then
     else
         echo "realclient-ferrite: two-guest phase (tests/realclient/two-guests.sh)"
         bash "$top/tests/realclient/two-guests.sh" --port "$port" --export / \
-            --out "$work/out-two" || rc_two=$?
+            --restart-cmd "$work/restart.sh" --out "$work/out-two" || rc_two=$?
     fi
 fi
 echo "realclient-ferrite: main suite $([ $main_phase = 1 ] && echo "rc=$rc_main" || echo "not run"), two-guest phase $([ $two_phase = 1 ] && echo "rc=$rc_two" || echo "not run")"

@@ -2,12 +2,14 @@
 # Two real Linux NFS clients at once: boots two qemu guests (A and B, distinct
 # nfs.nfs4_unique_id, their own disk snapshots and 9p out dirs) against the same
 # server and runs guest/twoguests.py in both. They contend for fcntl locks,
-# flock and O_CREAT|O_EXCL names and check close-to-open data visibility,
-# coordinated through a shared host directory (9p). See README.md.
+# flock and O_CREAT|O_EXCL names, check close-to-open data visibility and,
+# with --restart-cmd (run when a guest asks for a server restart), that a
+# lock A held is reclaimed by A before B can have it; coordinated through a
+# shared host directory (9p). See README.md.
 #
 #   tests/realclient/two-guests.sh [--port 2049] [--export /] [--vers 4.2]
 #       [--out DIR] [--mount-opts OPTS] [--timeout SEC] [--mem SIZE]
-#       [--cpus N] [--keep] [--console]
+#       [--cpus N] [--keep] [--console] [--restart-cmd CMD]
 #
 # Exit status: 0 all PASS; 1 any FAIL (or missing result); 2 usage; 3 the
 # server is not reachable; 125 a guest could not be built/started (exit 0
@@ -19,8 +21,9 @@ RC_NAME=realclient-two-guests
 . "$RC_DIR/lib/guest.sh"
 
 port=2049 export_path=/ vers=4.2 out="" mount_opts="" timeout=420 mem=1024M cpus=1 keep=0 console=0
+restart_cmd=""
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf 'realclient-two-guests: %s\n' "$*" >&2; }
 now() { date +%s.%N; }
 since() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.0f", a-b}'; }
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --vers) vers="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --mount-opts) mount_opts="$2"; shift 2 ;;
+    --restart-cmd) restart_cmd="$2"; shift 2 ;;
     --timeout) timeout="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
     --cpus) cpus="$2"; shift 2 ;;
@@ -76,7 +80,8 @@ for r in a b; do
     install -m 644 "$RC_DIR/guest/twoguests.py" "$work/payload/rc/twoguests.py"
     {
         printf 'export RC_HOST=10.0.2.2 RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=\n' "$port" "$export_path" "$vers"
-        printf 'export RC_MOUNTPORT= RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout RC_RESTART=0\n' "$mount_opts" "$runid" "$keep"
+        printf 'export RC_MOUNTPORT= RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout RC_RESTART=%q\n' \
+            "$mount_opts" "$runid" "$keep" "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
         printf 'export RC_SCRIPT=/rc/twoguests.py RC_ROLE=%q RC_SHARE=1 RC_SHARED=/rcshare\n' "$R"
     } > "$work/payload/rc/env"
     rc_make_initrd "$work"
@@ -119,6 +124,19 @@ while kill -0 "${qpid[a]}" 2>/dev/null || kill -0 "${qpid[b]}" 2>/dev/null; do
                 done
             fi
         fi
+    done
+    # A guest asks for a server restart (the grace checks): run the
+    # command, then answer in the shared directory.
+    for req in "$out"/shared/*-restart-req.[AB]; do
+        [ -e "$req" ] || continue
+        ack="${req%-restart-req.*}-restart-ack.H"
+        [ -e "$ack" ] && continue
+        say "guest asked for a server restart ($(basename "$req")): running: ${restart_cmd:-nothing}"
+        rrc=1
+        if [ -n "$restart_cmd" ]; then
+            bash -c "$restart_cmd" > "$out/restart-$(basename "$req").log" 2>&1; rrc=$?
+        fi
+        echo "rc=$rrc" > "$ack.tmp" && mv "$ack.tmp" "$ack"
     done
     sleep 0.2
 done

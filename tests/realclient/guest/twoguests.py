@@ -16,7 +16,9 @@ Every check prints exactly one line (and appends it to $RC_OUT/results.txt):
 Configuration: RC_ROLE RC_SHARED RC_HOST RC_PORT RC_EXPORT RC_VERS RC_RUNID
 RC_MOUNT_OPTS RC_KEEP RC_OUT, RC_BARRIER_TIMEOUT (s, default 150),
 RC_SETLKW_LIMIT (s a blocked F_SETLKW may take after the unlock, default 35),
-RC_EXCL_ROUNDS (default 15).
+RC_EXCL_ROUNDS (default 15), RC_RESTART (1: the host restarts the server
+when a guest posts "<vtag>-restart-req.<ROLE>", and answers with
+"<vtag>-restart-ack.H" holding "rc=N"; 0: the grace checks are skipped).
 """
 import errno
 import fcntl
@@ -52,6 +54,9 @@ PLAN = [
     ("excl_race", "A"), ("excl_race", "B"),   # O_CREAT|O_EXCL races: exactly one winner, winner's data
     ("cto_a_to_b", "B"),           # close-to-open: what A wrote and closed, B reads on open
     ("cto_b_to_a", "A"),
+    # the server restarts (two-guests.sh --restart-cmd) while A holds a lock:
+    ("grace_lock_kept", "B"),      # B's request after the restart is refused: A reclaimed the lock first
+    ("grace_reclaimed", "A"),      # A's lock and open survive the restart; B gets the lock once A unlocks
 ]
 
 
@@ -110,6 +115,29 @@ class Ctx:
             f.flush()
             os.fsync(f.fileno())
         return ok
+
+    def skip(self, name, why):
+        assert (name, ROLE) in PLAN, name
+        line = "SKIP v%s/%s/%s: %s (0.0s)" % (self.vers, ROLE, name, why)
+        self.done.add(name)
+        print(line, flush=True)
+        with open(os.path.join(OUT, "results.txt"), "a") as f:
+            f.write(line + "\n")
+
+    def restart_server(self):
+        """Asks the host to restart the server; waits for its answer."""
+        self.post("restart-req")
+        ack = self._f("restart-ack", "H")
+        deadline = time.time() + S.RESTART_TIMEOUT
+        while not os.path.exists(ack):
+            self.check_abort()
+            if time.time() > deadline:
+                raise Abort("host did not restart the server within %ds" % S.RESTART_TIMEOUT)
+            time.sleep(0.2)
+        with open(ack) as f:
+            res = f.read().strip()
+        if res != "rc=0":
+            raise Abort("host restart command failed (%s)" % res)
 
     def fail_rest(self, reason):
         first = True
@@ -511,7 +539,68 @@ def ph_cto(c):
     c.barrier("c-done")
 
 
-PHASES = [ph_setup, ph_fcntl, ph_flock, ph_excl, ph_cto]
+def ph_grace(c):
+    """RFC 8881 §8.4.2.1: after a server restart, the lock A held is
+    reclaimed by A before B can have it, however soon B asks."""
+    if not S.RESTART:
+        for n, r in PLAN:
+            if r == ROLE and n.startswith("grace_"):
+                c.skip(n, "no --restart-cmd given (the host must restart the server)")
+        return
+    p = c.p("grace")
+    if ROLE == "A":
+        S.write_file(p, b"\0" * 100)
+        fd = os.open(p, os.O_RDWR)
+        S.lockf(fd, "w", 0, 10)
+        c.post("g1-locked")
+        c.wait("g1-opened")           # B has the file open too
+        c.restart_server()
+        c.post("g2-restarted")
+        c.wait("g2-tried")            # B's request after the restart was answered
+        errs = []
+        try:
+            os.pwrite(fd, b"after", 0)
+            os.fsync(fd)
+        except OSError as e:
+            errs.append("write through the fd opened before the restart: %s" % errname(e.errno))
+        try:
+            S.lockf(fd, "u", 0, 10)
+        except OSError as e:
+            errs.append("unlock of the reclaimed lock: %s" % errname(e.errno))
+        os.close(fd)
+        c.post("g3-unlocked")
+        got = c.wait("g3-locked")     # B's lock once A let go
+        if got != "ok":
+            errs.append("B could not lock after A unlocked: %s" % got)
+        c.res("grace_reclaimed", not errs, "; ".join(errs) or
+              "A's open and lock survived the restart; B locked after A's unlock")
+        return
+    # ---- B
+    c.wait("g1-locked")
+    fd = os.open(p, os.O_RDWR)
+    c.post("g1-opened")
+    c.wait("g2-restarted", poll=0.01)
+    t0 = time.time()
+    # During the grace period the server answers NFS4ERR_GRACE and the
+    # client retries: the answer comes once A has reclaimed, or the
+    # grace period is over; either way A holds the lock again.
+    e = try_lock(fd, "w", 0, 10)
+    took = time.time() - t0
+    if e is None:
+        S.lockf(fd, "u", 0, 10)
+    c.post("g2-tried")
+    c.res("grace_lock_kept", e is not None,
+          "refused (%s) %.1fs after the restart: A had reclaimed it" % (errname(e), took) if e else
+          "granted %.1fs after the restart: the lock A held was given away" % took)
+    c.wait("g3-unlocked")
+    ok, secs, last = retry(lambda: try_lock(fd, "w", 0, 10), 30.0)
+    if ok:
+        S.lockf(fd, "u", 0, 10)
+    os.close(fd)
+    c.post("g3-locked", "ok" if ok else "refused (%s) for %.0fs" % (errname(last), secs))
+
+
+PHASES = [ph_setup, ph_fcntl, ph_flock, ph_excl, ph_cto, ph_grace]
 
 
 def run_version(v):
