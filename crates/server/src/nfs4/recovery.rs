@@ -39,8 +39,12 @@ pub struct Records {
     dir: Option<PathBuf>,
     /// This instance's prefix for its record files.
     instance: String,
-    io: Mutex<Pending>,
-    pending: AtomicBool,
+    /// Held for every change on disk, so that they happen one at a time.
+    io: Mutex<()>,
+    /// Removals noted and not yet made. Never held during I/O: noting a
+    /// removal (under the state tables' lock) does not wait for the disk.
+    pending: Mutex<Pending>,
+    has_pending: AtomicBool,
 }
 
 #[derive(Default)]
@@ -63,8 +67,9 @@ impl Records {
         Records {
             dir: None,
             instance: String::new(),
-            io: Mutex::new(Pending::default()),
-            pending: AtomicBool::new(false),
+            io: Mutex::new(()),
+            pending: Mutex::new(Pending::default()),
+            has_pending: AtomicBool::new(false),
         }
     }
 
@@ -98,8 +103,9 @@ impl Records {
         let records = Records {
             dir: Some(dir),
             instance: format!("{instance:032x}"),
-            io: Mutex::new(Pending::default()),
-            pending: AtomicBool::new(false),
+            io: Mutex::new(()),
+            pending: Mutex::new(Pending::default()),
+            has_pending: AtomicBool::new(false),
         };
         Ok((records, owners))
     }
@@ -108,8 +114,22 @@ impl Records {
         dir.join(format!("{}-{id:016x}", self.instance))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+    fn io(&self) -> std::sync::MutexGuard<'_, ()> {
         self.io.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds `work` to what is pending.
+    fn note(&self, work: Pending) {
+        let mut p = self.pending();
+        p.dead.extend(work.dead);
+        p.forget_previous |= work.forget_previous;
+        if !p.dead.is_empty() || p.forget_previous {
+            self.has_pending.store(true, Ordering::Release);
+        }
     }
 
     /// Puts client `id`'s record (its owner) on stable storage. Blocks.
@@ -117,7 +137,7 @@ impl Records {
         let Some(dir) = &self.dir else {
             return Ok(());
         };
-        let _io = self.lock();
+        let _io = self.io();
         let path = self.path(dir, id);
         let tmp = path.with_extension("tmp");
         let mut f = File::create(&tmp)?;
@@ -135,16 +155,15 @@ impl Records {
         if self.dir.is_none() {
             return;
         }
-        let mut p = self.lock();
-        p.dead.extend(ids);
-        if !p.dead.is_empty() {
-            self.pending.store(true, Ordering::Release);
-        }
+        self.note(Pending {
+            dead: ids.into_iter().collect(),
+            forget_previous: false,
+        });
     }
 
     /// Whether removals wait for [`Records::settle`].
     pub fn has_pending(&self) -> bool {
-        self.pending.load(Ordering::Acquire)
+        self.has_pending.load(Ordering::Acquire)
     }
 
     /// Removes the records noted dead (and, once the grace period is
@@ -155,19 +174,30 @@ impl Records {
         let Some(dir) = &self.dir else {
             return Ok(());
         };
-        let mut p = self.lock();
-        self.pending.store(false, Ordering::Release);
-        let dead = std::mem::take(&mut p.dead);
-        let forget = std::mem::take(&mut p.forget_previous);
+        let _io = self.io();
+        let work = {
+            let mut p = self.pending();
+            self.has_pending.store(false, Ordering::Release);
+            std::mem::take(&mut *p)
+        };
+        let done = self.remove(dir, &work);
+        if done.is_err() {
+            // Tried again at the next settle.
+            self.note(work);
+        }
+        done
+    }
+
+    fn remove(&self, dir: &Path, work: &Pending) -> io::Result<()> {
         let mut removed = 0;
-        for id in dead {
-            match fs::remove_file(self.path(dir, id)) {
+        for id in &work.dead {
+            match fs::remove_file(self.path(dir, *id)) {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
         }
-        if forget {
+        if work.forget_previous {
             let mine = format!("{}-", self.instance);
             for entry in fs::read_dir(dir)? {
                 let entry = entry?;
@@ -188,7 +218,10 @@ impl Records {
         if self.dir.is_none() {
             return Ok(());
         }
-        self.lock().forget_previous = true;
+        self.note(Pending {
+            dead: Vec::new(),
+            forget_previous: true,
+        });
         self.settle()
     }
 }

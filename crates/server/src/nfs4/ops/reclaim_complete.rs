@@ -34,7 +34,14 @@ async fn complete(cx: &mut Compound, id: ClientId4) -> Result<(), NfsStat4> {
         }
         Err(_) => return Err(NfsStat4::Nfs4errServerfault),
     }
-    cx.srv.state().reclaim_complete(id)?;
+    if let Err(e) = cx.srv.state().reclaim_complete(id) {
+        if e == NfsStat4::Nfs4errStaleClientid {
+            // Purged while its record was written: the record goes too
+            // (before the reply, at the end of the compound).
+            cx.srv.state().records().dead([id]);
+        }
+        return Err(e);
+    }
     cx.srv.end_grace_if_due().await;
     Ok(())
 }
