@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 pub mod local;
 pub mod mem;
+pub mod wal;
 
 /// A backend's handle for an object: opaque, stable across server restarts,
 /// at most [`MAX_HANDLE`] bytes. Protocol layers wrap it in their own
