@@ -479,17 +479,16 @@ impl LocalFs {
     /// Makes an object's metadata durable (for a directory, its entries),
     /// as NFS requires of a change before it is answered (RFC 1813 §3.3,
     /// RFC 8881 §18: "stable storage"). `fd` is an `O_PATH` descriptor
-    /// (as every resolved object's is): a regular file or directory is
-    /// opened again to sync it; other kinds are made durable by their
-    /// directory's sync.
-    fn make_durable(&self, fd: RawFd) -> Result<()> {
+    /// (as every resolved object's is) of an object of type `fmt`
+    /// (`S_IFMT` bits): a regular file or directory is opened again to
+    /// sync it; other kinds are made durable by their directory's sync.
+    fn make_durable(&self, fd: RawFd, fmt: u32) -> Result<()> {
         if !self.durable {
             return Ok(());
         }
         self.metadata_syncs
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let st = sys::fstat(fd)?;
-        let flags = match st.st_mode & libc::S_IFMT {
+        let flags = match fmt {
             libc::S_IFDIR => libc::O_RDONLY | libc::O_DIRECTORY,
             libc::S_IFREG => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOATIME,
             _ => return Ok(()),
@@ -1081,7 +1080,7 @@ impl LocalFs {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             file.sync_all()?;
         }
-        self.make_durable(d.raw())?;
+        self.make_durable(d.raw(), libc::S_IFDIR)?;
         let st = sys::fstat(raw)?;
         if let Ok(pfd) = sys::openat(libc::AT_FDCWD, &sys::proc_path(raw), libc::O_PATH, 0) {
             lock(&self.fds).insert(h.clone(), Arc::new(pfd));
@@ -1274,7 +1273,7 @@ impl Vfs for LocalFs {
                 sys::utimes_fd(o.raw(), set_time(set.atime), set_time(set.mtime))?;
             }
         }
-        self.make_durable(o.raw())?;
+        self.make_durable(o.raw(), o.fmt())?;
         let st = sys::fstat(o.raw())?;
         self.touched(&st);
         Ok(self.attr(&st))
@@ -1440,7 +1439,7 @@ impl Vfs for LocalFs {
                 _ => match set.size {
                     Some(size) => {
                         self.truncate(c, &h, &o, size)?;
-                        self.make_durable(o.raw())?;
+                        self.make_durable(o.raw(), o.fmt())?;
                         let st = sys::fstat(o.raw())?;
                         self.touched(&st);
                         Ok((h, self.attr(&st), false))
@@ -1499,8 +1498,10 @@ impl Vfs for LocalFs {
                 self.apply_new(fd.as_raw_fd(), is_link, perm, set, true)?;
             }
             // The new object (a directory's own entries), then its name.
-            self.make_durable(fd.as_raw_fd())?;
-            self.make_durable(d.raw())?;
+            if is_dir {
+                self.make_durable(fd.as_raw_fd(), libc::S_IFDIR)?;
+            }
+            self.make_durable(d.raw(), libc::S_IFDIR)?;
             let (h, a, _) = self.adopt(fd)?;
             Ok((h, a))
         })();
@@ -1538,7 +1539,7 @@ impl Vfs for LocalFs {
             }
         }
         self.touched_fd(d.raw());
-        self.make_durable(d.raw())
+        self.make_durable(d.raw(), libc::S_IFDIR)
     }
 
     fn rename(
@@ -1595,9 +1596,9 @@ impl Vfs for LocalFs {
         }
         // Both names: the new one first, so that a crash between leaves
         // the object under its new name at least.
-        self.make_durable(td.raw())?;
+        self.make_durable(td.raw(), libc::S_IFDIR)?;
         if from != to {
-            self.make_durable(fd.raw())?;
+            self.make_durable(fd.raw(), libc::S_IFDIR)?;
         }
         Ok(())
     }
@@ -1618,8 +1619,8 @@ impl Vfs for LocalFs {
         self.touched_fd(d.raw());
         self.touched_fd(f.raw());
         // The new name, and the file's link count.
-        self.make_durable(d.raw())?;
-        self.make_durable(f.raw())
+        self.make_durable(d.raw(), libc::S_IFDIR)?;
+        self.make_durable(f.raw(), f.fmt())
     }
 
     fn readlink(&self, _c: &Creds, h: &Handle) -> Result<Bytes> {
