@@ -3,7 +3,8 @@
 //! Claims: CLAIM_NULL (a name in the current directory, possibly created),
 //! CLAIM_FH (the current filehandle) and CLAIM_PREVIOUS (a reclaim in the
 //! grace period after a restart, by a client recorded before it: the
-//! current filehandle is the file, as with CLAIM_FH). No delegations are granted, so the delegation claims fail.
+//! current filehandle is the file, as with CLAIM_FH). No delegations are
+//! granted, so the delegation claims fail.
 
 use proto::nfs4::*;
 
