@@ -62,6 +62,8 @@ pub struct FileConfig {
     pub grace_seconds: Option<u64>,
     /// Most session slots granted to a client.
     pub max_slots: Option<u32>,
+    /// Most client records held at once.
+    pub max_clients: Option<usize>,
     /// Largest READ/WRITE in bytes.
     pub max_io: Option<u32>,
     /// Reply-cache memory budget in MiB.
@@ -166,6 +168,12 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             );
         }
         nfs4.grace = Some(Duration::from_secs(g));
+    }
+    if let Some(n) = file.max_clients {
+        if n == 0 {
+            bail!("max_clients = 0 would refuse every client");
+        }
+        nfs4.max_clients = n;
     }
     if let Some(s) = file.max_slots {
         nfs4.max_slots = s.max(1);

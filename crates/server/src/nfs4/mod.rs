@@ -38,6 +38,9 @@ pub struct Nfs4Config {
     /// The grace period after a restart (RFC 8881 §8.4.2.1); `None`: one
     /// lease.
     pub grace: Option<Duration>,
+    /// Client records held at most; a new client beyond them waits
+    /// (NFS4ERR_DELAY) until expired ones are reaped.
+    pub max_clients: usize,
     /// Most slots granted per session (RFC 8881 §2.10.6.1).
     pub max_slots: u32,
     /// Largest COMPOUND request and reply, in bytes.
@@ -64,6 +67,7 @@ impl Default for Nfs4Config {
         Nfs4Config {
             lease: Duration::from_secs(90),
             grace: None,
+            max_clients: 65536,
             max_slots: 1024,
             max_request: 1024 * 1024 + 16 * 1024,
             max_response: 1024 * 1024 + 16 * 1024,
@@ -134,6 +138,7 @@ impl Nfs4Server {
         let ns = pseudo::Namespace::build(&exports);
         let cfg_lease = cfg.lease;
         let grace = cfg.grace.unwrap_or(cfg.lease);
+        let max_clients = cfg.max_clients;
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         Arc::new(Nfs4Server {
@@ -160,7 +165,8 @@ impl Nfs4Server {
                 recovery.records,
                 recovery.previous,
                 grace,
-            ),
+            )
+            .with_max_clients(max_clients),
         })
     }
 

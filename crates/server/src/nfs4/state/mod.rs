@@ -35,6 +35,8 @@ use rpc::Connection;
 
 use crate::locks::{Held, LockKind};
 use crate::nfs4::recovery::{Grace, Records};
+
+static FULL_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
 use client::{exchange_decision, ExchangeDecision};
 pub use client::{Client, Principal};
 use clock::Clock;
@@ -174,6 +176,13 @@ impl State {
         }
     }
 
+    /// Holds at most `n` client records: EXCHANGE_ID for a new client
+    /// beyond them, once expired clients are reaped, is NFS4ERR_DELAY.
+    pub fn with_max_clients(self, n: usize) -> State {
+        self.tables().max_clients = n.max(1);
+        self
+    }
+
     /// The client records on stable storage.
     pub fn records(&self) -> &Records {
         &self.records
@@ -268,6 +277,20 @@ impl State {
                 ExchangeDecision::New { remove } => {
                     for r in remove {
                         t.purge_client(r);
+                    }
+                    // Bounded whatever clients send: past the cap, the
+                    // expired go first, then newcomers wait.
+                    if t.clients.len() >= t.max_clients {
+                        t.reap(now);
+                    }
+                    if t.clients.len() >= t.max_clients {
+                        if let Some(n) = FULL_LOG.allow() {
+                            tracing::warn!(
+                                clients = t.clients.len(),
+                                "client table full: EXCHANGE_ID answered NFS4ERR_DELAY ({n} more not logged)"
+                            );
+                        }
+                        return Err(NfsStat4::Nfs4errDelay);
                     }
                     t.add_client(owner, principal, now)
                 }

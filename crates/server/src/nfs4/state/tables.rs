@@ -59,6 +59,8 @@ pub(super) struct Tables {
     pub dead_records: Vec<ClientId4>,
     /// The grace period after a restart (RFC 8881 §8.4.2.1).
     pub grace: Grace,
+    /// Client records held at most (EXCHANGE_ID beyond it: NFS4ERR_DELAY).
+    pub max_clients: usize,
 }
 
 impl Tables {
@@ -75,6 +77,7 @@ impl Tables {
             dead_sessions: Vec::new(),
             dead_records: Vec::new(),
             grace: Grace::none(),
+            max_clients: usize::MAX,
         }
     }
 

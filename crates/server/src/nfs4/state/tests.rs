@@ -659,3 +659,36 @@ fn a_fresh_server_has_no_grace_period() {
     assert_eq!(f.st.may_take_state(c, false), Ok(()));
     assert_eq!(f.st.may_take_state(c, true), Err(NfsStat4::Nfs4errNoGrace));
 }
+
+#[test]
+fn a_full_client_table_makes_newcomers_wait_until_expired_clients_go() {
+    let clock = Arc::new(ManualClock::default());
+    let st = State::new(7, L, clock.clone()).with_max_clients(2);
+    let f = Fixture { clock, st };
+    let p = || Principal::Sys { uid: 0, gid: 0 };
+    let (a, _) = f.client("a");
+    f.exchange("b");
+    assert_eq!(
+        f.st.exchange_id(&Fixture::owner("c", 1), p(), false)
+            .map(|_| ()),
+        Err(NfsStat4::Nfs4errDelay)
+    );
+    // A known owner is not a newcomer.
+    assert!(f
+        .st
+        .exchange_id(&Fixture::owner("a", 1), p(), false)
+        .is_ok());
+    // "b" never confirmed: gone after a lease, and "c" gets its place
+    // ("a" keeps renewing).
+    f.advance_to(L + s(1));
+    f.st.may_take_state(a, false).unwrap();
+    assert!(f
+        .st
+        .exchange_id(&Fixture::owner("a", 1), p(), false)
+        .is_ok());
+    assert!(f
+        .st
+        .exchange_id(&Fixture::owner("c", 1), p(), false)
+        .is_ok());
+    assert_eq!(f.st.client_count(), 2);
+}
