@@ -422,8 +422,10 @@ impl Connection {
         }
         match &self.sink {
             Sink::Socket(out) => {
-                let hold = charge;
-                if !out.push(Queued { chunks, hold }) {
+                if !out.push(Queued {
+                    chunks,
+                    hold: charge,
+                }) {
                     return false;
                 }
                 if !direct {

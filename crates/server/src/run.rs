@@ -85,8 +85,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             rules: e.rules.clone(),
         });
     }
-    let grace = cfg.nfs4.grace.unwrap_or(cfg.nfs4.lease);
-    let recovery = crate::nfs4::Recovery::open(&cfg.state_dir, grace)?;
+    let recovery = crate::nfs4::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period())?;
     let nfs4 = Nfs4Server::recovering(
         cfg.nfs4.clone(),
         key,

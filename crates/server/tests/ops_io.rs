@@ -391,11 +391,7 @@ async fn open_in_grace_is_reclaims_by_recorded_clients_only() {
     };
     let s = h.client("c").await;
     let g = h.client_with("rebooted", reclaiming).await;
-    let root = {
-        let r = h.seq(&g, &[putroot(), getfh()]).await;
-        ok(&r);
-        fh_at(&r, 2)
-    };
+    let root = root_fh(&h, &g).await;
     let fh = lookup_fh(&h, &g, &root, "f").await;
     let previous = |c: &Session| {
         open(

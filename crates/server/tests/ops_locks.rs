@@ -241,11 +241,7 @@ async fn lock_before_reclaim_complete_is_grace_except_reclaims() {
         ..Default::default()
     };
     let g = h.client_with("rebooted", opts).await;
-    let root = {
-        let r = h.seq(&g, &[putroot(), getfh()]).await;
-        ok(&r);
-        fh_at(&r, 2)
-    };
+    let root = root_fh(&h, &g).await;
     let fh = lookup_fh(&h, &g, &root, "f").await;
     let previous = open(
         &g,

@@ -465,11 +465,6 @@ impl LocalFs {
         self.durable = !on;
     }
 
-    /// Whether metadata changes are made durable before they return.
-    pub(super) fn durable_metadata(&self) -> bool {
-        self.durable
-    }
-
     /// How many objects were synced to make metadata changes durable.
     pub fn metadata_syncs(&self) -> u64 {
         self.metadata_syncs
@@ -483,21 +478,30 @@ impl LocalFs {
     /// (`S_IFMT` bits): a regular file or directory is opened again to
     /// sync it; other kinds are made durable by their directory's sync.
     fn make_durable(&self, fd: RawFd, fmt: u32) -> Result<()> {
-        if !self.durable {
-            return Ok(());
-        }
-        self.metadata_syncs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let flags = match fmt {
             libc::S_IFDIR => libc::O_RDONLY | libc::O_DIRECTORY,
             libc::S_IFREG => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOATIME,
             _ => return Ok(()),
         };
-        let again = sys::openat(libc::AT_FDCWD, &sys::proc_path(fd), flags, 0).or_else(|_| {
-            let flags = flags & !libc::O_NOATIME;
-            sys::openat(libc::AT_FDCWD, &sys::proc_path(fd), flags, 0)
-        })?;
-        sys::fsync(again.as_raw_fd())
+        self.durable_sync(|| {
+            let again =
+                sys::openat(libc::AT_FDCWD, &sys::proc_path(fd), flags, 0).or_else(|_| {
+                    let flags = flags & !libc::O_NOATIME;
+                    sys::openat(libc::AT_FDCWD, &sys::proc_path(fd), flags, 0)
+                })?;
+            sys::fsync(again.as_raw_fd())
+        })
+    }
+
+    /// Runs `sync`, which makes a metadata change durable, unless the
+    /// export is `async`; counted in [`LocalFs::metadata_syncs`].
+    pub(super) fn durable_sync(&self, sync: impl FnOnce() -> Result<()>) -> Result<()> {
+        if !self.durable {
+            return Ok(());
+        }
+        self.metadata_syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        sync()
     }
 
     fn root_raw(&self) -> RawFd {
@@ -1075,11 +1079,7 @@ impl LocalFs {
             }
         };
         // The new file, then its name.
-        if self.durable {
-            self.metadata_syncs
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            file.sync_all()?;
-        }
+        self.durable_sync(|| file.sync_all().map_err(Errno::from))?;
         self.make_durable(d.raw(), libc::S_IFDIR)?;
         let st = sys::fstat(raw)?;
         if let Ok(pfd) = sys::openat(libc::AT_FDCWD, &sys::proc_path(raw), libc::O_PATH, 0) {

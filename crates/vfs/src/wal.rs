@@ -366,8 +366,7 @@ impl Wal {
         }
         let seq = s.next_seq;
         s.next_seq += 1;
-        let State { pending, .. } = &mut *s;
-        encode(pending, seq, payload);
+        encode(&mut s.pending, seq, payload);
         s.pending_end = seq + 1;
         loop {
             if let Some(why) = &s.failed {

@@ -62,6 +62,13 @@ pub struct Nfs4Config {
     pub numeric_owners: bool,
 }
 
+impl Nfs4Config {
+    /// The grace period after a restart: as configured, else one lease.
+    pub fn grace_period(&self) -> Duration {
+        self.grace.unwrap_or(self.lease)
+    }
+}
+
 impl Default for Nfs4Config {
     fn default() -> Self {
         Nfs4Config {
@@ -137,7 +144,7 @@ impl Nfs4Server {
         let host = hostname();
         let ns = pseudo::Namespace::build(&exports);
         let cfg_lease = cfg.lease;
-        let grace = cfg.grace.unwrap_or(cfg.lease);
+        let grace = cfg.grace_period();
         let max_clients = cfg.max_clients;
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
@@ -258,7 +265,6 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
-/// The RPC face of the NFSv4 server: program 100003 version 4.
 /// What a server keeps for reboot recovery (RFC 8881 §8.4.2).
 pub struct Recovery {
     pub records: recovery::Records,
@@ -302,6 +308,7 @@ impl Recovery {
     }
 }
 
+/// The RPC face of the NFSv4 server: program 100003 version 4.
 pub struct Nfs4Service(pub Arc<Nfs4Server>);
 
 /// NFSPROC4_COMPOUND (RFC 8881 §16.2).

@@ -43,8 +43,8 @@ impl LocalFs {
         self.touched_fd(f.as_raw_fd());
         // Space reserved past the end is a size change: stable before it
         // is answered, as SETATTR's is.
-        if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && self.durable_metadata() {
-            f.sync_all()?;
+        if mode & libc::FALLOC_FL_KEEP_SIZE == 0 {
+            self.durable_sync(|| f.sync_all().map_err(Errno::from))?;
         }
         Ok(())
     }

@@ -35,8 +35,6 @@ use rpc::Connection;
 
 use crate::locks::{Held, LockKind};
 use crate::nfs4::recovery::{Grace, Records};
-
-static FULL_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
 use client::{exchange_decision, ExchangeDecision};
 pub use client::{Client, Principal};
 use clock::Clock;
@@ -46,6 +44,9 @@ use slots::{CacheMemory, SlotTable};
 pub use stateid::next_seqid;
 use tables::Tables;
 pub use waiters::{LockWaiters, Waiter};
+
+/// EXCHANGE_IDs refused for a full client table, logged at most this often.
+static FULL_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
 
 /// An object that state attaches to: export id and backend handle.
 pub type FileKey = (u16, vfs::Handle);
@@ -472,15 +473,7 @@ impl State {
     /// §18.51): its record goes to stable storage before
     /// [`State::reclaim_complete`].
     pub fn reclaim_owner(&self, client: ClientId4) -> Result<Bytes, NfsStat4> {
-        let t = self.tables();
-        let c = t
-            .clients
-            .get(&client)
-            .ok_or(NfsStat4::Nfs4errStaleClientid)?;
-        if c.reclaim_complete {
-            return Err(NfsStat4::Nfs4errCompleteAlready);
-        }
-        Ok(c.owner.clone())
+        self.tables().reclaiming_owner(client)
     }
 
     /// RECLAIM_COMPLETE (RFC 8881 §18.51) for the whole client, its record
@@ -488,15 +481,10 @@ impl State {
     /// over, and reclaims no more.
     pub fn reclaim_complete(&self, client: ClientId4) -> Result<(), NfsStat4> {
         self.with(|t, _| {
-            let c = t
-                .clients
-                .get_mut(&client)
-                .ok_or(NfsStat4::Nfs4errStaleClientid)?;
-            if c.reclaim_complete {
-                return Err(NfsStat4::Nfs4errCompleteAlready);
+            let owner = t.reclaiming_owner(client)?;
+            if let Some(c) = t.clients.get_mut(&client) {
+                c.reclaim_complete = true;
             }
-            c.reclaim_complete = true;
-            let owner = c.owner.clone();
             t.grace.reclaimed(&owner);
             Ok(())
         })

@@ -492,6 +492,19 @@ impl Tables {
         }
     }
 
+    /// The owner of `client`, which has not sent RECLAIM_COMPLETE yet
+    /// (else NFS4ERR_COMPLETE_ALREADY, RFC 8881 §18.51.3).
+    pub fn reclaiming_owner(&self, client: ClientId4) -> Result<Bytes, NfsStat4> {
+        let c = self
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?;
+        if c.reclaim_complete {
+            return Err(NfsStat4::Nfs4errCompleteAlready);
+        }
+        Ok(c.owner.clone())
+    }
+
     /// Whether `client` may take state now: by reclaim (`reclaim`) or new
     /// (RFC 8881 §8.4.2.1, §8.4.3, §18.51.3). A reclaim needs the grace
     /// period, a record of the client from before the restart and no
