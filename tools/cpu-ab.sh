@@ -8,10 +8,13 @@
 #   tools/cpu-ab.sh A_BINARY B_BINARY [OUTDIR]
 #
 # Environment: REPS (default 2), DURATION (default 5s), ONLY (default
-# "randread dirlist create"; also randread1, randwrite, writesync, smallfile, locked). Prints one line per run and a summary with
-# the B/A ratio of the mean µs per operation.
+# "randread dirlist create"; also randread1, randwrite, writesync(1),
+# smallfile, locked), LOG_A=1 / LOG_B=1 (that server gets a write log,
+# `--log OUTDIR/A/log`: the same binary as A and B compares with and
+# without). Prints one line per run and a summary with the B/A ratio of
+# the mean µs per operation.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 A="$1"; B="$2"; OUT="${3:-/tmp/cpu-ab}"
 REPS="${REPS:-2}"; DURATION="${DURATION:-5s}"
 ONLY="${ONLY:-randread dirlist create}"
@@ -22,8 +25,9 @@ cleanup() { for s in A B; do [ -n "${PID[$s]:-}" ] && kill "${PID[$s]}" 2>/dev/n
 trap cleanup EXIT
 for s in A B; do
     rm -rf "$OUT/$s" && mkdir -p "$OUT/$s/export" "$OUT/$s/state"
+    log=(); v="LOG_$s"; [ "${!v:-0}" = 1 ] && log=(--log "$OUT/$s/log")
     taskset -c 1 "${BIN[$s]}" serve "$OUT/$s/export" --listen "127.0.0.1:${PORT[$s]}" \
-        --state-dir "$OUT/$s/state" > "$OUT/$s/server.log" 2>&1 &
+        --state-dir "$OUT/$s/state" "${log[@]}" > "$OUT/$s/server.log" 2>&1 &
     PID[$s]=$!
 done
 sleep 1
@@ -35,6 +39,7 @@ args() {
         randread1) echo "randread --file-size 64m --io-size 4k --threads 1 --duration $DURATION --warmup 1s --runs 1" ;;
         randwrite) echo "randwrite --file-size 64m --io-size 4k --threads 16 --duration $DURATION --warmup 1s --runs 1" ;;
         writesync) echo "randwrite --file-size 64m --io-size 4k --threads 16 --sync --duration $DURATION --warmup 1s --runs 1" ;;
+        writesync1) echo "randwrite --file-size 64m --io-size 4k --threads 1 --sync --duration $DURATION --warmup 1s --runs 1" ;;
         smallfile) echo "smallfile-read --threads 8 --duration $DURATION --warmup 1s --runs 1" ;;
         locked) echo "locked-read --duration 10m" ;;
         dirlist) echo "dirlist --threads 4 --duration $DURATION --warmup 1s --runs 1" ;;
@@ -44,7 +49,7 @@ args() {
 for w in $ONLY; do
     for s in A B; do
         case "$w" in
-            randread|randread1|randwrite|writesync) "$A" bench prepare randread --target "$(target $s)" --file-size 64m >/dev/null ;;
+            randread|randread1|randwrite|writesync|writesync1) "$A" bench prepare randread --target "$(target $s)" --file-size 64m >/dev/null ;;
             smallfile|locked) "$A" bench prepare smallfile-read --target "$(target $s)" >/dev/null ;;
             dirlist) "$A" bench prepare dirlist --target "$(target $s)" >/dev/null ;;
         esac

@@ -80,6 +80,7 @@ impl Exports {
             dir: dirs[p].path().to_path_buf(),
             rules: r,
             metadata_async: false,
+            log: None,
         };
         let exports = vec![
             export(DATA, rules(vec![rule(false, Squash::Root)], all.clone())),
@@ -882,6 +883,7 @@ async fn owner_names_when_not_numeric() {
             path: p.into(),
             dir: d.path().to_path_buf(),
             metadata_async: false,
+            log: None,
             rules: rules(
                 vec![rule(false, Squash::None)],
                 vec![Flavor::Sys, Flavor::None],

@@ -43,6 +43,15 @@ pub struct ServeArgs {
     /// before they are on stable storage; a power loss may undo them.
     #[arg(long = "async", requires = "dir")]
     pub metadata_async: bool,
+    /// With DIR: a write log in this directory (ideally on a faster device
+    /// than DIR's): stable WRITEs are answered once logged, many sharing
+    /// one sync, and reach DIR in the background.
+    #[arg(long, requires = "dir")]
+    pub log: Option<PathBuf>,
+    /// With --log: the most the log may hold, in MiB (default 1024);
+    /// writers wait while it is full.
+    #[arg(long, requires = "log")]
+    pub log_mib: Option<u64>,
     /// Most client connections open at once; more are closed on arrival.
     #[arg(long)]
     pub max_connections: Option<usize>,
@@ -95,6 +104,10 @@ pub struct FileExport {
     /// Answer metadata changes before they are on stable storage.
     #[serde(rename = "async")]
     pub metadata_async: Option<bool>,
+    /// A write log for stable WRITEs in this directory (outside `dir`).
+    pub log: Option<PathBuf>,
+    /// The most the write log may hold, in MiB (default 1024).
+    pub log_mib: Option<u64>,
 }
 
 /// One client rule of an export (the fields of exports(5) that apply).
@@ -144,6 +157,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             }
             rule.secure = args.secure;
             e.metadata_async = args.metadata_async;
+            e.log = log_config(&e.path, &e.dir, args.log.as_ref(), args.log_mib)?;
             vec![e]
         }
         None => exports_of(&file.export)?,
@@ -223,6 +237,41 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     })
 }
 
+/// The write log of the export at `path` serving `dir`: the log must
+/// not be inside the export (clients would see and change it).
+fn log_config(
+    path: &str,
+    dir: &Path,
+    log: Option<&PathBuf>,
+    mib: Option<u64>,
+) -> anyhow::Result<Option<server::writelog::LogConfig>> {
+    let Some(log) = log else {
+        if mib.is_some() {
+            bail!("export {path}: log_mib without a log");
+        }
+        return Ok(None);
+    };
+    let abs = |p: &Path| -> PathBuf {
+        let p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        p.canonicalize().unwrap_or(p)
+    };
+    if abs(log).starts_with(abs(dir)) {
+        bail!(
+            "export {path}: the write log {} is inside the exported directory {}",
+            log.display(),
+            dir.display()
+        );
+    }
+    let mib = mib.unwrap_or(server::writelog::LogConfig::DEFAULT_CAPACITY >> 20);
+    if mib < 8 {
+        bail!("export {path}: log_mib = {mib} is too small (at least 8)");
+    }
+    Ok(Some(server::writelog::LogConfig {
+        dir: log.clone(),
+        capacity_bytes: mib << 20,
+    }))
+}
+
 /// Checks and converts the `[[export]]` tables.
 pub fn exports_of(file: &[FileExport]) -> anyhow::Result<Vec<ExportConfig>> {
     let mut out: Vec<ExportConfig> = Vec::new();
@@ -256,11 +305,25 @@ pub fn exports_of(file: &[FileExport]) -> anyhow::Result<Vec<ExportConfig>> {
                 .map(|c| client_rule(c).with_context(|| format!("export {path}")))
                 .collect::<anyhow::Result<_>>()?,
         };
+        let log = log_config(&path, &e.dir, e.log.as_ref(), e.log_mib)?;
+        if let Some(l) = &log {
+            if let Some(other) = out
+                .iter()
+                .find(|o| o.log.as_ref().is_some_and(|o| o.dir == l.dir))
+            {
+                bail!(
+                    "exports {} and {path} name the same write log {}",
+                    other.path,
+                    l.dir.display()
+                );
+            }
+        }
         out.push(ExportConfig {
             path,
             dir: e.dir.clone(),
             rules: ExportRules { clients, sec },
             metadata_async: e.metadata_async.unwrap_or(false),
+            log,
         });
     }
     if out.len() > 1 && out.iter().any(|e| e.path == "/") {
@@ -419,6 +482,33 @@ mod tests {
     }
 
     #[test]
+    fn write_logs() {
+        let one =
+            parse("[[export]]\npath = \"/a\"\ndir = \"/x\"\nlog = \"/l\"\nlog_mib = 64").unwrap();
+        assert_eq!(
+            one[0].log,
+            Some(server::writelog::LogConfig {
+                dir: "/l".into(),
+                capacity_bytes: 64 << 20
+            })
+        );
+        for (bad, why) in [
+            (
+                "dir = \"/x\"\nlog = \"/x/log\"",
+                "inside the exported directory",
+            ),
+            ("dir = \"/x\"\nlog = \"/l\"\nlog_mib = 1", "too small"),
+            ("dir = \"/x\"\nlog_mib = 64", "without a log"),
+        ] {
+            let e = parse(&format!("[[export]]\npath = \"/a\"\n{bad}")).unwrap_err();
+            assert!(format!("{e:#}").contains(why), "{bad}: {e:#}");
+        }
+        let shared = "[[export]]\npath = \"/a\"\ndir = \"/x\"\nlog = \"/l\"\n\
+                      [[export]]\npath = \"/b\"\ndir = \"/y\"\nlog = \"/l\"";
+        assert!(format!("{:#}", parse(shared).unwrap_err()).contains("same write log"));
+    }
+
+    #[test]
     fn client_matches() {
         let e = parse(
             r#"
@@ -463,6 +553,8 @@ mod tests {
             root_squash: false,
             secure: false,
             metadata_async: false,
+            log: None,
+            log_mib: None,
             max_connections: None,
             idle_timeout: None,
         };
@@ -493,6 +585,8 @@ mod tests {
             root_squash: false,
             secure: false,
             metadata_async: false,
+            log: None,
+            log_mib: None,
             max_connections: None,
             idle_timeout: None,
         };
@@ -517,6 +611,8 @@ mod tests {
             root_squash: false,
             secure: false,
             metadata_async: false,
+            log: None,
+            log_mib: None,
             max_connections: Some(0),
             idle_timeout: Some(60),
         };

@@ -25,6 +25,8 @@ pub struct Export {
     pub fsid: (u64, u64),
     /// Who may use it, and how.
     pub rules: ExportRules,
+    /// Its write log, where stable WRITEs are made durable.
+    pub log: Option<std::sync::Arc<crate::writelog::WriteLog>>,
 }
 
 /// Which clients a rule covers.

@@ -7,3 +7,4 @@ pub mod iopool;
 pub mod locks;
 pub mod nfs4;
 pub mod run;
+pub mod writelog;

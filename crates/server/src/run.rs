@@ -26,6 +26,8 @@ pub struct ExportConfig {
     /// size) before they are on stable storage: a power loss may undo
     /// acknowledged ones. Stable WRITEs and COMMIT still sync.
     pub metadata_async: bool,
+    /// A write log for stable WRITEs ([`crate::writelog`]), or none.
+    pub log: Option<crate::writelog::LogConfig>,
 }
 
 impl ExportConfig {
@@ -37,6 +39,7 @@ impl ExportConfig {
             dir: dir.into(),
             rules: ExportRules::open(),
             metadata_async: false,
+            log: None,
         }
     }
 }
@@ -60,10 +63,48 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops accepting connections and waits for the listener to finish.
+    /// Stops serving as a crash would, for tests and harnesses: the
+    /// listener ends (clients drop their connections themselves), and
+    /// every export's write log stops as it is, with nothing applied (the
+    /// next start replays it).
+    pub async fn crash(self) {
+        for log in self.nfs4.exports.iter().filter_map(|e| e.log.as_ref()) {
+            log.halt();
+        }
+        self.task.abort();
+        let _ = self.task.await;
+    }
+
+    /// Stops accepting connections, waits for the listener to finish and
+    /// applies every export's write log (nothing left to replay).
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
+        let logs: Vec<_> = self
+            .nfs4
+            .exports
+            .iter()
+            .filter_map(|e| e.log.clone())
+            .collect();
+        let drained = tokio::task::spawn_blocking(move || {
+            for log in logs {
+                if let Err(e) = log.drain() {
+                    tracing::error!(log = %log.dir().display(), "write log: applying at stop: {e}");
+                }
+                let st = log.stats();
+                tracing::info!(
+                    log = %log.dir().display(),
+                    writes = st.writes,
+                    barriers = st.barriers,
+                    records = st.records,
+                    syncs = st.syncs,
+                    bytes = st.bytes,
+                    applies = st.applies,
+                    "write log: stopped, everything applied"
+                );
+            }
+        });
+        let _ = drained.await;
     }
 }
 
@@ -77,12 +118,23 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         let mut fs = vfs::local::LocalFs::new(&e.dir)?;
         fs.set_async(e.metadata_async);
         let id = i as u16;
+        let vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
+        // Replayed before anyone is served; a log that cannot be is an
+        // error, never ignored.
+        let log = match &e.log {
+            Some(l) => Some(
+                crate::writelog::WriteLog::open(l, vfs.clone())
+                    .map_err(|why| std::io::Error::other(format!("export {}: {why}", e.path)))?,
+            ),
+            None => None,
+        };
         exports.push(Export {
             id,
             path: e.path.clone(),
-            vfs: Arc::new(fs),
+            vfs,
             fsid: (0x4645_5252, id as u64 + 1),
             rules: e.rules.clone(),
+            log,
         });
     }
     let recovery = crate::nfs4::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period())?;

@@ -22,13 +22,22 @@ pub struct TestServer {
     pub state: TempDir,
     /// The grace period after a restart.
     pub grace: Duration,
+    /// The export's write log (in the state directory), if it has one.
+    pub log: bool,
 }
 
-fn config(export: &TempDir, state: &TempDir, grace: Duration) -> ServerConfig {
+fn config(export: &TempDir, state: &TempDir, grace: Duration, log: bool) -> ServerConfig {
+    let mut e = ExportConfig::open("/", export.path());
+    if log {
+        e.log = Some(server::writelog::LogConfig {
+            dir: state.path().join("log"),
+            capacity_bytes: 16 << 20,
+        });
+    }
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
         state_dir: state.path().to_path_buf(),
-        exports: vec![ExportConfig::open("/", export.path())],
+        exports: vec![e],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(grace),
@@ -47,9 +56,18 @@ impl TestServer {
 
     /// A server with a grace period of `grace` after each restart.
     pub async fn start_with_grace(grace: Duration) -> TestServer {
+        Self::start_as(grace, false).await
+    }
+
+    /// A server whose export has a write log.
+    pub async fn start_logged() -> TestServer {
+        Self::start_as(Duration::ZERO, true).await
+    }
+
+    async fn start_as(grace: Duration, log: bool) -> TestServer {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
-        let running = server::run::start(config(&export, &state, grace))
+        let running = server::run::start(config(&export, &state, grace, log))
             .await
             .expect("server starts");
         TestServer {
@@ -58,7 +76,18 @@ impl TestServer {
             export,
             state,
             grace,
+            log,
         }
+    }
+
+    /// Stops the server as a crash would (nothing applied, no goodbye to
+    /// clients) and starts a new one on the same directories.
+    pub async fn crash_restart(&mut self, meanwhile: impl FnOnce(&Self)) {
+        if let Some(r) = self.running.take() {
+            r.crash().await;
+        }
+        meanwhile(self);
+        self.start_again().await;
     }
 
     /// Stops the server and starts a new one on the same export and state
@@ -67,9 +96,12 @@ impl TestServer {
         if let Some(r) = self.running.take() {
             r.stop().await;
         }
-        let running = server::run::start(config(&self.export, &self.state, self.grace))
-            .await
-            .expect("server restarts");
+        self.start_again().await;
+    }
+
+    async fn start_again(&mut self) {
+        let cfg = config(&self.export, &self.state, self.grace, self.log);
+        let running = server::run::start(cfg).await.expect("server restarts");
         self.addr = running.addr;
         self.running = Some(running);
     }

@@ -44,6 +44,7 @@ fn open_root(fs: Arc<dyn vfs::Vfs>) -> Export {
         vfs: fs,
         fsid: (0x4645_5252, 1),
         rules: ExportRules::open(),
+        log: None,
     }
 }
 

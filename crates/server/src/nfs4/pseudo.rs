@@ -303,6 +303,7 @@ mod tests {
             vfs: Arc::new(vfs::local::LocalFs::new(dir).unwrap()),
             fsid: (0x4645_5252, id as u64 + 1),
             rules: ExportRules::open(),
+            log: None,
         }
     }
 

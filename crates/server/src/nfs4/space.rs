@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use super::check::regular;
 use super::compound::Compound;
+use super::stable;
 
 /// ALLOCATE (`punch` false) and DEALLOCATE (`punch` true) of
 /// `[offset, offset + length)`: NFSv4.2 only, checked like a WRITE.
@@ -39,5 +40,7 @@ pub async fn space(
             v.allocate(c, &handle, offset, length).map(Ok)
         }
     })
-    .await?
+    .await??;
+    stable::barrier(cx, fh.export, &fh.handle).await?;
+    Ok(())
 }

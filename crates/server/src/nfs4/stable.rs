@@ -28,25 +28,36 @@ use tokio::sync::watch;
 /// request holds it, so in-flight requests bound the rest).
 const KEEP: usize = 4096;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Progress {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Progress<E> {
     /// Every ticket up to this one is stable.
     done: u64,
     /// A sync is under way.
     running: bool,
     /// A sync failed with this status: every ticket not done fails.
-    failed: Option<NfsStat4>,
+    failed: Option<E>,
 }
 
-/// The tickets of one file and the syncs that cover them.
+impl<E> Default for Progress<E> {
+    fn default() -> Self {
+        Progress {
+            done: 0,
+            running: false,
+            failed: None,
+        }
+    }
+}
+
+/// The tickets of one file (or one write log) and the syncs that cover
+/// them; `E` is the error a failed sync reports.
 #[derive(Debug)]
-pub struct Group {
+pub struct Group<E = NfsStat4> {
     issued: AtomicU64,
-    progress: watch::Sender<Progress>,
+    progress: watch::Sender<Progress<E>>,
     syncs: AtomicU64,
 }
 
-impl Default for Group {
+impl<E> Default for Group<E> {
     fn default() -> Self {
         Group {
             issued: AtomicU64::new(0),
@@ -56,14 +67,14 @@ impl Default for Group {
     }
 }
 
-impl Group {
+impl<E: Copy> Group<E> {
     /// Takes a ticket (the caller's data is written) and returns once a
     /// sync begun after it has succeeded, running `sync` if none is under
     /// way; the sync's error if one failed.
-    pub async fn stable<F, Fut>(&self, sync: F) -> Result<(), NfsStat4>
+    pub async fn stable<F, Fut>(&self, sync: F) -> Result<(), E>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<(), NfsStat4>>,
+        Fut: std::future::Future<Output = Result<(), E>>,
     {
         let mine = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
         let mut rx = self.progress.subscribe();
@@ -119,6 +130,10 @@ impl Group {
 /// The sync goes to the pool as an urgent call: COMPOUNDs running whole on
 /// the pool may be the ones waiting for it.
 pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
+    if barrier(cx, fh.export, &fh.handle).await? {
+        // The barrier synced the file.
+        return Ok(());
+    }
     let fs = cx.export(fh.export)?.vfs.clone();
     let group = cx.srv.stable.of(fh.export, &fh.handle);
     group
@@ -130,6 +145,25 @@ pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
             }
         })
         .await
+}
+
+/// After a change of `fh`'s data or size other than a logged WRITE (or
+/// before a COMMIT's answer): where the export's write log holds records
+/// of the file no mark covers, syncs it and logs that it did, so that
+/// replay after a crash never writes the older records over the change
+/// ([`crate::writelog::WriteLog::barrier`]). Whether it synced the file.
+pub async fn barrier(cx: &Compound, export: u16, handle: &vfs::Handle) -> Result<bool, NfsStat4> {
+    let Some(log) = cx.export(export)?.log.clone() else {
+        return Ok(false);
+    };
+    if !log.is_logged(handle) {
+        return Ok(false);
+    }
+    let handle = handle.clone();
+    match off_thread_urgent(move || log.barrier(&handle)).await {
+        Ok(r) => r.map_err(errors::from_errno),
+        Err(_) => Err(NfsStat4::Nfs4errServerfault),
+    }
 }
 
 /// The groups of the files stable requests are made to, by export and
@@ -166,7 +200,7 @@ mod tests {
     /// a sync that began once its data was written.
     #[tokio::test(flavor = "current_thread")]
     async fn concurrent_requests_share_syncs_begun_after_them() {
-        let g = Arc::new(Group::default());
+        let g = Arc::new(Group::<NfsStat4>::default());
         let written = Arc::new(AtomicUsize::new(0));
         let covered = Arc::new(AtomicUsize::new(0));
         let tasks: Vec<_> = (0..64)

@@ -67,6 +67,7 @@ pub fn export(id: u16, path: &str, rules: ExportRules) -> server::export::Export
         vfs: Arc::new(vfs::mem::MemFs::default()),
         fsid: (0x4645_5252, id as u64),
         rules,
+        log: None,
     }
 }
 

@@ -6,6 +6,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
+use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
     clone(cx, args).await.into()
@@ -13,7 +14,7 @@ pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
 
 async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
     let (src, dst) = copy_endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
-    let (sh, dh) = (src.handle, dst.handle);
+    let (sh, dh) = (src.handle, dst.handle.clone());
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
     cx.vfs(dst.export, move |v, c| {
         if let Err(s) = both_regular(v, &sh, &dh)? {
@@ -26,5 +27,7 @@ async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
             r => r.map(Ok),
         }
     })
-    .await?
+    .await??;
+    stable::barrier(cx, dst.export, &dst.handle).await?;
+    Ok(())
 }

@@ -8,6 +8,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
+use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Copy4Args) -> Copy4Res {
     match copy(cx, args).await {
@@ -34,13 +35,16 @@ async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
     if !args.source_server.is_empty() {
         return Err(NfsStat4::Nfs4errNotsupp);
     }
-    let (sh, dh) = (src.handle, dst.handle);
+    let (sh, dh) = (src.handle, dst.handle.clone());
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
-    cx.vfs(dst.export, move |v, c| {
-        if let Err(s) = both_regular(v, &sh, &dh)? {
-            return Ok(Err(s));
-        }
-        v.copy(c, &sh, so, &dh, dof, n).map(Ok)
-    })
-    .await?
+    let copied = cx
+        .vfs(dst.export, move |v, c| {
+            if let Err(s) = both_regular(v, &sh, &dh)? {
+                return Ok(Err(s));
+            }
+            v.copy(c, &sh, so, &dh, dof, n).map(Ok)
+        })
+        .await??;
+    stable::barrier(cx, dst.export, &dst.handle).await?;
+    Ok(copied)
 }

@@ -12,6 +12,7 @@ use crate::nfs4::attrs;
 use crate::nfs4::check::{regular, share_bits};
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::dirs::pseudo_child;
+use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Open4Args) -> Open4Res {
     open(cx, args).await.into()
@@ -117,6 +118,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             }
             return Err(e);
         }
+        stable::barrier(cx, fh.export, &target.handle).await?;
         attrset.insert(FATTR4_SIZE);
     }
     // Opened by name: the file's handle, naming the directory; by

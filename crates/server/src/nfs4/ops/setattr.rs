@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
     match setattr(cx, args).await {
@@ -24,7 +25,8 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     let (mut set, mask) = attrs::to_setattr(&cx.srv, &args.obj_attributes).await?;
     // The stateid matters only for a change of size (§18.30.3), which is
     // a write to the file.
-    if set.size.is_some() {
+    let sized = set.size.is_some();
+    if sized {
         cx.check_io(&args.stateid, OPEN4_SHARE_ACCESS_WRITE)?;
     }
     if set.is_empty() {
@@ -51,5 +53,8 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
         v.setattr(c, &handle, &set).map(|_| Ok(()))
     })
     .await??;
+    if sized {
+        stable::barrier(cx, fh.export, &fh.handle).await?;
+    }
     Ok(mask)
 }

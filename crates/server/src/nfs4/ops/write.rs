@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::errors;
 use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Write4Args) -> Write4Res {
@@ -42,6 +43,30 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
     let offset = args.offset;
     let data = args.data;
     let how = stability(args.stable);
+    if how != vfs::Stability::Unstable {
+        if let Some(log) = cx.export(fh.export)?.log.clone() {
+            // Written, and its record queued in the export's write log;
+            // stable once the log is (one sync for every request queued).
+            cx.vfs(fh.export, {
+                let log = log.clone();
+                move |v, c| {
+                    if special {
+                        if let Err(s) = regular(&v.getattr(&handle)?) {
+                            return Ok(Err(s));
+                        }
+                    }
+                    log.write(c, &handle, offset, &data).map(Ok)
+                }
+            })
+            .await??;
+            log.durable().await.map_err(errors::from_errno)?;
+            return Ok(Write4ResOk {
+                count: len as u32,
+                committed: StableHow4::FileSync4,
+                writeverf: cx.srv.write_verf,
+            });
+        }
+    }
     // The data is written unstable, then made stable with the other
     // stable requests to the file in flight (one sync for them all).
     let written = cx
