@@ -8,6 +8,8 @@
 # Extra arguments go to run.sh (for example --only or --vers), except:
 #   --two-guests      run only the two-guest phase
 #   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
+# FERRITE_RC_LOG=1 gives the export a write log (--log in the work
+# directory), so that the clients' stable writes go through it.
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
@@ -30,9 +32,11 @@ port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 mkdir -p "$work/export"
 chmod 0777 "$work/export"
 
+log=""
+[ "${FERRITE_RC_LOG:-0}" = 1 ] && log="--log $work/log"
 cat > "$work/start.sh" <<EOS
 #!/usr/bin/env bash
-"$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 >>"$work/ferrite.log" 2>&1 &
+"$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 $log >>"$work/ferrite.log" 2>&1 &
 echo \$! > "$work/pid"
 for _ in \$(seq 100); do
     if python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",$port),1)' 2>/dev/null; then exit 0; fi

@@ -21,7 +21,9 @@
 # the 1-thread read row it adds the p50 latency of a READ.
 #
 # Environment: REPS (2), DURATION (5s, per time-based run), ONLY (a subset
-# of the row names below), FILES_NFSRS (2000), FERRITE_PORT (20750).
+# of the row names below), FILES_NFSRS (2000), FERRITE_PORT (20750),
+# FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
+# on the same disk).
 # Everything (JSON per run, server logs, table.md) goes to OUTDIR
 # (default /var/tmp/ferrite-ab/DATE).
 set -euo pipefail
@@ -58,8 +60,9 @@ cleanup() {
 }
 trap cleanup EXIT
 rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
+log=(); [ "${FERRITE_LOG:-0}" = 1 ] && log=(--log "$OUT/ferrite/log")
 taskset -c 1 "$F" serve "$OUT/ferrite/export" --listen "127.0.0.1:$FPORT" \
-    --state-dir "$OUT/ferrite/state" >"$OUT/ferrite/server.log" 2>&1 &
+    --state-dir "$OUT/ferrite/state" "${log[@]}" >"$OUT/ferrite/server.log" 2>&1 &
 fpid=$!
 FRESH=1 bash tools/ganesha.sh restart >"$OUT/ganesha-start.log" 2>&1
 gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
