@@ -121,11 +121,19 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         let vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
         // Replayed before anyone is served; a log that cannot be is an
         // error, never ignored.
-        let log = match &e.log {
-            Some(l) => Some(
-                crate::writelog::WriteLog::open(l, vfs.clone())
-                    .map_err(|why| std::io::Error::other(format!("export {}: {why}", e.path)))?,
-            ),
+        let log = match e.log.clone() {
+            Some(l) => {
+                let fs = vfs.clone();
+                let opened =
+                    tokio::task::spawn_blocking(move || crate::writelog::WriteLog::open(&l, fs))
+                        .await
+                        .map_err(std::io::Error::other)?;
+                Some(
+                    opened.map_err(|why| {
+                        std::io::Error::other(format!("export {}: {why}", e.path))
+                    })?,
+                )
+            }
             None => None,
         };
         exports.push(Export {

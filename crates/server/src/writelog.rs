@@ -404,7 +404,13 @@ impl WriteLog {
         if !self.is_logged(h) {
             return Ok(false);
         }
-        let upto = self.wal.next_seq();
+        // Read under the file's stripe: a stable write to it that wrote
+        // before this point has its record below `upto`, and one that
+        // writes after is later than the change this barrier covers.
+        let upto = {
+            let _order = self.stripe(h);
+            self.wal.next_seq()
+        };
         match self.fs.commit(h) {
             Ok(()) => {}
             Err(e) if gone(e) => return Ok(true),
