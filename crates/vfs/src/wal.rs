@@ -61,6 +61,8 @@ const RECORD_HEAD: usize = 4 + 8 + 8;
 pub const MAX_PAYLOAD: usize = 8 << 20;
 /// Applied segments kept for reuse.
 pub const SPARES: usize = 2;
+/// A segment being written before it gets its name.
+const NEW_SEGMENT: &str = "new-segment.tmp";
 
 /// Where a log lives and how large it may grow.
 #[derive(Debug, Clone)]
@@ -221,15 +223,28 @@ fn new_segment(
 ) -> io::Result<(File, Segment)> {
     use std::os::unix::fs::FileExt;
     let path = cfg.dir.join(segment_name(first_seq));
-    match spare {
-        Some(sp) => fs::rename(&sp, &path)?,
-        None => zero_file(&path, cfg.segment_bytes)?,
-    }
-    let f = OpenOptions::new().read(true).write(true).open(&path)?;
     let mut h = [0u8; HEADER];
     h[..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&VERSION.to_be_bytes());
     h[16..32].copy_from_slice(&cfg.identity);
+    // A spare is whole, and its old header is this log's: renamed first,
+    // it is a sound empty segment at every instant. A new one is written
+    // under a temporary name and renamed once whole (a crash meanwhile
+    // leaves a file that recovery deletes, not a segment without header).
+    let from = match spare {
+        Some(sp) => sp,
+        None => {
+            let tmp = cfg.dir.join(NEW_SEGMENT);
+            let _ = fs::remove_file(&tmp);
+            zero_file(&tmp, cfg.segment_bytes)?;
+            let f = OpenOptions::new().write(true).open(&tmp)?;
+            f.write_all_at(&h, 0)?;
+            f.sync_data()?;
+            tmp
+        }
+    };
+    fs::rename(&from, &path)?;
+    let f = OpenOptions::new().read(true).write(true).open(&path)?;
     f.write_all_at(&h, 0)?;
     f.sync_data()?;
     sync_dir(&cfg.dir)?;
@@ -260,6 +275,10 @@ impl Wal {
         for e in fs::read_dir(&cfg.dir)? {
             let e = e?;
             let name = e.file_name().to_string_lossy().into_owned();
+            if name == NEW_SEGMENT {
+                fs::remove_file(e.path())?;
+                continue;
+            }
             if let Some(n) = name
                 .strip_prefix("spare-")
                 .and_then(|n| n.strip_suffix(".seg"))
@@ -730,6 +749,25 @@ mod tests {
             };
             assert_eq!(r.payload[0], want, "record {}", r.seq);
         }
+    }
+
+    /// A crash while a segment or a spare is written leaves files that are
+    /// no segments: recovery deletes them and the log opens.
+    #[test]
+    fn half_made_segments_and_spares_are_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let c = cfg(d.path());
+        let (w, _) = Wal::open(c.clone()).unwrap();
+        w.append(b"one").unwrap();
+        drop(w);
+        let log = d.path().join("log");
+        fs::write(log.join(NEW_SEGMENT), vec![0u8; 100]).unwrap();
+        fs::write(log.join("spare-7.seg"), vec![0u8; 100]).unwrap();
+        let (w, got) = Wal::open(c).unwrap();
+        assert_eq!(payloads(&got), vec![b"one".to_vec()]);
+        assert!(!log.join(NEW_SEGMENT).exists());
+        assert!(!log.join("spare-7.seg").exists());
+        assert_eq!(w.append(b"two").unwrap(), 2);
     }
 
     #[test]
