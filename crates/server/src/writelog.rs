@@ -179,8 +179,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Failures of the log, reported at most every 10 s (a failed log fails
+/// every stable write after it).
+static FAILED_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
+
 fn io_err(e: WalError) -> Errno {
-    tracing::error!("{e}");
+    if let Some(n) = FAILED_LOG.allow() {
+        tracing::error!("{e} ({n} more since the last report)");
+    }
     Errno(libc::EIO)
 }
 
