@@ -21,8 +21,9 @@
 //!
 //! Recovery ([`Wal::open`]) reads every segment in order. A record that is
 //! cut short or fails its checksum at the end of the last segment is a torn
-//! tail (a crash during an append that was never acknowledged): it is cut
-//! off, never replayed. A bad record with a good one after it, a gap in the
+//! tail (a crash during an append that was never acknowledged): it is never
+//! replayed, and the next append overwrites it. A bad record with a good
+//! one after it, a gap in the
 //! sequence, a segment of another export or of an unknown version is
 //! damage: the log is refused, loudly, rather than replayed wrong.
 //!
@@ -140,6 +141,14 @@ struct State {
     stats: WalStats,
 }
 
+impl State {
+    /// A name for a new spare in `dir`.
+    fn spare_path(&mut self, dir: &Path) -> PathBuf {
+        self.spare_no += 1;
+        dir.join(format!("spare-{}.seg", self.spare_no - 1))
+    }
+}
+
 pub struct Wal {
     cfg: WalConfig,
     state: Mutex<State>,
@@ -201,11 +210,22 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Writes a file of `bytes` zeros at `path`, durably (not its name).
-fn zero_file(path: &Path, bytes: u64) -> io::Result<()> {
+/// This log's segment header.
+fn header(cfg: &WalConfig) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_be_bytes());
+    h[16..32].copy_from_slice(&cfg.identity);
+    h
+}
+
+/// Writes an empty segment of this log at `path`, whole (its header, then
+/// zeros to the segment size), durably (not its name).
+fn whole_segment(cfg: &WalConfig, path: &Path) -> io::Result<()> {
     let mut f = OpenOptions::new().create_new(true).write(true).open(path)?;
+    f.write_all(&header(cfg))?;
     let chunk = vec![0u8; 1 << 20];
-    let mut left = bytes;
+    let mut left = cfg.segment_bytes.saturating_sub(HEADER as u64);
     while left > 0 {
         let n = left.min(chunk.len() as u64) as usize;
         f.write_all(&chunk[..n])?;
@@ -221,32 +241,23 @@ fn new_segment(
     first_seq: u64,
     spare: Option<PathBuf>,
 ) -> io::Result<(File, Segment)> {
-    use std::os::unix::fs::FileExt;
     let path = cfg.dir.join(segment_name(first_seq));
-    let mut h = [0u8; HEADER];
-    h[..8].copy_from_slice(MAGIC);
-    h[8..12].copy_from_slice(&VERSION.to_be_bytes());
-    h[16..32].copy_from_slice(&cfg.identity);
-    // A spare is whole, and its old header is this log's: renamed first,
-    // it is a sound empty segment at every instant. A new one is written
-    // under a temporary name and renamed once whole (a crash meanwhile
-    // leaves a file that recovery deletes, not a segment without header).
+    // A spare is whole and carries this log's header (written so, or an
+    // applied segment of this log): renamed, it is a sound empty segment
+    // at every instant. A new one is written under a temporary name and
+    // renamed once whole (a crash meanwhile leaves a file that recovery
+    // deletes, not a segment without header).
     let from = match spare {
         Some(sp) => sp,
         None => {
             let tmp = cfg.dir.join(NEW_SEGMENT);
             let _ = fs::remove_file(&tmp);
-            zero_file(&tmp, cfg.segment_bytes)?;
-            let f = OpenOptions::new().write(true).open(&tmp)?;
-            f.write_all_at(&h, 0)?;
-            f.sync_data()?;
+            whole_segment(cfg, &tmp)?;
             tmp
         }
     };
     fs::rename(&from, &path)?;
     let f = OpenOptions::new().read(true).write(true).open(&path)?;
-    f.write_all_at(&h, 0)?;
-    f.sync_data()?;
     sync_dir(&cfg.dir)?;
     let seg = Segment {
         first_seq,
@@ -259,7 +270,8 @@ fn new_segment(
 impl Wal {
     /// Opens the log in `cfg.dir` (creating it), and returns the records
     /// it holds, in order, for the caller to apply again before anything
-    /// else. A torn tail is cut off; damage refuses the log.
+    /// else. A torn tail is left for the next append; damage refuses the
+    /// log.
     pub fn open(mut cfg: WalConfig) -> Result<(Wal, Vec<Record>), WalError> {
         // Room for the current segment and a full one being applied.
         cfg.capacity_bytes = cfg.capacity_bytes.max(cfg.segment_bytes * 2);
@@ -320,13 +332,9 @@ impl Wal {
                 offset: offset as u64,
                 why: why.into(),
             };
+            // A segment gets its name only once whole (`new_segment`): a
+            // short one or one without header is damage.
             if b.len() < HEADER || &b[..8] != MAGIC {
-                if i == last && b.len() < HEADER && MAGIC.starts_with(&b[..b.len().min(8)]) {
-                    // Created, then cut short by the crash before its
-                    // header was synced: it never held a record.
-                    fs::remove_file(&path)?;
-                    continue;
-                }
                 return Err(damaged(0, "not a segment header"));
             }
             if u32::from_be_bytes(b[8..12].try_into().unwrap_or_default()) != VERSION {
@@ -570,29 +578,30 @@ impl Wal {
                 gone.push(seg.path);
             }
         }
-        let mut keep = SPARES.saturating_sub(s.spares.len());
-        let mut kept = Vec::new();
-        for p in gone.iter() {
-            // A segment that grew past its size (a record larger than it)
-            // is no spare.
-            if keep > 0 && fs::metadata(p).is_ok_and(|m| m.len() == self.cfg.segment_bytes) {
-                let sp = self.cfg.dir.join(format!("spare-{}.seg", s.spare_no));
-                s.spare_no += 1;
-                kept.push((p.clone(), sp));
-                keep -= 1;
-            }
+        // Each goes, or becomes a spare (its new name) while there is room
+        // for one; a segment that grew past its size (a record larger than
+        // it) is no spare.
+        let mut room = SPARES.saturating_sub(s.spares.len());
+        let mut moves = Vec::new();
+        for p in gone {
+            let whole = fs::metadata(&p).is_ok_and(|m| m.len() == self.cfg.segment_bytes);
+            let to = (room > 0 && whole).then(|| {
+                room -= 1;
+                s.spare_path(&self.cfg.dir)
+            });
+            moves.push((p, to));
         }
         drop(s);
-        for p in &gone {
-            match kept.iter().find(|(from, _)| from == p) {
-                Some((from, to)) => fs::rename(from, to)?,
-                None => fs::remove_file(p)?,
+        for (from, to) in &moves {
+            match to {
+                Some(to) => fs::rename(from, to)?,
+                None => fs::remove_file(from)?,
             }
         }
-        if !gone.is_empty() {
+        if !moves.is_empty() {
             sync_dir(&self.cfg.dir)?;
             let mut s = self.lock();
-            s.spares.extend(kept.into_iter().map(|(_, to)| to));
+            s.spares.extend(moves.into_iter().filter_map(|(_, to)| to));
         }
         self.changed.notify_all();
         Ok(())
@@ -607,10 +616,9 @@ impl Wal {
             if !s.spares.is_empty() {
                 return Ok(());
             }
-            s.spare_no += 1;
-            self.cfg.dir.join(format!("spare-{}.seg", s.spare_no - 1))
+            s.spare_path(&self.cfg.dir)
         };
-        zero_file(&path, self.cfg.segment_bytes)?;
+        whole_segment(&self.cfg, &path)?;
         sync_dir(&self.cfg.dir)?;
         self.lock().spares.push(path);
         Ok(())
@@ -768,6 +776,11 @@ mod tests {
         assert!(!log.join(NEW_SEGMENT).exists());
         assert!(!log.join("spare-7.seg").exists());
         assert_eq!(w.append(b"two").unwrap(), 2);
+        // A spare made ahead carries this log's header, so that the
+        // instant it is renamed into a segment it is a sound one.
+        w.prepare_spare().unwrap();
+        let spare = w.lock().spares[0].clone();
+        assert_eq!(fs::read(spare).unwrap()[..HEADER], header(&cfg(d.path())));
     }
 
     #[test]
