@@ -256,6 +256,45 @@ async fn open_exclusive4_1_is_idempotent_for_its_verifier() {
     );
 }
 
+/// Two clients racing exclusive creates of one name with the same
+/// verifier (two identical Linux machines send the same one): exactly one
+/// wins each round. The creator is known only once its create returns, so
+/// a loser checked in between would take the file for its own
+/// retransmission unless the create and the check are one step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_exclusive_creates_with_one_verifier_have_one_winner() {
+    let fs = vfs::mem::MemFs::default().with_create_delay(Duration::from_millis(2));
+    let h = std::sync::Arc::new(InProcess::new(std::sync::Arc::new(fs), LEASE));
+    let (a, c) = (h.client("a").await, h.client("c").await);
+    for round in 0..50 {
+        let name = format!("x{round}");
+        let go = |s: Session, h: std::sync::Arc<InProcess>, name: String| {
+            tokio::spawn(async move {
+                let op = open(
+                    &s,
+                    "o",
+                    RW,
+                    0,
+                    exclusive41(9, mode_attr(0o644)),
+                    OpenClaim4::Null(b(&name)),
+                );
+                h.seq(&s, &[putroot(), op]).await.status
+            })
+        };
+        let (ra, rc) = tokio::join!(
+            go(a.clone(), h.clone(), name.clone()),
+            go(c.clone(), h.clone(), name)
+        );
+        let got = [ra.expect("task a"), rc.expect("task c")];
+        let won = got.iter().filter(|s| **s == NfsStat4::Nfs4Ok).count();
+        assert_eq!(won, 1, "round {round}: {got:?}");
+        assert!(
+            got.contains(&NfsStat4::Nfs4errExist),
+            "round {round}: {got:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn open_exclusive4_also_creates_once() {
     let h = server();

@@ -97,6 +97,9 @@ pub struct MemFs {
     tree: Mutex<Tree>,
     /// Distinguishes this file system from every other of the process.
     identity: u64,
+    /// How long a create takes to return after the file exists, as one on
+    /// disk does while its directory is synced (for tests of the window).
+    create_delay: std::time::Duration,
 }
 
 impl std::fmt::Debug for MemFs {
@@ -118,7 +121,15 @@ impl MemFs {
         MemFs {
             tree: Mutex::new(Tree::new(limits, clock)),
             identity: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            create_delay: std::time::Duration::ZERO,
         }
+    }
+
+    /// This file system, its creates returning `delay` after the file
+    /// exists (the file is visible to others meanwhile).
+    pub fn with_create_delay(mut self, delay: std::time::Duration) -> MemFs {
+        self.create_delay = delay;
+        self
     }
 
     fn tree(&self) -> MutexGuard<'_, Tree> {
@@ -227,7 +238,11 @@ impl Vfs for MemFs {
         how: CreateMode,
         set: &SetAttr,
     ) -> Result<(Handle, Attr, bool)> {
-        self.tree().create_file(c, dir, name, how, set)
+        let made = self.tree().create_file(c, dir, name, how, set)?;
+        if made.2 && !self.create_delay.is_zero() {
+            std::thread::sleep(self.create_delay);
+        }
+        Ok(made)
     }
 
     fn create(

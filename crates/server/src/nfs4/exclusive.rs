@@ -12,7 +12,16 @@
 //! recent exclusive creates (in memory, bounded; after a restart, or once
 //! forgotten, the verifier alone decides, as before) and answers
 //! NFS4ERR_EXIST to a matching verifier from any other client.
+//!
+//! The creator is known only once its create returns, and on disk that is
+//! after the directory is synced: a racing create of the same name, told
+//! meanwhile that the file exists with its verifier, would find no
+//! creator recorded and take the file for its own. So an exclusive create
+//! holds the name's lock ([`Creators::name_lock`]) from before it creates
+//! until its creator is recorded or checked.
 
+use std::hash::BuildHasher;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use proto::nfs4::ClientId4;
@@ -22,19 +31,38 @@ use crate::cache::Cache;
 /// Creates remembered at most (the oldest is forgotten first).
 const KEEP: usize = 16384;
 
+/// Locks that names hash to: creates of different names rarely wait for
+/// each other.
+const STRIPES: usize = 64;
+
 pub struct Creators {
     made: Cache<(u16, vfs::Handle), ClientId4>,
+    names: [Mutex<()>; STRIPES],
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Default for Creators {
     fn default() -> Self {
         Creators {
             made: Cache::new("exclusive creator", KEEP, Duration::MAX),
+            names: std::array::from_fn(|_| Mutex::new(())),
+            hasher: Default::default(),
         }
     }
 }
 
 impl Creators {
+    /// The lock of `name` in directory `dir` of `export`, held by an
+    /// exclusive create across its create and [`Creators::record`] or
+    /// [`Creators::may_retransmit`]. It blocks: take it on the blocking
+    /// pool.
+    pub fn name_lock(&self, export: u16, dir: &vfs::Handle, name: &[u8]) -> MutexGuard<'_, ()> {
+        let h = self.hasher.hash_one((export, dir, name));
+        let stripe = &self.names[(h % STRIPES as u64) as usize];
+        // The lock guards no data: a poisoned one is as good.
+        stripe.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// `client` made `handle` of `export` by exclusive create.
     pub fn record(&self, export: u16, handle: &vfs::Handle, client: ClientId4) {
         self.made.insert((export, handle.clone()), client);

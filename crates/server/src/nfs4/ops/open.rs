@@ -365,6 +365,8 @@ async fn by_name(
             mask.insert(FATTR4_TIME_ACCESS);
             mask.insert(FATTR4_TIME_MODIFY);
         }
+        // An exclusive create and its creator's check are one step.
+        let _name = exclusive.then(|| srv.exclusive.name_lock(export, &dh, &name));
         let (h, a, created) = v.create_file(c, &dh, &name, mode, &set)?;
         if !created && !exclusive {
             // UNCHECKED4 lost a race with another creator.
