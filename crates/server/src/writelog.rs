@@ -43,7 +43,7 @@
 //! COMMIT covers (a COMMIT syncs the file: its data was written once
 //! already, so logging it would write it twice).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -212,20 +212,20 @@ impl WriteLog {
             capacity_bytes: cfg.capacity_bytes,
         })
         .map_err(|e| e.to_string())?;
+        let wal = Arc::new(wal);
         let log = Arc::new(WriteLog {
-            wal: Arc::new(wal),
+            marked: AtomicU64::new(wal.next_seq()),
+            wal,
             fs,
             files: Mutex::new(HashMap::new()),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             group: Group::default(),
-            marked: AtomicU64::new(0),
             kick: (Mutex::new(false), Condvar::new()),
             stop: AtomicBool::new(false),
             stats: Mutex::new(LogStats::default()),
             applying: Mutex::new(()),
             dir: cfg.dir.clone(),
         });
-        log.marked.store(log.wal.next_seq(), Ordering::SeqCst);
         log.replay(&records)?;
         let worker = log.clone();
         std::thread::Builder::new()
@@ -262,8 +262,15 @@ impl WriteLog {
                 *s = (*s).max(*upto);
             }
         }
+        let failed = |what: &str, e: vfs::Errno| {
+            format!(
+                "write log {}: {what}: {}",
+                self.dir.display(),
+                std::io::Error::from_raw_os_error(e.0)
+            )
+        };
         let (mut replayed, mut skipped) = (0u64, 0u64);
-        let mut touched: Vec<Handle> = Vec::new();
+        let mut touched: HashSet<Handle> = HashSet::new();
         let root = Creds::root();
         for (seq, r) in &decoded {
             let Rec::Write {
@@ -282,31 +289,17 @@ impl WriteLog {
             match self.fs.write(&root, &h, *offset, data, Stability::Unstable) {
                 Ok(_) => {
                     replayed += 1;
-                    if !touched.contains(&h) {
-                        touched.push(h);
-                    }
+                    touched.insert(h);
                 }
                 Err(e) if gone(e) => skipped += 1,
-                Err(e) => {
-                    return Err(format!(
-                        "write log {}: replaying record {seq}: {}",
-                        self.dir.display(),
-                        std::io::Error::from_raw_os_error(e.0)
-                    ))
-                }
+                Err(e) => return Err(failed(&format!("replaying record {seq}"), e)),
             }
         }
         for h in &touched {
             match self.fs.commit(h) {
                 Ok(()) => {}
                 Err(e) if gone(e) => {}
-                Err(e) => {
-                    return Err(format!(
-                        "write log {}: syncing a replayed file: {}",
-                        self.dir.display(),
-                        std::io::Error::from_raw_os_error(e.0)
-                    ))
-                }
+                Err(e) => return Err(failed("syncing a replayed file", e)),
             }
         }
         if !records.is_empty() {
@@ -331,9 +324,7 @@ impl WriteLog {
     /// durably, and trims the log below it.
     fn mark(&self) -> Result<(), WalError> {
         let upto = self.wal.next_seq();
-        let seq = self
-            .wal
-            .enqueue(&[&[APPLIED][..], &upto.to_be_bytes()].concat())?;
+        let seq = self.wal.enqueue_parts(&[&[APPLIED], &upto.to_be_bytes()])?;
         self.wal.sync(seq)?;
         self.marked.store(seq + 1, Ordering::SeqCst);
         self.wal.applied(upto)

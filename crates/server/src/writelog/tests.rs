@@ -65,6 +65,15 @@ fn logged_write(log: &WriteLog, h: &Handle, offset: u64, data: &[u8]) {
     rt.block_on(log.durable()).unwrap();
 }
 
+/// Overwrites file "f" with `content` while the log is closed, reopens
+/// the log, and checks that it replayed nothing over `content`.
+fn reopen_replays_nothing_over(s: &Setup, content: &[u8]) {
+    std::fs::write(s.export.join("f"), content).unwrap();
+    let log = WriteLog::open(&s.cfg, fs_of(s)).unwrap();
+    assert_eq!(log.stats().replayed, 0);
+    assert_eq!(std::fs::read(s.export.join("f")).unwrap(), content);
+}
+
 /// A file whose acknowledged writes the export lost (the page cache at a
 /// power loss; here the file is cut back by hand) gets them back from
 /// the log before anything is served.
@@ -84,10 +93,7 @@ fn replay_restores_acknowledged_writes() {
     assert_eq!(log.stats().replayed, 2);
     // Replayed once: a second start has nothing to do.
     crash(log);
-    std::fs::write(s.export.join("f"), b"x").unwrap();
-    let log = WriteLog::open(&s.cfg, fs_of(&s)).unwrap();
-    assert_eq!(log.stats().replayed, 0);
-    assert_eq!(std::fs::read(s.export.join("f")).unwrap(), b"x");
+    reopen_replays_nothing_over(&s, b"x");
 }
 
 /// Records an `Applied` mark covers are never written again, so a later
@@ -150,10 +156,7 @@ fn drain_leaves_nothing_to_replay() {
     let (s, _, h, log) = with_log();
     logged_write(&log, &h, 0, b"data");
     log.drain().unwrap();
-    std::fs::write(s.export.join("f"), b"later").unwrap();
-    let log = WriteLog::open(&s.cfg, fs_of(&s)).unwrap();
-    assert_eq!(log.stats().replayed, 0);
-    assert_eq!(std::fs::read(s.export.join("f")).unwrap(), b"later");
+    reopen_replays_nothing_over(&s, b"later");
 }
 
 /// The log of one export is refused for another.

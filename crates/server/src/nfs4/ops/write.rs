@@ -43,50 +43,46 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
     let offset = args.offset;
     let data = args.data;
     let how = stability(args.stable);
-    if how != vfs::Stability::Unstable {
-        if let Some(log) = cx.export(fh.export)?.log.clone() {
-            // Written, and its record queued in the export's write log;
-            // stable once the log is (one sync for every request queued).
-            cx.vfs(fh.export, {
-                let log = log.clone();
-                move |v, c| {
-                    if special {
-                        if let Err(s) = regular(&v.getattr(&handle)?) {
-                            return Ok(Err(s));
-                        }
-                    }
-                    log.write(c, &handle, offset, &data).map(Ok)
-                }
-            })
-            .await??;
-            log.durable().await.map_err(errors::from_errno)?;
-            return Ok(Write4ResOk {
-                count: len as u32,
-                committed: StableHow4::FileSync4,
-                writeverf: cx.srv.write_verf,
-            });
-        }
-    }
-    // The data is written unstable, then made stable with the other
-    // stable requests to the file in flight (one sync for them all).
+    // A stable write to an export with a write log: written, and its
+    // record queued in the log; stable once the log is (one sync for every
+    // request queued). Otherwise the data is written unstable, then made
+    // stable with the other stable requests to the file in flight (one
+    // sync for them all).
+    let log = match how {
+        vfs::Stability::Unstable => None,
+        _ => cx.export(fh.export)?.log.clone(),
+    };
     let written = cx
-        .vfs(fh.export, move |v, c| {
-            if special {
-                if let Err(s) = regular(&v.getattr(&handle)?) {
-                    return Ok(Err(s));
+        .vfs(fh.export, {
+            let log = log.clone();
+            move |v, c| {
+                if special {
+                    if let Err(s) = regular(&v.getattr(&handle)?) {
+                        return Ok(Err(s));
+                    }
+                }
+                match log {
+                    Some(log) => log
+                        .write(c, &handle, offset, &data)
+                        .map(|()| Ok(vfs::Stability::Unstable)),
+                    None => v
+                        .write(c, &handle, offset, &data, vfs::Stability::Unstable)
+                        .map(Ok),
                 }
             }
-            v.write(c, &handle, offset, &data, vfs::Stability::Unstable)
-                .map(Ok)
         })
         .await??;
-    let committed = match (written, how) {
-        (vfs::Stability::Unstable, vfs::Stability::DataSync | vfs::Stability::FileSync) => {
+    let committed = match (written, how, log) {
+        (_, _, Some(log)) => {
+            log.durable().await.map_err(errors::from_errno)?;
+            vfs::Stability::FileSync
+        }
+        (vfs::Stability::Unstable, vfs::Stability::DataSync | vfs::Stability::FileSync, None) => {
             stable::make_stable(cx, &fh).await?;
             // COMMIT's sync is the whole file's, data and metadata.
             vfs::Stability::FileSync
         }
-        (done, _) => done,
+        (done, _, None) => done,
     };
     Ok(Write4ResOk {
         count: len as u32,
