@@ -17,10 +17,10 @@
 #   DURATION     measured period of each time-based run (default 5s)
 #   ONLY         space-separated subset of: randread randwrite randwrite-sync
 #                seqread seqwrite smallfile-read locked-read deleg-recall
-#                create dirlist
+#                create dirlist nhfsstone
 #
 # The file sets are prepared first (reused if already there): a 64 MiB file,
-# 1,000 files of 4 KiB, and the 50,000-file tree.
+# 1,000 files of 4 KiB, 1,000 of 8 KiB (nhfsstone), and the 50,000-file tree.
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 T="$1"
@@ -29,7 +29,7 @@ shift 2
 F="${FERRITE:-target/release/ferrite}"
 RUNS="${RUNS:-3}"
 DURATION="${DURATION:-5s}"
-ONLY="${ONLY:-randread randwrite randwrite-sync seqread seqwrite smallfile-read locked-read deleg-recall create dirlist}"
+ONLY="${ONLY:-randread randwrite randwrite-sync seqread seqwrite smallfile-read locked-read deleg-recall create dirlist nhfsstone}"
 if [ -z "${CLIENT_CPUS+x}" ]; then
     if [ "$(nproc)" -ge 2 ]; then CLIENT_CPUS=0; else CLIENT_CPUS=""; fi
 fi
@@ -62,6 +62,9 @@ fi
 if want dirlist; then
     "$F" bench prepare dirlist --target "$T"
 fi
+if want nhfsstone; then
+    "$F" bench prepare nhfsstone --target "$T"
+fi
 
 run randread randread "${large[@]}" --io-size 4k --threads 16 "${timed[@]}"
 run randwrite randwrite "${large[@]}" --io-size 4k --threads 16 "${timed[@]}"
@@ -73,4 +76,5 @@ run locked-read locked-read --duration 10m
 run deleg-recall deleg-recall --clients 2 --duration 10m
 run create create --clients 2 --threads 4 --files 1000 --file-size 4k --duration 10m
 run dirlist dirlist --threads 4 "${timed[@]}"
+run nhfsstone nhfsstone --clients 2 --threads 16 "${timed[@]}"
 echo "bench-all: results in $OUT" >&2

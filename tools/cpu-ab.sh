@@ -20,18 +20,11 @@ REPS="${REPS:-2}"; DURATION="${DURATION:-5s}"
 ONLY="${ONLY:-randread dirlist create}"
 mkdir -p "$OUT"
 TCK=$(getconf CLK_TCK)
-declare -A PORT=([A]=20701 [B]=20702) PID BIN=([A]="$A" [B]="$B")
-cleanup() { for s in A B; do [ -n "${PID[$s]:-}" ] && kill "${PID[$s]}" 2>/dev/null || true; done; }
-trap cleanup EXIT
-for s in A B; do
-    rm -rf "$OUT/$s" && mkdir -p "$OUT/$s/export" "$OUT/$s/state"
-    log=(); v="LOG_$s"; [ "${!v:-0}" = 1 ] && log=(--log "$OUT/$s/log")
-    taskset -c 1 "${BIN[$s]}" serve "$OUT/$s/export" --listen "127.0.0.1:${PORT[$s]}" \
-        --state-dir "$OUT/$s/state" "${log[@]}" > "$OUT/$s/server.log" 2>&1 &
-    PID[$s]=$!
-done
-sleep 1
-target() { echo "nfs4://127.0.0.1:${PORT[$1]}/"; }
+declare -A PORT=([A]=20701 [B]=20702) PID BIN=([A]="$A" [B]="$B") LOGGED=([A]="${LOG_A:-0}" [B]="${LOG_B:-0}")
+# shellcheck source=tools/ab-lib.sh
+. "$(dirname "$0")/ab-lib.sh"
+ab_start
+target() { ab_target "$1"; }
 cpu() { awk '{print $14 + $15}' "/proc/${PID[$1]}/stat"; }
 args() {
     case "$1" in
@@ -58,8 +51,7 @@ done
 printf 'workload rep server ops server_cpu_s us_per_op\n' | tee "$OUT/runs.txt"
 for w in $ONLY; do
     for r in $(seq 1 "$REPS"); do
-        order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
-        for s in $order; do
+        for s in $(ab_order "$r"); do
             j="$OUT/$w-$s-$r.json"
             c0=$(cpu $s)
             # shellcheck disable=SC2046

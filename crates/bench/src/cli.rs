@@ -88,6 +88,10 @@ pub struct RunArgs {
     /// Chunk "loss" (an extra 200 ms): 0.1%.
     #[arg(long, value_parser = parse_fraction)]
     pub loss: Option<f64>,
+    /// Operations per second offered in all, spread evenly over the
+    /// workers (nhfsstone; default: as fast as the replies come).
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// Keep the files `create` made.
     #[arg(long)]
     pub keep: bool,
@@ -210,6 +214,7 @@ impl RunArgs {
         p.loss = self.loss.unwrap_or(0.0);
         p.keep = self.keep;
         p.server_pid = self.server_pid;
+        p.rate = self.rate.unwrap_or(0.0);
         // Validates the target syntax early.
         let _: crate::target::Target = p.target.parse()?;
         Ok(p)

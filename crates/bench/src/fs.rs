@@ -77,6 +77,15 @@ pub trait BenchFs: Send + Sync + 'static {
         self.remove(dir, name).await
     }
     async fn size(&self, node: &Node) -> Result<u64>;
+    /// Makes a symbolic link `name` in `dir` pointing at `target`.
+    async fn symlink(&self, dir: &Node, name: &str, target: &str) -> Result<Node>;
+    /// Reads a symbolic link; returns the length of its target.
+    async fn readlink(&self, link: &Node) -> Result<u64>;
+    /// Sets the mode bits of a file (SETATTR; chmod).
+    async fn set_mode(&self, node: &Node, mode: u32) -> Result<()>;
+    /// The file system's free space, in bytes (NFSv4 GETATTR of the space
+    /// and files attributes, NFSv3 FSSTAT, statvfs).
+    async fn fsstat(&self, node: &Node) -> Result<u64>;
     /// Delegation recalls (CB_RECALL) received so far.
     fn recalls(&self) -> u64 {
         0

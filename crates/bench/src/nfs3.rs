@@ -346,6 +346,40 @@ impl BenchFs for Nfs3Fs {
         Ok(self.client.getattr(&fh3(node)).await?.size)
     }
 
+    /// SYMLINK.
+    async fn symlink(&self, dir: &Node, n: &str, target: &str) -> Result<Node> {
+        let c = self
+            .client
+            .symlink(&fh3(dir), n, target, Sattr3::default())
+            .await?;
+        Ok(Node {
+            fh: c.fh.data,
+            path: dir.path.join(n),
+        })
+    }
+
+    /// READLINK.
+    async fn readlink(&self, link: &Node) -> Result<u64> {
+        Ok(self.client.readlink(&fh3(link)).await?.len() as u64)
+    }
+
+    /// SETATTR (mode, no guard).
+    async fn set_mode(&self, node: &Node, mode: u32) -> Result<()> {
+        let attrs = Sattr3 {
+            mode: Some(mode),
+            ..Default::default()
+        };
+        self.client
+            .setattr(&fh3(node), attrs, SattrGuard3::default())
+            .await?;
+        Ok(())
+    }
+
+    /// FSSTAT.
+    async fn fsstat(&self, node: &Node) -> Result<u64> {
+        Ok(self.client.fsstat(&fh3(node)).await?.abytes)
+    }
+
     /// UMNT (counted as teardown) and closes the connections.
     async fn shutdown(&self) -> Result<()> {
         self.stats.count_ops(Phase::Teardown, "UMNT", &["UMNT"]);

@@ -637,6 +637,73 @@ impl BenchFs for Nfs4Fs {
         }
     }
 
+    /// PUTFH; CREATE (NF4LNK); GETFH.
+    async fn symlink(&self, dir: &Node, n: &str, target: &str) -> Result<Node> {
+        let r = self
+            .compound(vec![
+                fh(dir),
+                NfsArgOp4::Create(Create4Args {
+                    objtype: CreateType4::Link(name(target)),
+                    objname: name(n),
+                    createattrs: Attrs::default().encode(),
+                }),
+                NfsArgOp4::GetFh,
+            ])
+            .await?;
+        Ok(Node {
+            fh: getfh(r, 2)?,
+            path: dir.path.join(n),
+        })
+    }
+
+    /// PUTFH; READLINK.
+    async fn readlink(&self, link: &Node) -> Result<u64> {
+        let r = self.compound(vec![fh(link), NfsArgOp4::ReadLink]).await?;
+        match r.into_iter().nth(1) {
+            Some(NfsResOp4::ReadLink(Res4::Ok(ok))) => Ok(ok.link.len() as u64),
+            other => Err(Error::Msg(format!("expected READLINK, got {other:?}"))),
+        }
+    }
+
+    /// PUTFH; SETATTR (mode, anonymous stateid).
+    async fn set_mode(&self, node: &Node, mode: u32) -> Result<()> {
+        let attrs = Attrs {
+            mode: Some(mode),
+            ..Default::default()
+        };
+        self.compound(vec![
+            fh(node),
+            NfsArgOp4::SetAttr(SetAttr4Args {
+                stateid: StateId4::ANONYMOUS,
+                obj_attributes: attrs.encode(),
+            }),
+        ])
+        .await?;
+        Ok(())
+    }
+
+    /// PUTFH; GETATTR (space_avail, space_free, space_total, files_avail).
+    async fn fsstat(&self, node: &Node) -> Result<u64> {
+        let r = self
+            .compound(vec![
+                fh(node),
+                client::ops::getattr_op(&[
+                    FATTR4_FILES_AVAIL,
+                    FATTR4_SPACE_AVAIL,
+                    FATTR4_SPACE_FREE,
+                    FATTR4_SPACE_TOTAL,
+                ]),
+            ])
+            .await?;
+        match r.into_iter().nth(1) {
+            Some(NfsResOp4::GetAttr(Res4::Ok(ok))) => Attrs::decode(&ok.obj_attributes)
+                .ok()
+                .and_then(|a| a.space_avail)
+                .ok_or_else(|| Error::Msg("GETATTR without space_avail".into())),
+            other => Err(Error::Msg(format!("expected GETATTR, got {other:?}"))),
+        }
+    }
+
     fn recalls(&self) -> u64 {
         self.client.callbacks().recalls().len() as u64
     }

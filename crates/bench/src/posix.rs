@@ -233,6 +233,52 @@ impl BenchFs for PosixFs {
             .await
     }
 
+    async fn symlink(&self, dir: &Node, name: &str, target: &str) -> Result<Node> {
+        let (p, t) = (dir.path.join(name), PathBuf::from(target));
+        let node = Node {
+            fh: Bytes::new(),
+            path: p.clone(),
+        };
+        self.call("symlink", move || std::os::unix::fs::symlink(&t, &p))
+            .await?;
+        Ok(node)
+    }
+
+    async fn readlink(&self, link: &Node) -> Result<u64> {
+        let p = link.path.clone();
+        self.call("readlink", move || {
+            std::fs::read_link(&p).map(|t| t.as_os_str().len() as u64)
+        })
+        .await
+    }
+
+    async fn set_mode(&self, node: &Node, mode: u32) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let p = node.path.clone();
+        self.call("chmod", move || {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+        })
+        .await
+    }
+
+    async fn fsstat(&self, node: &Node) -> Result<u64> {
+        let p = node.path.clone();
+        self.call("statvfs", move || {
+            let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+            let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+            // SAFETY: `c` is a NUL-terminated path and `st` a buffer of
+            // the size statvfs writes.
+            if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: statvfs succeeded, so it filled `st`.
+            let st = unsafe { st.assume_init() };
+            Ok(st.f_bavail.saturating_mul(st.f_frsize))
+        })
+        .await
+    }
+
     async fn shutdown(&self) -> Result<()> {
         Ok(())
     }

@@ -190,7 +190,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     // create: a directory per run and one per client.
     let mut own_dirs = Vec::new();
     let mut run_dir = None;
-    if p.workload == workload::Workload::Create {
+    if matches!(
+        p.workload,
+        workload::Workload::Create | workload::Workload::Nhfsstone
+    ) {
         let name = format!(
             "create-{}-{}-r{run}",
             std::process::id(),

@@ -37,6 +37,12 @@ pub enum Workload {
     LockedRead,
     /// Group A holds read opens; group B opens the same files read-write.
     DelegRecall,
+    /// nhfsstone's "typical diskless" operation mix (the Legato paper,
+    /// Figure 1: 34% LOOKUP, 22% READ, 15% WRITE, 13% GETATTR, 8%
+    /// READLINK, 3% READDIR, 2% CREATE, 1% each REMOVE, SETATTR, FSSTAT;
+    /// 19% modify data). WRITEs are FILE_SYNC, as NFSv2's were. With
+    /// `--rate` the load is offered at that many operations per second.
+    Nhfsstone,
 }
 
 impl fmt::Display for Workload {
@@ -57,6 +63,7 @@ impl Workload {
             Workload::Dirlist => "dirlist",
             Workload::LockedRead => "locked-read",
             Workload::DelegRecall => "deleg-recall",
+            Workload::Nhfsstone => "nhfsstone",
         }
     }
 
@@ -79,6 +86,7 @@ impl Workload {
             Workload::Dirlist => "readdir",
             Workload::LockedRead => "locked-read",
             Workload::DelegRecall => "conflict-open",
+            Workload::Nhfsstone => "op",
         }
     }
 
@@ -117,6 +125,10 @@ pub struct Params {
     /// period is reported ([`crate::results::ServerCpu`]).
     #[serde(default)]
     pub server_pid: Option<u32>,
+    /// Operations per second offered in all (nhfsstone; 0: each worker
+    /// sends its next request when the last is answered).
+    #[serde(default)]
+    pub rate: f64,
 }
 
 /// Per-workload defaults for the options not given.
@@ -138,6 +150,8 @@ impl Params {
                 (65536, 1000, 4096)
             }
             Workload::Create => (65536, 1000, 4096),
+            // NFSv2's transfer size, nhfsstone's.
+            Workload::Nhfsstone => (8192, 1000, 8192),
             Workload::Dirlist => (65536, 50_000, 0),
         };
         let clients = if w == Workload::DelegRecall { 2 } else { 1 };
@@ -160,6 +174,7 @@ impl Params {
             loss: 0.0,
             keep: false,
             server_pid: None,
+            rate: 0.0,
         }
     }
 
@@ -184,6 +199,19 @@ impl Params {
                 "deleg-recall needs --clients 2 or more (half hold opens, half conflict)".into(),
             ));
         }
+        if !(self.rate >= 0.0 && self.rate.is_finite()) {
+            return Err(Error::Msg(
+                "--rate must be a number of operations per second, 0 or more".into(),
+            ));
+        }
+        if self.rate > 0.0 && self.workload != Workload::Nhfsstone {
+            return Err(Error::Msg("--rate applies to nhfsstone only".into()));
+        }
+        if self.workload == Workload::Nhfsstone && self.file_size < u64::from(self.io_size) {
+            return Err(Error::Msg(
+                "nhfsstone: --file-size must be at least --io-size".into(),
+            ));
+        }
         if self.files == 0 {
             return Err(Error::Msg("--files must be at least 1".into()));
         }
@@ -198,12 +226,13 @@ impl Params {
                     size: self.file_size,
                 }
             }
-            Workload::SmallfileRead | Workload::LockedRead | Workload::DelegRecall => {
-                FileSet::Files {
-                    n: self.files,
-                    size: self.file_size,
-                }
-            }
+            Workload::SmallfileRead
+            | Workload::LockedRead
+            | Workload::DelegRecall
+            | Workload::Nhfsstone => FileSet::Files {
+                n: self.files,
+                size: self.file_size,
+            },
             Workload::Dirlist => FileSet::Tree { n: self.files },
             Workload::Create => FileSet::None,
         }
@@ -667,8 +696,16 @@ pub struct Held {
     pub open: Vec<OpenFile>,
     /// Files this worker created (create), to remove at teardown.
     pub created: Vec<String>,
-    /// Sequential position (seqread/seqwrite).
+    /// Sequential position (seqread/seqwrite); files made (nhfsstone).
     pub cursor: u64,
+    /// nhfsstone: this worker's symbolic link.
+    pub link: Option<Node>,
+    /// nhfsstone: this worker's directory of [`MIX_DIR_ENTRIES`] (in the
+    /// client's, with its name) that READDIR lists: its size stays put
+    /// while CREATEs, twice as many as REMOVEs, grow the client's.
+    pub listed: Option<(Node, String)>,
+    /// nhfsstone with `--rate`: when the next request is due.
+    pub due: Option<Instant>,
 }
 
 /// Whether a worker does measured work (false: deleg-recall group A, which
@@ -710,6 +747,39 @@ impl Worker {
                     )
                     .await?;
                 held.open.push(f);
+            }
+            Workload::Nhfsstone => {
+                // Distinct files: a second OPEN of one file by the same
+                // owner would leave the first stateid old.
+                let first = self.rng.below(p.files);
+                for k in 0..(MIX_FILES as u64).min(p.files) {
+                    let i = (first + k) % p.files;
+                    let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                    let f = self
+                        .fs
+                        .open(dir, &format!("f{i}"), OpenMode::ReadWrite, self.index())
+                        .await?;
+                    held.open.push(f);
+                }
+                let name = format!("w{}", self.index());
+                let dir = self.fs.mkdir(&self.own_dir()?, &name).await?;
+                held.link = Some(self.fs.symlink(&dir, "l", "f0").await?);
+                for k in 1..MIX_DIR_ENTRIES {
+                    let f = self
+                        .fs
+                        .open(&dir, &format!("e{k}"), OpenMode::Create, self.index())
+                        .await?;
+                    self.fs.close(f).await?;
+                }
+                held.listed = Some((dir, name));
+                // Something for the first REMOVE.
+                self.mix_create(&mut held).await?;
+                if p.rate > 0.0 {
+                    // Workers start spread over one interval.
+                    let every = self.interval();
+                    let k = f64::from(self.index()) / f64::from(p.workers());
+                    held.due = Some(Instant::now() + every.mul_f64(k));
+                }
             }
             Workload::DelegRecall if !is_active(&p, self.client) => {
                 let mut i = u64::from(self.thread);
@@ -800,10 +870,7 @@ impl Worker {
                 if i >= p.files {
                     return Ok(false);
                 }
-                let dir = self
-                    .own_dir
-                    .clone()
-                    .ok_or_else(|| Error::Msg("create without a directory".into()))?;
+                let dir = self.own_dir()?;
                 let name = format!("f{i}");
                 let f = self
                     .fs
@@ -822,6 +889,7 @@ impl Worker {
                 self.fs.close(f).await?;
                 self.rec.unit(phase, "create", t.elapsed(), p.file_size);
             }
+            Workload::Nhfsstone => self.mix_op(held, phase).await?,
             Workload::Dirlist => {
                 let d = self.rng.below(self.set.dirs.len() as u64) as usize;
                 let _entries = self.fs.readdir(&self.set.dirs[d]).await?;
@@ -845,6 +913,114 @@ impl Worker {
             }
         }
         Ok(true)
+    }
+
+    fn own_dir(&self) -> Result<Node> {
+        self.own_dir
+            .clone()
+            .ok_or_else(|| Error::Msg(format!("{} without a directory", self.p.workload)))
+    }
+
+    /// The time between one worker's requests at `--rate`.
+    fn interval(&self) -> Duration {
+        Duration::from_secs_f64(f64::from(self.p.workers()) / self.p.rate)
+    }
+
+    /// nhfsstone: one operation drawn from the mix. With `--rate`, a
+    /// request the worker is late for (the last reply came after it was
+    /// due) counts its response time from when it was due, so a server
+    /// that falls behind the offered load sees the backlog in its
+    /// response times instead of a slower client; one the worker waits
+    /// for counts from when it is sent (the timer's lateness is the
+    /// client's).
+    async fn mix_op(&mut self, held: &mut Held, phase: Phase) -> Result<()> {
+        let start = match held.due {
+            Some(due) => {
+                held.due = Some(due + self.interval());
+                if due > Instant::now() {
+                    tokio::time::sleep_until(due.into()).await;
+                    Instant::now()
+                } else {
+                    due
+                }
+            }
+            None => Instant::now(),
+        };
+        let mut pick = self.rng.below(100) as u32;
+        let op = NHFSSTONE_MIX
+            .iter()
+            .find(|(_, pct)| {
+                let hit = pick < *pct;
+                pick = pick.saturating_sub(*pct);
+                hit
+            })
+            .map_or(MixOp::Lookup, |(op, _)| *op);
+        let f = self.rng.below(held.open.len() as u64) as usize;
+        let io = self.p.io_size;
+        let mut bytes = 0;
+        match op {
+            MixOp::Getattr => {
+                self.fs.size(&held.open[f].node).await?;
+            }
+            MixOp::Setattr => self.fs.set_mode(&held.open[f].node, 0o644).await?,
+            MixOp::Lookup => {
+                let i = self.rng.below(self.p.files);
+                let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                self.fs
+                    .lookup(dir, &format!("f{i}"))
+                    .await?
+                    .ok_or_else(|| Error::Msg(format!("nhfsstone: f{i} is missing")))?;
+            }
+            MixOp::Readlink => {
+                let link = held
+                    .link
+                    .as_ref()
+                    .ok_or_else(|| Error::Msg("no link".into()))?;
+                self.fs.readlink(link).await?;
+            }
+            MixOp::Read => bytes = self.fs.read(&held.open[f], 0, io).await?,
+            MixOp::Write => {
+                let data = self.data.slice(..io as usize);
+                self.fs.write(&held.open[f], 0, data, true).await?;
+                bytes = u64::from(io);
+            }
+            MixOp::Create => self.mix_create(held).await?,
+            MixOp::Remove => match held.created.is_empty() {
+                false => {
+                    let name = held.created.remove(0);
+                    self.fs.remove(&self.own_dir()?, &name).await?;
+                }
+                // Nothing of ours left to remove: make one instead.
+                true => self.mix_create(held).await?,
+            },
+            MixOp::Readdir => {
+                let (dir, _) = held
+                    .listed
+                    .as_ref()
+                    .ok_or_else(|| Error::Msg("no directory".into()))?;
+                self.fs.readdir(dir).await?;
+            }
+            MixOp::Fsstat => {
+                self.fs.fsstat(&self.set.bench).await?;
+            }
+        }
+        let took = start.elapsed();
+        self.rec.unit(phase, "op", took, bytes);
+        self.rec.latency(phase, op.name(), took);
+        Ok(())
+    }
+
+    /// nhfsstone's CREATE: an empty file in the client's directory (OPEN
+    /// with create, CLOSE), remembered for a later REMOVE.
+    async fn mix_create(&mut self, held: &mut Held) -> Result<()> {
+        let name = format!("m{}-{}", self.index(), held.cursor);
+        held.cursor += 1;
+        let f = self
+            .fs
+            .open(&self.own_dir()?, &name, OpenMode::Create, self.index())
+            .await?;
+        held.created.push(name);
+        self.fs.close(f).await
     }
 
     /// OPEN, [LOCK,] READ…, [LOCKU,] CLOSE of small file `i`.
@@ -895,11 +1071,73 @@ impl Worker {
                 for n in &held.created {
                     self.fs.remove(dir, n).await?;
                 }
+                if let Some((listed, name)) = &held.listed {
+                    self.fs.remove(listed, "l").await?;
+                    for k in 1..MIX_DIR_ENTRIES {
+                        self.fs.remove(listed, &format!("e{k}")).await?;
+                    }
+                    self.fs.rmdir(dir, name).await?;
+                }
             }
         }
         Ok(())
     }
 }
+
+/// Files of the set each nhfsstone worker holds open for its READs,
+/// WRITEs, GETATTRs and SETATTRs.
+const MIX_FILES: usize = 4;
+
+/// Entries of the directory an nhfsstone worker lists: its symbolic link
+/// and empty files.
+const MIX_DIR_ENTRIES: usize = 16;
+
+/// An operation of the nhfsstone mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MixOp {
+    Getattr,
+    Setattr,
+    Lookup,
+    Readlink,
+    Read,
+    Write,
+    Create,
+    Remove,
+    Readdir,
+    Fsstat,
+}
+
+impl MixOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            MixOp::Getattr => "getattr",
+            MixOp::Setattr => "setattr",
+            MixOp::Lookup => "lookup",
+            MixOp::Readlink => "readlink",
+            MixOp::Read => "read",
+            MixOp::Write => "write",
+            MixOp::Create => "create",
+            MixOp::Remove => "remove",
+            MixOp::Readdir => "readdir",
+            MixOp::Fsstat => "fsstat",
+        }
+    }
+}
+
+/// The Legato paper's Figure 1, "Typical Diskless NFS Operation Mix":
+/// percent of operations (they add up to 100).
+pub const NHFSSTONE_MIX: [(MixOp, u32); 10] = [
+    (MixOp::Getattr, 13),
+    (MixOp::Setattr, 1),
+    (MixOp::Lookup, 34),
+    (MixOp::Readlink, 8),
+    (MixOp::Read, 22),
+    (MixOp::Write, 15),
+    (MixOp::Create, 2),
+    (MixOp::Remove, 1),
+    (MixOp::Readdir, 3),
+    (MixOp::Fsstat, 1),
+];
 
 /// Runs `fut` with its calls counted in `phase`.
 pub async fn in_phase<T>(phase: Phase, fut: impl std::future::Future<Output = T>) -> T {
@@ -909,6 +1147,22 @@ pub async fn in_phase<T>(phase: Phase, fut: impl std::future::Future<Output = T>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mix_is_figure_1() {
+        assert_eq!(NHFSSTONE_MIX.iter().map(|(_, p)| p).sum::<u32>(), 100);
+        let modify: u32 = NHFSSTONE_MIX
+            .iter()
+            .filter(|(op, _)| {
+                matches!(
+                    op,
+                    MixOp::Setattr | MixOp::Write | MixOp::Create | MixOp::Remove
+                )
+            })
+            .map(|(_, p)| p)
+            .sum();
+        assert_eq!(modify, 19, "the paper: 19% of these operations modify data");
+    }
 
     #[test]
     fn tree_shape() {

@@ -244,6 +244,65 @@ async fn create_smallfile_dirlist_and_deleg_recall() {
     assert_eq!(m.op("SEQUENCE"), r.ops);
 }
 
+/// nhfsstone: every unit is one operation of the mix, each kind sends
+/// what it should, `--rate` paces the run, and teardown leaves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nhfsstone_runs_the_mix_at_the_offered_rate() {
+    let srv = Srv::start().await;
+    let o = Overrides {
+        files: Some(30),
+        ..Default::default()
+    };
+    let mut p = params(Workload::Nhfsstone, srv.url(), o);
+    p.threads = 4;
+    p.duration_s = 1.0;
+    runner::prepare(&p).await.unwrap();
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    let m = phase(r, "measure");
+    let kinds = [
+        "getattr", "setattr", "lookup", "readlink", "read", "write", "create", "remove", "readdir",
+        "fsstat",
+    ];
+    let per: Vec<u64> = kinds
+        .iter()
+        .map(|k| r.latency.get(*k).map_or(0, |l| l.count))
+        .collect();
+    assert_eq!(per.iter().sum::<u64>(), r.ops, "{kinds:?} {per:?}");
+    assert!(r.ops > 300, "{} operations", r.ops);
+    // One call each, but a create is OPEN and CLOSE (and a remove with
+    // nothing to remove is a create).
+    let n = |k: &str| per[kinds.iter().position(|x| *x == k).unwrap()];
+    assert_eq!(m.op("READLINK"), n("readlink"));
+    assert_eq!(m.op("READ"), n("read"));
+    assert_eq!(m.op("WRITE"), n("write"));
+    assert_eq!(m.op("LOOKUP"), n("lookup"));
+    assert_eq!(m.op("READDIR"), n("readdir"));
+    assert_eq!(m.op("SETATTR"), n("setattr"));
+    assert_eq!(m.op("GETATTR"), n("getattr") + n("fsstat"));
+    assert_eq!(m.op("OPEN"), m.op("CLOSE"));
+    assert_eq!(m.op("OPEN") + m.op("REMOVE"), n("create") + n("remove"));
+    assert_eq!(m.op("SEQUENCE"), r.ops + m.op("CLOSE"));
+    // The mix: lookups are about a third, reads about a fifth.
+    let share = |k: &str| n(k) as f64 / r.ops as f64;
+    assert!((0.24..0.44).contains(&share("lookup")), "{per:?}");
+    assert!((0.14..0.30).contains(&share("read")), "{per:?}");
+    // Offered 200 operations a second: the run starts that many, no more.
+    p.rate = 200.0;
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    assert!(
+        (150..=205).contains(&r.ops),
+        "{} operations in 1 s at 200/s",
+        r.ops
+    );
+    // Teardown removed the runs' files and directories.
+    let left: Vec<_> = std::fs::read_dir(srv._export.path().join("ferrite-bench"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("create-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dir_target_runs_locked_read_through_posix() {
     let dir = tempfile::tempdir().unwrap();
