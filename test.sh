@@ -2,7 +2,8 @@
 # Ferrite's test command: what CI runs (.ci/run) and what the README names.
 #   ./test.sh            everything
 # Environment: FERRITE_SKIP_REALCLIENT=1 skips the real Linux client suite,
-# FERRITE_SKIP_GANESHA=1 the tests against NFS-Ganesha (each then says so);
+# FERRITE_SKIP_GANESHA=1 the tests against NFS-Ganesha, FERRITE_SKIP_FUSE=1
+# the crashfs and power-loss tests (each then says so);
 # FERRITE_FUZZ_CASES sets the proptest fuzz tests' case count,
 # FERRITE_FUZZ_SECS the seconds per target of the libFuzzer run (60).
 set -euo pipefail
@@ -25,6 +26,9 @@ cargo test --workspace
 # to install cargo-fuzz), then runs each for FERRITE_FUZZ_SECS.
 step "coverage-guided fuzzing, a short bounded run (tools/fuzz.sh short; docs/fuzzing.md)"
 bash tools/fuzz.sh short "${FERRITE_FUZZ_SECS:-60}"
+
+step "crashfs and the power-loss crash harness (tests/crash-power.sh)"
+bash tests/crash-power.sh
 
 step "NFSv3/NLM client and nfs3:// benchmark against NFS-Ganesha (tests/peer-ganesha.sh)"
 bash tests/peer-ganesha.sh
