@@ -5,7 +5,8 @@
 # crashfs, killed and its power lost at random points, every acknowledged
 # stable byte and name checked after each). ./test.sh runs this.
 #
-# CRASH_POINTS (default 20 here) sets the number of power losses;
+# CRASH_POINTS (default 20 here) sets the number of power losses of each
+# run (with a write log, then without);
 # FERRITE_SKIP_FUSE=1 skips it all (and says so). Without that, a machine
 # where FUSE cannot be mounted fails the run.
 set -euo pipefail
@@ -28,4 +29,4 @@ fi
 
 export CRASH_POINTS="${CRASH_POINTS:-20}"
 cargo test --release -p crashfs --test mount -- --ignored
-cargo test --release -p ferrite --test crash_power -- --ignored --nocapture
+cargo test --release -p ferrite --test crash_power -- --ignored --nocapture --test-threads 1

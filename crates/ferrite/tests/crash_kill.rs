@@ -13,5 +13,5 @@ mod crash;
 fn acknowledged_results_survive_kill_9_at_random_points() {
     let (points, seed) = crash::points_and_seed(6);
     let dir = tempfile::tempdir().unwrap();
-    crash::run(points, seed, dir.path(), None);
+    crash::run(points, seed, dir.path(), true, None);
 }

@@ -46,6 +46,9 @@ impl Rng {
 
 struct Server {
     child: Option<Child>,
+    /// Serves with a write log (stable writes logged) or without (each
+    /// stable write syncs the file).
+    log: bool,
     addr: SocketAddr,
     dir: PathBuf,
 }
@@ -63,9 +66,17 @@ impl Server {
             .args(["--listen", &self.addr.to_string()])
             .arg("--state-dir")
             .arg(self.dir.join("state"))
-            .arg("--log")
-            .arg(self.dir.join("log"))
-            .args(["--log-mib", "16", "--grace", "0"])
+            .args(if self.log {
+                vec![
+                    "--log".into(),
+                    self.dir.join("log").into_os_string(),
+                    "--log-mib".into(),
+                    "16".into(),
+                ]
+            } else {
+                vec![]
+            })
+            .args(["--grace", "0"])
             .args(
                 std::env::var("CRASH_SERVER_ARGS")
                     .unwrap_or_default()
@@ -310,7 +321,7 @@ fn free_port() -> SocketAddr {
     l.local_addr().unwrap()
 }
 
-pub fn run(points: usize, seed: u64, dir: &Path, power: Option<&crashfs::Mounted>) {
+pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crashfs::Mounted>) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -325,6 +336,7 @@ pub fn run(points: usize, seed: u64, dir: &Path, power: Option<&crashfs::Mounted
     }
     let mut srv = Server {
         child: None,
+        log,
         addr: free_port(),
         dir: dir.to_path_buf(),
     };
@@ -390,7 +402,10 @@ pub fn run(points: usize, seed: u64, dir: &Path, power: Option<&crashfs::Mounted
     } else {
         "kills"
     };
-    eprintln!("crash: {points} {what} survived (seed {seed:#x}), {files} files checked after each");
+    let how = if log { "with" } else { "without" };
+    eprintln!(
+        "crash: {points} {what} survived {how} a write log (seed {seed:#x}), {files} files checked after each"
+    );
     if let Some(fs) = power {
         eprintln!("crash: crashfs {:?}", fs.stats());
     }
