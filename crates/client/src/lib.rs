@@ -76,6 +76,9 @@ pub struct ClientOptions {
     /// reclaims its state after a server restart (RFC 8881 §8.4.2.1),
     /// then sends it itself.
     pub reclaim_complete: bool,
+    /// Ask for a persistent session (CREATE_SESSION4_FLAG_PERSIST, RFC
+    /// 8881 §2.10.6.5); [`Client::session_flags`] says if it was granted.
+    pub persist: bool,
 }
 
 impl ClientOptions {
@@ -91,6 +94,7 @@ impl ClientOptions {
             delay_retry: Duration::from_secs(30),
             conn: rpc::ConnConfig::default(),
             reclaim_complete: true,
+            persist: false,
         }
     }
 
@@ -155,6 +159,8 @@ struct Inner {
     opts: ClientOptions,
     clientid: ClientId4,
     sessionid: SessionId4,
+    /// `csr_flags` of the session.
+    session_flags: u32,
     fore: ChannelAttrs4,
     back: ChannelAttrs4,
     slots: Arc<SlotTable>,
@@ -280,7 +286,12 @@ impl Client {
         let cs = CreateSession4Args {
             clientid: eid.clientid,
             sequence: eid.sequenceid,
-            flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+            flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN
+                | if opts.persist {
+                    CREATE_SESSION4_FLAG_PERSIST
+                } else {
+                    0
+                },
             fore_chan_attrs: fore_channel_attrs(opts.slots),
             back_chan_attrs: back_channel_attrs(),
             cb_program: CB_PROGRAM,
@@ -307,6 +318,7 @@ impl Client {
             opts,
             clientid: eid.clientid,
             sessionid: cs.sessionid,
+            session_flags: cs.flags,
             fore: cs.fore_chan_attrs,
             back: cs.back_chan_attrs,
             status_flags: AtomicU32::new(0),
@@ -358,6 +370,11 @@ impl Client {
 
     pub fn sessionid(&self) -> SessionId4 {
         self.inner.sessionid
+    }
+
+    /// The flags CREATE_SESSION granted (`csr_flags`).
+    pub fn session_flags(&self) -> u32 {
+        self.inner.session_flags
     }
 
     pub fn minorversion(&self) -> u32 {

@@ -145,7 +145,8 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             log,
         });
     }
-    let recovery = crate::nfs4::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period())?;
+    let recovery =
+        crate::nfs4::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period(), cfg.nfs4.lease)?;
     let nfs4 = Nfs4Server::recovering(
         cfg.nfs4.clone(),
         key,

@@ -63,6 +63,8 @@ impl Fh {
 /// slot in use forever.
 pub struct SlotUse {
     pub slotid: u32,
+    /// The request's sequence ID on the slot.
+    pub seqid: u32,
     pub digest: u64,
     pub cachethis: bool,
     session: Arc<Session>,
@@ -71,9 +73,16 @@ pub struct SlotUse {
 
 impl SlotUse {
     /// Takes charge of `slotid` of `session`, which SEQUENCE admitted.
-    pub fn new(session: Arc<Session>, slotid: u32, digest: u64, cachethis: bool) -> Self {
+    pub fn new(
+        session: Arc<Session>,
+        slotid: u32,
+        seqid: u32,
+        digest: u64,
+        cachethis: bool,
+    ) -> Self {
         SlotUse {
             slotid,
+            seqid,
             digest,
             cachethis,
             session,
@@ -513,6 +522,8 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
     let mut last = (0, 0);
     // Every operation so far may be cached without the client asking.
     let mut cacheable = true;
+    // An operation ran whose reply a persistent session keeps.
+    let mut persists = false;
     for (i, op) in decoded.into_iter().enumerate() {
         cx.index = i;
         let op = match op {
@@ -545,6 +556,7 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
         let opnum = d.num as u32;
         let mark = results.len();
         last = (mark, opnum);
+        persists |= super::persist::persists(&op);
         let more = i + 1 < nops;
         let r = match (admit(&cx, d, &op, head + mark, more), d.handler) {
             (Ok(()), Some(handler)) => run_caught(d, handler(&mut cx, op)).await,
@@ -594,9 +606,41 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
         let size: usize = out.iter().map(Bytes::len).sum();
         let keep = size <= slot.session.fore.maxresponsesize_cached as usize
             && (slot.cachethis || (cacheable && size <= UNASKED_CACHE_MAX));
+        if keep && persists {
+            keep_across_restarts(&slot, &out).await;
+        }
         slot.complete(keep.then(|| out.clone()));
     }
     Reply::Success(out)
+}
+
+/// On a persistent session, puts the reply of a request that changed the
+/// namespace or took a lock on stable storage before it is sent, so that
+/// its retry after a restart gets it back (RFC 8881 §2.10.6.5;
+/// `nfs4::persist`). If that fails the reply is sent all the same (the
+/// change is made): a retry after a restart then finds the session dead.
+async fn keep_across_restarts(slot: &SlotUse, out: &[Bytes]) {
+    let Some(file) = slot.session.persist.get().cloned() else {
+        return;
+    };
+    let (f, reply) = (file.clone(), out.to_vec());
+    let (slotid, seqid, digest) = (slot.slotid, slot.seqid, slot.digest);
+    let written = off_thread_urgent(move || f.write(slotid, seqid, digest, &reply)).await;
+    let r = match written {
+        Ok(Ok(true)) => file
+            .durable()
+            .await
+            .map_err(std::io::Error::from_raw_os_error),
+        Ok(Ok(false)) => Ok(()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(std::io::Error::other("panicked")),
+    };
+    if let Err(e) = r {
+        static LAST: AtomicU64 = AtomicU64::new(0);
+        if now_and_then(&LAST) {
+            warn!("persistent session: a reply could not be kept: {e}");
+        }
+    }
 }
 
 /// True at most once every ten seconds per `last` (the time it was last
@@ -969,6 +1013,7 @@ mod tests {
             cb_down: AtomicBool::new(false),
             minorversion: AtomicU32::new(1),
             cb_slot: Default::default(),
+            persist: Default::default(),
         })
     }
 
@@ -1028,12 +1073,12 @@ mod tests {
         // Completed: a retry gets the cached reply.
         assert_eq!(begin(&s, 1), Ok(SlotDecision::Execute));
         let reply = vec![Bytes::from_static(b"reply")];
-        SlotUse::new(s.clone(), 0, 9, true).complete(Some(reply.clone()));
+        SlotUse::new(s.clone(), 0, 1, 9, true).complete(Some(reply.clone()));
         assert_eq!(begin(&s, 1), Ok(SlotDecision::Replay(reply)));
         // Dropped mid-compound (a panic unwinding, a cancelled task): the
         // slot is free, the retry told its reply was not kept.
         assert_eq!(begin(&s, 2), Ok(SlotDecision::Execute));
-        let slot = SlotUse::new(s.clone(), 0, 9, true);
+        let slot = SlotUse::new(s.clone(), 0, 2, 9, true);
         assert_eq!(begin(&s, 2), Err(SlotError::InProgress));
         let unwound = std::panic::catch_unwind(AssertUnwindSafe(move || {
             let _held = slot;

@@ -10,6 +10,7 @@ pub mod exclusive;
 pub mod filehandle;
 pub mod inproc;
 pub mod ops;
+pub mod persist;
 pub mod pseudo;
 pub mod recovery;
 pub mod space;
@@ -108,6 +109,8 @@ pub struct Nfs4Server {
     /// When this server instance started (since the epoch): the pseudo
     /// directories' times.
     pub started: Duration,
+    /// Persistent sessions' files, and the earlier instance's sessions.
+    pub sessions: persist::Sessions,
     state: State,
 }
 
@@ -165,6 +168,7 @@ impl Nfs4Server {
             },
             server_scope: Bytes::from(format!("ferrite:{host}")),
             started,
+            sessions: recovery.sessions,
             state: State::recovering(
                 epoch,
                 cfg_lease,
@@ -230,6 +234,11 @@ impl Nfs4Server {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 let Some(srv) = weak.upgrade() else { break };
                 srv.end_grace_if_due().await;
+                if srv.sessions.enabled() {
+                    let s = srv.clone();
+                    let up = srv.now().saturating_sub(srv.started);
+                    let _ = compound::off_thread(move || s.sessions.sweep(up)).await;
+                }
                 let n = srv.state().reap();
                 srv.settle_records().await;
                 let sessions = srv.state().session_count();
@@ -268,6 +277,8 @@ fn hostname() -> String {
 /// What a server keeps for reboot recovery (RFC 8881 §8.4.2).
 pub struct Recovery {
     pub records: recovery::Records,
+    /// Where persistent sessions are kept (RFC 8881 §2.10.6.5).
+    pub sessions: persist::Sessions,
     /// Client owners recorded by earlier instances.
     pub previous: std::collections::HashSet<Bytes>,
     /// When this instance started (since the Unix epoch).
@@ -279,23 +290,31 @@ impl Recovery {
     pub fn none() -> Recovery {
         Recovery {
             records: recovery::Records::none(),
+            sessions: persist::Sessions::none(),
             previous: Default::default(),
             started: Recovery::now(),
         }
     }
 
-    /// Client records kept in `state_dir`. With no grace period (`grace`
-    /// zero) the earlier instances' records are dropped at once: nobody
-    /// reclaims.
-    pub fn open(state_dir: &std::path::Path, grace: Duration) -> std::io::Result<Recovery> {
+    /// Client records and persistent sessions kept in `state_dir`. With
+    /// no grace period (`grace` zero) the earlier instances' records are
+    /// dropped at once: nobody reclaims. Their sessions are kept for two
+    /// leases (`lease`), for retries.
+    pub fn open(
+        state_dir: &std::path::Path,
+        grace: Duration,
+        lease: Duration,
+    ) -> std::io::Result<Recovery> {
         let started = Recovery::now();
         let (records, mut previous) = recovery::Records::open(state_dir, started.as_nanos())?;
+        let sessions = persist::Sessions::open(state_dir, started.as_nanos(), lease * 2)?;
         if grace.is_zero() && !previous.is_empty() {
             records.forget_previous()?;
             previous.clear();
         }
         Ok(Recovery {
             records,
+            sessions,
             previous,
             started,
         })

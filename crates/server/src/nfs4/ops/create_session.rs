@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::callback::probe_back_channel;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::{off_thread, Compound};
 use crate::nfs4::state::{NewSession, Principal};
 
 const FLAGS: u32 = CREATE_SESSION4_FLAG_PERSIST
@@ -64,12 +64,45 @@ pub async fn run(cx: &mut Compound, args: CreateSession4Args) -> CreateSession4R
         drc: cx.srv.drc.clone(),
     };
     match cx.srv.state().create_session(req) {
-        Ok(created) => {
+        Ok(mut created) => {
+            if args.flags & CREATE_SESSION4_FLAG_PERSIST != 0 && persist(cx, &created.resok).await {
+                created.resok.flags |= CREATE_SESSION4_FLAG_PERSIST;
+            }
             if let Some(session) = created.probe {
                 tokio::spawn(probe_back_channel(session));
             }
             Res4::Ok(created.resok)
         }
         Err(e) => Res4::Err(e),
+    }
+}
+
+/// Makes the session persistent (RFC 8881 §2.10.6.5, `nfs4::persist`):
+/// its file is on stable storage before the reply grants the flag. False
+/// where the server keeps no state directory, or the file cannot be made.
+async fn persist(cx: &Compound, resok: &CreateSession4ResOk) -> bool {
+    let Some(session) = cx.srv.state().session(&resok.sessionid) else {
+        return false;
+    };
+    if session.persist.get().is_some() {
+        // A retransmitted CREATE_SESSION.
+        return true;
+    }
+    if !cx.srv.sessions.enabled() {
+        return false;
+    }
+    let (srv, id, slots) = (
+        cx.srv.clone(),
+        resok.sessionid,
+        resok.fore_chan_attrs.maxrequests,
+    );
+    match off_thread(move || srv.sessions.create(&id, slots)).await {
+        Ok(Ok(Some(file))) => session.persist.set(file).is_ok() || session.persist.get().is_some(),
+        Ok(Ok(None)) => false,
+        Ok(Err(e)) => {
+            tracing::warn!("persistent session refused: its file: {e}");
+            false
+        }
+        Err(_) => false,
     }
 }

@@ -5,13 +5,14 @@ use std::sync::atomic::Ordering;
 use proto::nfs4::*;
 
 use crate::nfs4::compound::{Compound, SlotUse};
+use crate::nfs4::persist::Dead;
 use crate::nfs4::state::slots::{SlotDecision, SlotError};
 
 pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
     // §18.46.3: a SEQUENCE that fails changes neither the slot nor the
     // lease, so the lease is renewed only once the slot admits it.
     let Some(session) = cx.srv.state().session(&args.sessionid) else {
-        return Res4::Err(NfsStat4::Nfs4errBadsession);
+        return dead(cx, &args);
     };
     if cx.nops > session.fore.maxoperations as usize {
         return Res4::Err(NfsStat4::Nfs4errTooManyOps);
@@ -42,7 +43,13 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
         (t.highest_slotid(), t.target_highest_slotid())
     };
     // From here the slot is freed on every path out of the compound.
-    let slot = SlotUse::new(session.clone(), args.slotid, cx.digest, args.cachethis);
+    let slot = SlotUse::new(
+        session.clone(),
+        args.slotid,
+        args.sequenceid,
+        cx.digest,
+        args.cachethis,
+    );
     let mut status_flags = 0;
     if session.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0
         && (session.cb_down.load(Ordering::Relaxed) || session.back_conn().is_none())
@@ -58,5 +65,25 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
         highest_slotid: highest,
         target_highest_slotid: target,
         status_flags,
+    })
+}
+
+/// A session no live one has: a dead session of the earlier instance
+/// (RFC 8881 §2.10.6.5) answers the retry of a request whose reply it
+/// kept with that reply, anything else with NFS4ERR_DEADSESSION; any
+/// other session is NFS4ERR_BADSESSION.
+fn dead(cx: &mut Compound, args: &Sequence4Args) -> Sequence4Res {
+    let d = cx
+        .srv
+        .sessions
+        .dead(&args.sessionid, args.slotid, args.sequenceid, cx.digest);
+    Res4::Err(match d {
+        Dead::Unknown => NfsStat4::Nfs4errBadsession,
+        Dead::Replay(reply) => {
+            cx.replay = Some(vec![reply]);
+            NfsStat4::Nfs4errDelay
+        }
+        Dead::FalseRetry => NfsStat4::Nfs4errSeqFalseRetry,
+        Dead::Dead => NfsStat4::Nfs4errDeadsession,
     })
 }

@@ -359,6 +359,7 @@ impl State {
                 cb_down: AtomicBool::new(false),
                 minorversion: AtomicU32::new(req.minorversion),
                 cb_slot: Default::default(),
+                persist: Default::default(),
             });
             let resok = CreateSession4ResOk {
                 sessionid: sid,

@@ -49,6 +49,8 @@ pub struct Session {
     pub minorversion: AtomicU32,
     /// Held while a callback uses back-channel slot 0 (one at a time).
     pub cb_slot: tokio::sync::Mutex<()>,
+    /// Its file, if it persists (CREATE_SESSION4_FLAG_PERSIST granted).
+    pub persist: std::sync::OnceLock<Arc<crate::nfs4::persist::SessionFile>>,
 }
 
 impl Session {
