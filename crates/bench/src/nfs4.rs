@@ -134,11 +134,13 @@ impl Nfs4Fs {
     pub async fn connect(
         addr: SocketAddr,
         path: &str,
+        persist: bool,
         owner: String,
         stats: Arc<OpStats>,
     ) -> Result<Arc<Nfs4Fs>> {
         let mut opts = ClientOptions::new(owner.into_bytes());
         opts.delay_retry = Duration::from_secs(60);
+        opts.persist = persist;
         let client = Client::connect(addr, opts).await?;
         stats.count_ops(Phase::Setup, "EXCHANGE_ID", &["EXCHANGE_ID"]);
         stats.count_ops(Phase::Setup, "CREATE_SESSION", &["CREATE_SESSION"]);

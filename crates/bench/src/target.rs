@@ -1,4 +1,4 @@
-//! Benchmark targets: `nfs4://host:port/path`,
+//! Benchmark targets: `nfs4://host:port/path[?persist=1]`,
 //! `nfs3://host:port/path?mountport=N&nlmport=M` and `dir:/path`.
 
 use std::fmt;
@@ -12,10 +12,13 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// NFSv4.1 over TCP; `path` is looked up from the root filehandle.
+    /// `persist`: the sessions ask for CREATE_SESSION4_FLAG_PERSIST, as
+    /// Linux clients do.
     Nfs4 {
         host: String,
         port: u16,
         path: String,
+        persist: bool,
     },
     /// NFSv3 + MOUNT (+ NLM for locks) over TCP; `path` is the MNT path.
     /// Ports not given are asked of the portmapper on the host's port 111.
@@ -68,8 +71,18 @@ impl FromStr for Target {
 
     fn from_str(s: &str) -> Result<Target> {
         if let Some(rest) = s.strip_prefix("nfs4://") {
-            let (host, port, path, _) = host_port_path(rest, 2049)?;
-            Ok(Target::Nfs4 { host, port, path })
+            let (host, port, path, query) = host_port_path(rest, 2049)?;
+            let persist = match query.as_str() {
+                "" | "persist=0" => false,
+                "persist=1" => true,
+                q => return Err(Error::Msg(format!("unknown nfs4 option {q} (persist=1)"))),
+            };
+            Ok(Target::Nfs4 {
+                host,
+                port,
+                path,
+                persist,
+            })
         } else if let Some(rest) = s.strip_prefix("nfs3://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
             let (mut mountport, mut nlmport) = (None, None);
@@ -102,7 +115,7 @@ impl FromStr for Target {
             Ok(Target::Dir(PathBuf::from(rest)))
         } else {
             Err(Error::Msg(format!(
-                "unknown target {s}: use nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
+                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1], nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
             )))
         }
     }
@@ -111,7 +124,18 @@ impl FromStr for Target {
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Nfs4 { host, port, path } => write!(f, "nfs4://{host}:{port}{path}"),
+            Target::Nfs4 {
+                host,
+                port,
+                path,
+                persist,
+            } => {
+                write!(f, "nfs4://{host}:{port}{path}")?;
+                if *persist {
+                    write!(f, "?persist=1")?;
+                }
+                Ok(())
+            }
             Target::Nfs3 {
                 host,
                 port,
@@ -160,10 +184,15 @@ mod tests {
             Target::Nfs4 {
                 host: "127.0.0.1".into(),
                 port: 12049,
-                path: "/export/x".into()
+                path: "/export/x".into(),
+                persist: false,
             }
         );
         assert_eq!(t.to_string(), "nfs4://127.0.0.1:12049/export/x");
+        let t: Target = "nfs4://h:1/?persist=1".parse().unwrap();
+        assert!(matches!(t, Target::Nfs4 { persist: true, .. }));
+        assert_eq!(t.to_string(), "nfs4://h:1/?persist=1");
+        assert!("nfs4://h:1/?persist=2".parse::<Target>().is_err());
         let t: Target = "nfs4://localhost".parse().unwrap();
         assert_eq!(t.to_string(), "nfs4://localhost:2049/");
         let t: Target = "nfs3://h:2049/e?mountport=20048".parse().unwrap();
