@@ -75,11 +75,13 @@ impl Running {
         let _ = self.task.await;
     }
 
-    /// Stops accepting connections, waits for the listener to finish and
-    /// applies every export's write log (nothing left to replay).
+    /// Stops accepting connections, waits for the listener to finish,
+    /// applies every export's write log (nothing left to replay) and syncs
+    /// the persistent sessions' files.
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
+        let nfs4 = self.nfs4.clone();
         let logs: Vec<_> = self
             .nfs4
             .exports
@@ -103,6 +105,7 @@ impl Running {
                     "write log: stopped, everything applied"
                 );
             }
+            nfs4.sessions.sync();
         });
         let _ = drained.await;
     }
@@ -110,11 +113,12 @@ impl Running {
 
 /// Binds the listener and starts serving.
 pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
-    std::fs::create_dir_all(&cfg.state_dir)?;
+    // Made durably: handles, client records and sessions rest on it.
+    vfs::durable::create_dir_all(&cfg.state_dir)?;
     let key = FhKey::load_or_create(&cfg.state_dir)?;
     let mut exports = Vec::new();
     for (i, e) in cfg.exports.iter().enumerate() {
-        std::fs::create_dir_all(&e.dir)?;
+        vfs::durable::create_dir_all(&e.dir)?;
         let mut fs = vfs::local::LocalFs::new(&e.dir)?;
         fs.set_async(e.metadata_async);
         let id = i as u16;

@@ -11,6 +11,7 @@
 
 use bytes::Bytes;
 
+pub mod durable;
 pub mod local;
 pub mod mem;
 pub mod wal;

@@ -44,6 +44,7 @@
 //! the last segment, a bad record with a sound one of the next sequence
 //! numbers after it is damage; without, it is the end of the log.
 
+use crate::durable::sync_dir;
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -206,10 +207,6 @@ fn segment_name(first_seq: u64) -> String {
     format!("wal-{first_seq:020}.seg")
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 /// This log's segment header.
 fn header(cfg: &WalConfig) -> [u8; HEADER] {
     let mut h = [0u8; HEADER];
@@ -275,12 +272,7 @@ impl Wal {
     pub fn open(mut cfg: WalConfig) -> Result<(Wal, Vec<Record>), WalError> {
         // Room for the current segment and a full one being applied.
         cfg.capacity_bytes = cfg.capacity_bytes.max(cfg.segment_bytes * 2);
-        if !cfg.dir.is_dir() {
-            fs::create_dir_all(&cfg.dir)?;
-            if let Some(parent) = cfg.dir.parent() {
-                sync_dir(parent)?;
-            }
-        }
+        crate::durable::create_dir_all(&cfg.dir)?;
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
         let mut spares = Vec::new();
         let mut spare_no = 0;

@@ -44,17 +44,17 @@ impl Rng {
     }
 }
 
-struct Server {
-    child: Option<Child>,
+pub struct Server {
+    pub child: Option<Child>,
     /// Serves with a write log (stable writes logged) or without (each
     /// stable write syncs the file).
-    log: bool,
-    addr: SocketAddr,
-    dir: PathBuf,
+    pub log: bool,
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
 }
 
 impl Server {
-    fn spawn(&mut self) {
+    pub fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -90,7 +90,7 @@ impl Server {
         self.child = Some(child);
     }
 
-    fn kill(&mut self) {
+    pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill(); // SIGKILL
             let _ = c.wait();
@@ -98,7 +98,7 @@ impl Server {
     }
 
     /// Waits until it accepts connections; panics if it exits first.
-    fn ready(&mut self) {
+    pub fn ready(&mut self) {
         let until = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(c) = self.child.as_mut() {
@@ -316,7 +316,7 @@ async fn connect(addr: SocketAddr, who: &str) -> client::Result<(Client, NfsFh4)
     Ok((c, root))
 }
 
-fn free_port() -> SocketAddr {
+pub fn free_port() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
 }
@@ -345,6 +345,7 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
     srv.spawn();
     srv.ready();
     let verbose = std::env::var_os("CRASH_VERBOSE").is_some();
+    let mut first_root: Option<NfsFh4> = None;
     for round in 0..points {
         let t0 = Instant::now();
         let addr = srv.addr;
@@ -383,6 +384,10 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
             let (c, root) = connect(srv.addr, &format!("{round}-check"))
                 .await
                 .expect("a client connects after the restart");
+            // File handles outlive the crash: the same root handle (a
+            // lost filehandle key would make every handle stale).
+            let first = first_root.get_or_insert_with(|| root.clone());
+            assert_eq!(*first, root, "round {round}: the root's handle changed");
             for m in &mut models {
                 verify(&c, &root, m, round).await;
             }
@@ -415,7 +420,7 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
 /// server had not made durable is gone. The kernel may still be handing
 /// crashfs a request the server made before it died; a moment's wait lets
 /// it land before the loss rather than after.
-fn lose_power(power: Option<&crashfs::Mounted>) {
+pub fn lose_power(power: Option<&crashfs::Mounted>) {
     if let Some(fs) = power {
         std::thread::sleep(Duration::from_millis(20));
         fs.power_loss();

@@ -614,8 +614,8 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
     Reply::Success(out)
 }
 
-/// On a persistent session, puts the reply of a request that changed the
-/// namespace or took a lock on stable storage before it is sent, so that
+/// On a persistent session, writes the reply of a request that changed the
+/// namespace to the session's file before it is sent, so that
 /// its retry after a restart gets it back (RFC 8881 §2.10.6.5;
 /// `nfs4::persist`). If that fails the reply is sent all the same (the
 /// change is made): a retry after a restart then finds the session dead.
@@ -623,16 +623,10 @@ async fn keep_across_restarts(slot: &SlotUse, out: &[Bytes]) {
     let Some(file) = slot.session.persist.get().cloned() else {
         return;
     };
-    let (f, reply) = (file.clone(), out.to_vec());
+    let reply = out.to_vec();
     let (slotid, seqid, digest) = (slot.slotid, slot.seqid, slot.digest);
-    let written = off_thread_urgent(move || f.write(slotid, seqid, digest, &reply)).await;
-    let r = match written {
-        Ok(Ok(true)) => file
-            .durable()
-            .await
-            .map_err(std::io::Error::from_raw_os_error),
-        Ok(Ok(false)) => Ok(()),
-        Ok(Err(e)) => Err(e),
+    let r = match off_thread(move || file.keep(slotid, seqid, digest, &reply)).await {
+        Ok(r) => r.map(|_| ()),
         Err(_) => Err(std::io::Error::other("panicked")),
     };
     if let Err(e) = r {

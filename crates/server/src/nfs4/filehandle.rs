@@ -100,7 +100,7 @@ impl FhKey {
                 f.read_exact(&mut key)?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(state_dir)?;
+                vfs::durable::create_dir_all(state_dir)?;
                 getrandom::getrandom(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
                 let tmp = state_dir.join("fh.key.tmp");
                 let mut f = std::fs::OpenOptions::new()

@@ -78,10 +78,7 @@ impl Records {
     /// one (unique across restarts: the start time in nanoseconds).
     pub fn open(state_dir: &Path, instance: u128) -> io::Result<(Records, HashSet<Bytes>)> {
         let dir = state_dir.join("clients");
-        if !dir.is_dir() {
-            fs::create_dir_all(&dir)?;
-            sync_dir(state_dir)?;
-        }
+        vfs::durable::create_dir_all(&dir)?;
         let mut owners = HashSet::new();
         for entry in fs::read_dir(&dir)? {
             let entry = entry?;
@@ -226,10 +223,7 @@ impl Records {
     }
 }
 
-/// Makes a directory's entries durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
+pub use vfs::durable::sync_dir;
 
 /// The grace period after a restart (RFC 8881 §8.4.2.1).
 #[derive(Debug)]

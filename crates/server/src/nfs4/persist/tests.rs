@@ -8,19 +8,18 @@ fn reply(s: &str) -> Vec<Bytes> {
     vec![Bytes::from(s.to_string()), Bytes::from_static(b"-tail")]
 }
 
-#[tokio::test]
-async fn a_restart_keeps_the_replies_for_retries_only() {
+#[test]
+fn a_restart_keeps_the_replies_for_retries_only() {
     let dir = tempfile::tempdir().unwrap();
     let s = Sessions::open(dir.path(), 1, Duration::from_secs(10)).unwrap();
     let f = s.create(&sid(7), 4).unwrap().unwrap();
-    assert!(f.write(0, 5, 0xAA, &reply("remove")).unwrap());
-    assert!(f.write(2, 9, 0xBB, &reply("rename")).unwrap());
+    assert!(f.keep(0, 5, 0xAA, &reply("remove")).unwrap());
+    assert!(f.keep(2, 9, 0xBB, &reply("rename")).unwrap());
     // Slot 2 again: the later request replaces the earlier's reply.
-    assert!(f.write(2, 10, 0xCC, &reply("lock")).unwrap());
-    assert!(!f.write(4, 1, 0, &reply("x")).unwrap(), "beyond the slots");
+    assert!(f.keep(2, 10, 0xCC, &reply("lock")).unwrap());
+    assert!(!f.keep(4, 1, 0, &reply("x")).unwrap(), "beyond the slots");
     let big = vec![Bytes::from(vec![0u8; MAX_REPLY + 1])];
-    assert!(!f.write(1, 1, 0, &big).unwrap(), "too large to keep");
-    f.durable().await.unwrap();
+    assert!(!f.keep(1, 1, 0, &big).unwrap(), "too large to keep");
     assert_eq!(s.dead(&sid(7), 0, 5, 0xAA), Dead::Unknown, "live, not dead");
 
     // The next instance.
@@ -39,14 +38,13 @@ async fn a_restart_keeps_the_replies_for_retries_only() {
     assert_eq!(s2.dead(&sid(8), 0, 5, 0xAA), Dead::Unknown);
 }
 
-#[tokio::test]
-async fn a_torn_record_is_no_reply() {
+#[test]
+fn a_torn_record_is_no_reply() {
     let dir = tempfile::tempdir().unwrap();
     let s = Sessions::open(dir.path(), 1, Duration::ZERO).unwrap();
     let f = s.create(&sid(1), 2).unwrap().unwrap();
-    f.write(0, 3, 1, &reply("a")).unwrap();
-    f.write(1, 3, 1, &reply("b")).unwrap();
-    f.durable().await.unwrap();
+    f.keep(0, 3, 1, &reply("a")).unwrap();
+    f.keep(1, 3, 1, &reply("b")).unwrap();
     let path = fs::read_dir(dir.path().join("sessions"))
         .unwrap()
         .next()
@@ -71,7 +69,7 @@ fn sweeps_remove_gone_sessions_and_in_time_the_earlier_ones() {
     let files = || fs::read_dir(dir.path().join("sessions")).unwrap().count();
     let s = Sessions::open(dir.path(), 1, Duration::ZERO).unwrap();
     let kept = s.create(&sid(1), 1).unwrap().unwrap();
-    kept.write(0, 1, 1, &reply("a")).unwrap();
+    kept.keep(0, 1, 1, &reply("a")).unwrap();
     let gone = s.create(&sid(2), 1).unwrap().unwrap();
     drop(gone);
     assert_eq!(files(), 2);
@@ -92,7 +90,7 @@ fn sweeps_remove_gone_sessions_and_in_time_the_earlier_ones() {
 }
 
 #[test]
-fn only_namespace_changes_and_locks_persist() {
+fn only_namespace_changes_persist() {
     use proto::nfs4::*;
     let open = |openhow| {
         NfsArgOp4::Open(Open4Args {
@@ -115,6 +113,17 @@ fn only_namespace_changes_and_locks_persist() {
         target: Bytes::from_static(b"f")
     })));
     assert!(!persists(&NfsArgOp4::GetFh));
+    let lock = NfsArgOp4::Lock(Lock4Args {
+        locktype: NfsLockType4::WriteLt,
+        reclaim: false,
+        offset: 0,
+        length: 1,
+        locker: Locker4::LockOwner(ExistLockOwner4 {
+            lock_stateid: StateId4::default(),
+            lock_seqid: 0,
+        }),
+    });
+    assert!(!persists(&lock), "locks do not outlive a restart");
     assert!(!persists(&NfsArgOp4::Commit(Commit4Args {
         offset: 0,
         count: 0
