@@ -75,13 +75,11 @@ impl Running {
         let _ = self.task.await;
     }
 
-    /// Stops accepting connections, waits for the listener to finish,
-    /// applies every export's write log (nothing left to replay) and syncs
-    /// the persistent sessions' files.
+    /// Stops accepting connections, waits for the listener to finish and
+    /// applies every export's write log (nothing left to replay).
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
-        let nfs4 = self.nfs4.clone();
         let logs: Vec<_> = self
             .nfs4
             .exports
@@ -105,7 +103,6 @@ impl Running {
                     "write log: stopped, everything applied"
                 );
             }
-            nfs4.sessions.sync();
         });
         let _ = drained.await;
     }

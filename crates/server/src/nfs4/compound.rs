@@ -614,8 +614,8 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
     Reply::Success(out)
 }
 
-/// On a persistent session, writes the reply of a request that changed the
-/// namespace to the session's file before it is sent, so that
+/// On a persistent session, puts the reply of a request that changed the
+/// namespace on stable storage before it is sent, so that
 /// its retry after a restart gets it back (RFC 8881 §2.10.6.5;
 /// `nfs4::persist`). If that fails the reply is sent all the same (the
 /// change is made): a retry after a restart then finds the session dead.
