@@ -8,7 +8,11 @@
 //! (while it replays the log); after each restart every acknowledged
 //! result must be there: the bytes of every stable write or committed
 //! range, every created or renamed name, the absence of every removed
-//! one, the size of every truncation.
+//! one, the size of every truncation. The clients hold persistent
+//! sessions: a REMOVE or RENAME the crash left unanswered is retried after
+//! the restart with its old session, slot and sequence ID, and must get
+//! either its kept reply (it ran once) or NFS4ERR_DEADSESSION (its reply
+//! was not kept, so the names stay unsure) — never a second execution.
 //!
 //! `CRASH_POINTS` sets the number of crashes; `CRASH_SEED` the seed
 //! (printed, to replay a failure); `CRASH_VERBOSE` times each round;
@@ -131,6 +135,40 @@ struct Model {
     gone: BTreeSet<String>,
     /// Names whose content or existence an unfinished request left open.
     unsure: BTreeSet<String>,
+    /// A REMOVE or RENAME the crash left unanswered, exactly as sent
+    /// (SEQUENCE included): retried after the restart, as a client would.
+    pending: Option<Pending>,
+}
+
+#[derive(Clone)]
+struct Pending {
+    request: Vec<NfsArgOp4>,
+    /// The name removed, or renamed from and to.
+    from: String,
+    to: Option<String>,
+}
+
+/// Sends `ops` under a SEQUENCE on a slot of its own, recording the
+/// request in `m` until it is answered: `None` if the connection died
+/// first (the request stays pending), else the reply's status.
+async fn tracked(
+    c: &Client,
+    m: &mut Model,
+    ops: &[NfsArgOp4],
+    from: &str,
+    to: Option<&str>,
+) -> Option<NfsStat4> {
+    let slot = c.take_slot().await;
+    let mut request = vec![NfsArgOp4::Sequence(c.sequence_args(&slot, true))];
+    request.extend_from_slice(ops);
+    m.pending = Some(Pending {
+        request: request.clone(),
+        from: from.to_string(),
+        to: to.map(str::to_string),
+    });
+    let r = c.compound_raw(b"crash", 1, &request).await.ok()?;
+    m.pending = None;
+    Some(r.status)
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
@@ -224,8 +262,20 @@ async fn work(c: Client, root: NfsFh4, t: usize, mut m: Model, seed: u64) -> Mod
                 let to = format!("t{t}-{seed:x}-{serial}");
                 m.unsure.insert(name.clone());
                 m.unsure.insert(to.clone());
-                if c.rename(&root, &name, &root, &to).await.is_err() {
-                    return m;
+                let ops = [
+                    NfsArgOp4::PutFh(PutFh4Args {
+                        object: root.clone(),
+                    }),
+                    NfsArgOp4::SaveFh,
+                    NfsArgOp4::Rename(Rename4Args {
+                        oldname: Bytes::from(name.clone()),
+                        newname: Bytes::from(to.clone()),
+                    }),
+                ];
+                match tracked(&c, &mut m, &ops, &name, Some(&to)).await {
+                    Some(NfsStat4::Nfs4Ok) => {}
+                    Some(s) => panic!("task {t}: RENAME {name} {to}: {s:?}"),
+                    None => return m,
                 }
                 m.unsure.remove(&name);
                 m.unsure.remove(&to);
@@ -236,8 +286,18 @@ async fn work(c: Client, root: NfsFh4, t: usize, mut m: Model, seed: u64) -> Mod
             }
             (70..=77, Some(name)) => {
                 m.unsure.insert(name.clone());
-                if c.remove(&root, &name).await.is_err() {
-                    return m;
+                let ops = [
+                    NfsArgOp4::PutFh(PutFh4Args {
+                        object: root.clone(),
+                    }),
+                    NfsArgOp4::Remove(Remove4Args {
+                        target: Bytes::from(name.clone()),
+                    }),
+                ];
+                match tracked(&c, &mut m, &ops, &name, None).await {
+                    Some(NfsStat4::Nfs4Ok) => {}
+                    Some(s) => panic!("task {t}: REMOVE {name}: {s:?}"),
+                    None => return m,
                 }
                 m.unsure.remove(&name);
                 m.files.remove(&name);
@@ -260,6 +320,39 @@ async fn work(c: Client, root: NfsFh4, t: usize, mut m: Model, seed: u64) -> Mod
                 }
             }
         }
+    }
+}
+
+/// Retries the request the crash left unanswered, as the client would on
+/// its persistent session: the original reply (it took effect once: the
+/// model follows it) or NFS4ERR_DEADSESSION (its reply was not kept: the
+/// names stay unsure). Anything else means it ran again.
+async fn retry(c: &Client, m: &mut Model, round: usize) -> (usize, usize) {
+    let Some(p) = m.pending.take() else {
+        return (0, 0);
+    };
+    let r = c
+        .compound_raw(b"crash", 1, &p.request)
+        .await
+        .expect("the retry is answered");
+    match r.status {
+        NfsStat4::Nfs4Ok => {
+            m.unsure.remove(&p.from);
+            let data = m.files.remove(&p.from);
+            m.gone.insert(p.from.clone());
+            if let Some(to) = p.to {
+                m.unsure.remove(&to);
+                m.gone.remove(&to);
+                m.files
+                    .insert(to, data.expect("a renamed file the model knew"));
+            }
+            (1, 0)
+        }
+        NfsStat4::Nfs4errDeadsession => (0, 1),
+        s => panic!(
+            "round {round}: the retried request of {} got {s:?}: it ran a second time ({r:?})",
+            p.from
+        ),
     }
 }
 
@@ -311,6 +404,7 @@ async fn verify(c: &Client, root: &NfsFh4, m: &mut Model, round: usize) {
 async fn connect(addr: SocketAddr, who: &str) -> client::Result<(Client, NfsFh4)> {
     let mut o = ClientOptions::new(format!("crash-{}-{who}", std::process::id()));
     o.delay_retry = Duration::from_secs(5);
+    o.persist = true;
     let c = Client::connect(addr, o).await?;
     let root = c.root_fh().await?;
     Ok((c, root))
@@ -346,6 +440,9 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
     srv.ready();
     let verbose = std::env::var_os("CRASH_VERBOSE").is_some();
     let mut first_root: Option<NfsFh4> = None;
+    // Retried REMOVEs and RENAMEs: answered from the kept reply, or told
+    // the session is dead.
+    let mut retries = (0usize, 0usize);
     for round in 0..points {
         let t0 = Instant::now();
         let addr = srv.addr;
@@ -389,6 +486,9 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
             let first = first_root.get_or_insert_with(|| root.clone());
             assert_eq!(*first, root, "round {round}: the root's handle changed");
             for m in &mut models {
+                let (replayed, dead) = retry(&c, m, round).await;
+                retries.0 += replayed;
+                retries.1 += dead;
                 verify(&c, &root, m, round).await;
             }
         });
@@ -409,7 +509,8 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
     };
     let how = if log { "with" } else { "without" };
     eprintln!(
-        "crash: {points} {what} survived {how} a write log (seed {seed:#x}), {files} files checked after each"
+        "crash: {points} {what} survived {how} a write log (seed {seed:#x}), {files} files checked after each; {} retries got their kept reply, {} found the session dead",
+        retries.0, retries.1
     );
     if let Some(fs) = power {
         eprintln!("crash: crashfs {:?}", fs.stats());
