@@ -4,15 +4,18 @@
 # pinned to CPU 1, on loopback.
 #
 # The caller sets OUT and the associative arrays BIN (binary), PORT and
-# LOGGED (1: `--log OUT/S/log`) for A and B, and declares PID.
+# LOGGED (1: `--log OUT/S/log`) for A and B, and declares PID; ARGS_A and
+# ARGS_B in the environment add options to that server (e.g. --async).
 
 # Starts both servers (stopped again at exit); fails if one does not start.
 ab_start() {
     trap ab_stop EXIT
-    local s log
+    local s log extra more
     for s in A B; do
         rm -rf "${OUT:?}/$s" && mkdir -p "$OUT/$s/export" "$OUT/$s/state"
         log=(); [ "${LOGGED[$s]:-0}" = 1 ] && log=(--log "$OUT/$s/log")
+        extra="ARGS_$s"; read -r -a more <<< "${!extra:-}"
+        log+=("${more[@]}")
         taskset -c 1 "${BIN[$s]}" serve "$OUT/$s/export" --listen "127.0.0.1:${PORT[$s]}" \
             --state-dir "$OUT/$s/state" "${log[@]}" > "$OUT/$s/server.log" 2>&1 &
         PID[$s]=$!
