@@ -79,6 +79,9 @@ pub struct ClientOptions {
     /// Ask for a persistent session (CREATE_SESSION4_FLAG_PERSIST, RFC
     /// 8881 §2.10.6.5); [`Client::session_flags`] says if it was granted.
     pub persist: bool,
+    /// Give a recalled delegation back (DELEGRETURN) at once, as a client
+    /// should; off to play a client that keeps it (tests of revocation).
+    pub return_delegations: bool,
 }
 
 impl ClientOptions {
@@ -95,6 +98,7 @@ impl ClientOptions {
             conn: rpc::ConnConfig::default(),
             reclaim_complete: true,
             persist: false,
+            return_delegations: true,
         }
     }
 
@@ -326,7 +330,9 @@ impl Client {
             callbacks: callbacks.clone(),
         });
         let client = Client { inner };
-        callback::spawn_recall_returner(&client, callbacks);
+        if client.inner.opts.return_delegations {
+            callback::spawn_recall_returner(&client, callbacks);
+        }
         if client.inner.opts.reclaim_complete {
             client.reclaim_complete().await?;
         }

@@ -58,6 +58,12 @@ pub struct ServeArgs {
     /// Seconds a connection may stay idle before it is closed (0: never).
     #[arg(long)]
     pub idle_timeout: Option<u64>,
+    /// Grant read delegations (RFC 8881 §10.2): clients then read files
+    /// they alone have open from their cache. A change to an exported file
+    /// by a local process (not through NFS) does not recall them: enable
+    /// only where the exports change through NFS alone.
+    #[arg(long)]
+    pub delegations: bool,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -83,6 +89,13 @@ pub struct FileConfig {
     pub max_connections: Option<usize>,
     /// Seconds before an idle connection is closed; 0 never closes it.
     pub idle_timeout_seconds: Option<u64>,
+    /// Grant read delegations (default false; see --delegations).
+    pub delegations: Option<bool>,
+    /// Most delegations held at once (default 100000).
+    pub max_delegations: Option<usize>,
+    /// Milliseconds a request conflicting with a delegation waits for its
+    /// return before NFS4ERR_DELAY (default 300).
+    pub recall_wait_ms: Option<u64>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -129,6 +142,8 @@ pub struct FileClient {
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:2049";
+/// Delegations held at most when they are on and no limit is configured.
+pub const DEFAULT_MAX_DELEGATIONS: usize = 100_000;
 
 /// /var/lib/ferrite for root, ~/.local/state/ferrite for everyone else.
 fn default_state_dir() -> PathBuf {
@@ -200,6 +215,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     }
     if let Some(m) = file.reply_cache_mib {
         nfs4.drc_budget = m * 1024 * 1024;
+    }
+    if args.delegations || file.delegations == Some(true) {
+        nfs4.max_delegations = file.max_delegations.unwrap_or(DEFAULT_MAX_DELEGATIONS);
+    }
+    if let Some(ms) = file.recall_wait_ms {
+        if ms > 10_000 {
+            bail!("recall_wait_ms = {ms} holds a request too long (at most 10000)");
+        }
+        nfs4.recall_wait = Duration::from_millis(ms);
     }
     let mut rpc = rpc::ConnConfig::default();
     rpc.max_record = (nfs4.max_io as usize + 64 * 1024).max(rpc.max_record);
@@ -541,9 +565,9 @@ mod tests {
         assert_eq!(e[0].rules.clients.len(), 2);
     }
 
-    #[test]
-    fn quick_form_is_open() {
-        let args = ServeArgs {
+    /// `ferrite serve /tmp/x --state-dir /tmp/s`.
+    fn quick() -> ServeArgs {
+        ServeArgs {
             dir: Some("/tmp/x".into()),
             listen: None,
             state_dir: Some("/tmp/s".into()),
@@ -557,7 +581,13 @@ mod tests {
             log_mib: None,
             max_connections: None,
             idle_timeout: None,
-        };
+            delegations: false,
+        }
+    }
+
+    #[test]
+    fn quick_form_is_open() {
+        let args = quick();
         let cfg = load(&args).unwrap();
         assert_eq!(cfg.exports.len(), 1);
         assert_eq!(cfg.exports[0].path, "/");
@@ -574,22 +604,20 @@ mod tests {
     }
 
     #[test]
+    fn delegations_are_off_unless_asked_for() {
+        let args = quick();
+        assert_eq!(load(&args).unwrap().nfs4.max_delegations, 0);
+        let on = load(&ServeArgs {
+            delegations: true,
+            ..args
+        })
+        .unwrap();
+        assert_eq!(on.nfs4.max_delegations, DEFAULT_MAX_DELEGATIONS);
+    }
+
+    #[test]
     fn connection_limits() {
-        let args = ServeArgs {
-            dir: Some("/tmp/x".into()),
-            listen: None,
-            state_dir: Some("/tmp/s".into()),
-            lease: None,
-            grace: None,
-            config: None,
-            root_squash: false,
-            secure: false,
-            metadata_async: false,
-            log: None,
-            log_mib: None,
-            max_connections: None,
-            idle_timeout: None,
-        };
+        let args = quick();
         let cfg = load(&args).unwrap();
         assert_eq!(cfg.rpc.max_connections, 4096);
         assert_eq!(cfg.rpc.idle_timeout, Some(Duration::from_secs(300)));
@@ -602,19 +630,10 @@ mod tests {
         assert_eq!(cfg.rpc.max_connections, 10);
         assert_eq!(cfg.rpc.idle_timeout, None);
         let short = ServeArgs {
-            dir: Some("/tmp/x".into()),
-            listen: None,
-            state_dir: Some("/tmp/s".into()),
             lease: Some(90),
-            grace: None,
-            config: None,
-            root_squash: false,
-            secure: false,
-            metadata_async: false,
-            log: None,
-            log_mib: None,
             max_connections: Some(0),
             idle_timeout: Some(60),
+            ..quick()
         };
         assert!(load(&short).is_err());
         // The grace period: at least a lease, or none.

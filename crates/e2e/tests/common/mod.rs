@@ -24,9 +24,17 @@ pub struct TestServer {
     pub grace: Duration,
     /// The export's write log (in the state directory), if it has one.
     pub log: bool,
+    /// Read delegations granted.
+    pub delegations: bool,
 }
 
-fn config(export: &TempDir, state: &TempDir, grace: Duration, log: bool) -> ServerConfig {
+fn config(
+    export: &TempDir,
+    state: &TempDir,
+    grace: Duration,
+    log: bool,
+    delegations: bool,
+) -> ServerConfig {
     let mut e = ExportConfig::open("/", export.path());
     if log {
         e.log = Some(server::writelog::LogConfig {
@@ -41,6 +49,7 @@ fn config(export: &TempDir, state: &TempDir, grace: Duration, log: bool) -> Serv
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(grace),
+            max_delegations: if delegations { 1000 } else { 0 },
             ..Default::default()
         },
         rpc: Default::default(),
@@ -64,10 +73,19 @@ impl TestServer {
         Self::start_as(Duration::ZERO, true).await
     }
 
+    /// A server granting read delegations.
+    pub async fn start_delegating() -> TestServer {
+        Self::start_full(Duration::ZERO, false, true).await
+    }
+
     async fn start_as(grace: Duration, log: bool) -> TestServer {
+        Self::start_full(grace, log, false).await
+    }
+
+    async fn start_full(grace: Duration, log: bool, delegations: bool) -> TestServer {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
-        let running = server::run::start(config(&export, &state, grace, log))
+        let running = server::run::start(config(&export, &state, grace, log, delegations))
             .await
             .expect("server starts");
         TestServer {
@@ -77,6 +95,7 @@ impl TestServer {
             state,
             grace,
             log,
+            delegations,
         }
     }
 
@@ -100,7 +119,13 @@ impl TestServer {
     }
 
     async fn start_again(&mut self) {
-        let cfg = config(&self.export, &self.state, self.grace, self.log);
+        let cfg = config(
+            &self.export,
+            &self.state,
+            self.grace,
+            self.log,
+            self.delegations,
+        );
         let running = server::run::start(cfg).await.expect("server restarts");
         self.addr = running.addr;
         self.running = Some(running);

@@ -13,7 +13,8 @@ use tracing::debug;
 use xdr::Unpack;
 
 use super::state::session::Session;
-use super::state::{next_seqid, LockNotify};
+use super::state::{next_seqid, DelegRecall, LockNotify};
+use super::Nfs4Server;
 
 /// How long a callback may take before it counts as failed.
 const CB_TIMEOUT: Duration = Duration::from_secs(10);
@@ -150,4 +151,32 @@ pub fn notify_locks(notes: Vec<LockNotify>, fh: &NfsFh4) {
     for n in notes {
         notify_lock(n, fh.clone());
     }
+}
+
+/// Sends CB_RECALL (RFC 8881 §20.2) in the background. A recall that
+/// cannot reach the client (no back-channel connection, or the call
+/// failed) revokes the delegation at once (§10.4.6: the server may revoke
+/// when the client cannot be called back), so the conflicting request need
+/// not wait a lease; one the client refuses or leaves unanswered is revoked
+/// a lease after it was sent, if still held then.
+pub fn recall(srv: &std::sync::Arc<Nfs4Server>, r: DelegRecall) {
+    let srv = std::sync::Arc::downgrade(srv);
+    tokio::spawn(async move {
+        let op = NfsCbArgOp4::CbRecall(CbRecall4Args {
+            stateid: r.stateid,
+            truncate: false,
+            fh: r.fh,
+        });
+        match cb_compound(&r.session, vec![op]).await {
+            Ok(res) => debug!(session = ?r.session.id, status = ?res.status, "CB_RECALL"),
+            Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
+                debug!(session = ?r.session.id, "CB_RECALL failed: {e}; delegation revoked");
+                r.session.cb_down.store(true, Ordering::Relaxed);
+                if let Some(srv) = srv.upgrade() {
+                    srv.state().revoke_delegation(&r.stateid);
+                }
+            }
+            Err(e) => debug!(session = ?r.session.id, "CB_RECALL: {e}"),
+        }
+    });
 }

@@ -4,6 +4,7 @@ pub mod attrs;
 pub mod callback;
 pub mod check;
 pub mod compound;
+pub mod deleg;
 pub mod dirs;
 pub mod errors;
 pub mod exclusive;
@@ -61,6 +62,13 @@ pub struct Nfs4Config {
     /// differs from the server's (the Linux server does the same by
     /// default). Names are always accepted on SETATTR.
     pub numeric_owners: bool,
+    /// Delegations held at most (RFC 8881 §10.2); 0 (the default): none
+    /// granted.
+    pub max_delegations: usize,
+    /// How long a request that conflicts with another client's delegation
+    /// waits for its return before it is answered NFS4ERR_DELAY
+    /// (§10.4.6): a few round trips of a client that answers.
+    pub recall_wait: Duration,
 }
 
 impl Nfs4Config {
@@ -84,6 +92,8 @@ impl Default for Nfs4Config {
             drc_budget: 256 * 1024 * 1024,
             max_io: 1024 * 1024,
             numeric_owners: true,
+            max_delegations: 0,
+            recall_wait: Duration::from_millis(300),
         }
     }
 }
@@ -149,6 +159,7 @@ impl Nfs4Server {
         let cfg_lease = cfg.lease;
         let grace = cfg.grace_period();
         let max_clients = cfg.max_clients;
+        let max_delegations = cfg.max_delegations;
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         Arc::new(Nfs4Server {
@@ -177,7 +188,8 @@ impl Nfs4Server {
                 recovery.previous,
                 grace,
             )
-            .with_max_clients(max_clients),
+            .with_max_clients(max_clients)
+            .with_max_delegations(max_delegations),
         })
     }
 

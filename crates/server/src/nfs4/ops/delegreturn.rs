@@ -1,16 +1,17 @@
-//! DELEGRETURN (RFC 8881 §18.6). No delegations are granted, so no
-//! stateid names one.
+//! DELEGRETURN (RFC 8881 §18.6): the client gives back a delegation of
+//! the current filehandle; requests waiting for its recall go on.
 
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: DelegReturn4Args) -> DelegReturn4Res {
-    if let Err(e) = cx.cfh() {
-        return Res4::Err(e);
-    }
-    if let Err(e) = cx.resolve_stateid(&args.deleg_stateid) {
-        return Res4::Err(e);
-    }
-    Res4::Err(NfsStat4::Nfs4errBadStateid)
+    delegreturn(cx, &args).into()
+}
+
+fn delegreturn(cx: &mut Compound, args: &DelegReturn4Args) -> Result<(), NfsStat4> {
+    let fh = cx.cfh()?.clone();
+    let client = cx.clientid()?;
+    let sid = cx.resolve_stateid(&args.deleg_stateid)?;
+    cx.srv.state().delegreturn(client, &sid, &fh.key())
 }

@@ -5,6 +5,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::deleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Link4Args) -> Link4Res {
@@ -19,6 +20,8 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
         return Err(NfsStat4::Nfs4errXdev);
     }
     cx.check_writable(&dir)?;
+    // Another client's delegation of the file is recalled (§10.4.6).
+    deleg::settle(cx, &src.key()).await?;
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx
         .vfs(dir.export, move |fs, c| {

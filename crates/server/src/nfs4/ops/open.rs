@@ -1,16 +1,27 @@
 //! OPEN (RFC 8881 §18.16).
 //!
 //! Claims: CLAIM_NULL (a name in the current directory, possibly created),
-//! CLAIM_FH (the current filehandle) and CLAIM_PREVIOUS (a reclaim in the
+//! CLAIM_FH (the current filehandle), CLAIM_PREVIOUS (a reclaim in the
 //! grace period after a restart, by a client recorded before it: the
-//! current filehandle is the file, as with CLAIM_FH). No delegations are
-//! granted, so the delegation claims fail.
+//! current filehandle is the file, as with CLAIM_FH), and CLAIM_DELEGATE_CUR
+//! and CLAIM_DELEG_CUR_FH (an open under a delegation the client holds, by
+//! name or by the current filehandle). Delegations are not kept across a
+//! restart, so CLAIM_DELEGATE_PREV and CLAIM_DELEG_PREV_FH are not
+//! supported.
+//!
+//! Delegations (§10.2): an open for reading may be granted a read
+//! delegation (`state::Tables::grant_deleg` decides), if the client's back
+//! channel works and it did not ask for none (OPEN4_SHARE_ACCESS_WANT_*
+//! with why_no_deleg, §18.16.3). An open for writing, or denying reads,
+//! first recalls other clients' delegations of the file
+//! (`nfs4::deleg::settle`). Write delegations are not granted.
 
 use proto::nfs4::*;
 
 use crate::nfs4::attrs;
 use crate::nfs4::check::{regular, share_bits};
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::deleg;
 use crate::nfs4::dirs::pseudo_child;
 use crate::nfs4::stable;
 
@@ -60,7 +71,13 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     if creates || access & OPEN4_SHARE_ACCESS_WRITE != 0 {
         cx.check_writable(&fh)?;
     }
-    let by_name_claim = matches!(args.claim, OpenClaim4::Null(_));
+    let by_name_claim = matches!(args.claim, OpenClaim4::Null(_) | OpenClaim4::DelegateCur(_));
+    // An open under the client's own delegation (§18.16.3).
+    let under_deleg = match &args.claim {
+        OpenClaim4::DelegateCur(d) => Some(d.delegate_stateid),
+        OpenClaim4::DelegCurFh(sid) => Some(*sid),
+        _ => None,
+    };
     // An existing file opened for reading is often settled from the
     // backend's caches, without a thread hand-off.
     let read_only = access == OPEN4_SHARE_ACCESS_READ;
@@ -76,21 +93,30 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
                 None => by_name(cx, &fh, name, &args.openhow, access).await?,
             }
         }
-        OpenClaim4::Fh | OpenClaim4::Previous(_) => {
+        OpenClaim4::DelegateCur(d) => {
+            let name = check_name(&d.file)?;
+            by_name(cx, &fh, name, &OpenFlag4::NoCreate, access).await?
+        }
+        OpenClaim4::Fh | OpenClaim4::Previous(_) | OpenClaim4::DelegCurFh(_) => {
             match read_only.then(|| existing_nowait(cx, &fh, None)).flatten() {
                 Some(t) => t?,
                 None => by_fh(cx, &fh, access).await?,
             }
-        }
-        // We never grant delegations, so no delegation stateid is valid.
-        OpenClaim4::DelegateCur(_) | OpenClaim4::DelegCurFh(_) => {
-            return Err(NfsStat4::Nfs4errBadStateid)
         }
         OpenClaim4::DelegatePrev(_) | OpenClaim4::DelegPrevFh => {
             return Err(NfsStat4::Nfs4errNotsupp)
         }
     };
     let key = (fh.export, target.handle.clone());
+    if let Some(sid) = under_deleg {
+        let sid = cx.resolve_stateid(&sid)?;
+        cx.srv.state().check_delegation(client, &sid, &key)?;
+    }
+    // Writing, or denying others reads, conflicts with other clients'
+    // delegations (§10.4.6): they are recalled first.
+    if access & OPEN4_SHARE_ACCESS_WRITE != 0 || deny & OPEN4_SHARE_DENY_READ != 0 {
+        deleg::settle(cx, &key).await?;
+    }
     let stateid = cx
         .srv
         .state()
@@ -128,18 +154,11 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     } else {
         fh.clone()
     };
+    let wire = file.wire.clone();
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
-    let delegation = match want {
-        OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE => OpenDelegation4::None,
-        OPEN4_SHARE_ACCESS_WANT_NO_DELEG => {
-            OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(WhyNoDelegation4::Wnd4NotWanted))
-        }
-        OPEN4_SHARE_ACCESS_WANT_CANCEL => {
-            OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(WhyNoDelegation4::Wnd4Cancelled))
-        }
-        _ => OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource(false)),
-    };
+    let offer = !reclaim && under_deleg.is_none();
+    let delegation = delegation(cx, want, access, offer, &key, wire);
     Ok(Open4ResOk {
         stateid,
         cinfo: target.cinfo,
@@ -148,6 +167,72 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         attrset,
         delegation,
     })
+}
+
+/// The delegation an OPEN answers with (RFC 8881 §18.16.3): a read
+/// delegation for an open for reading (CLAIM_NULL or CLAIM_FH, `offer`)
+/// when the client wants one or has no preference, its back channel works
+/// and the state grants it; else none, saying why (OPEN_DELEGATE_NONE_EXT)
+/// when the client asked for one or for none.
+fn delegation(
+    cx: &Compound,
+    want: u32,
+    access: u32,
+    offer: bool,
+    key: &crate::nfs4::state::FileKey,
+    wire: bytes::Bytes,
+) -> OpenDelegation4 {
+    let why = |w| OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(w));
+    match want {
+        OPEN4_SHARE_ACCESS_WANT_NO_DELEG => return why(WhyNoDelegation4::Wnd4NotWanted),
+        OPEN4_SHARE_ACCESS_WANT_CANCEL => return why(WhyNoDelegation4::Wnd4Cancelled),
+        OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE
+        | OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+        | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG
+        | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG => {}
+        _ => return OpenDelegation4::None,
+    }
+    let wanted = want != OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE;
+    let refuse = |w: WhyNoDelegation4| match (wanted, w) {
+        (false, _) => OpenDelegation4::None,
+        (true, WhyNoDelegation4::Wnd4Contention) => {
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention(false))
+        }
+        (true, WhyNoDelegation4::Wnd4Resource) => {
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource(false))
+        }
+        (true, w) => why(w),
+    };
+    if !offer {
+        return OpenDelegation4::None;
+    }
+    // Write delegations are not granted, nor read ones to a writer.
+    if access & OPEN4_SHARE_ACCESS_WRITE != 0 || want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG {
+        return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
+    }
+    // A delegation is only as good as its recall (§10.2).
+    let callable = cx.session.as_ref().is_some_and(|s| {
+        !s.cb_down.load(std::sync::atomic::Ordering::Relaxed) && s.back_conn().is_some()
+    });
+    if !callable {
+        return refuse(WhyNoDelegation4::Wnd4Resource);
+    }
+    let Ok(client) = cx.clientid() else {
+        return OpenDelegation4::None;
+    };
+    match cx.srv.state().offer_delegation(client, key, wire) {
+        Ok(stateid) => OpenDelegation4::Read(OpenReadDelegation4 {
+            stateid,
+            recall: false,
+            // An empty ACE: the client asks the server (ACCESS) before it
+            // opens under the delegation for another user (§10.2).
+            permissions: Nfsace4 {
+                type_: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+                ..Default::default()
+            },
+        }),
+        Err(w) => refuse(w),
+    }
 }
 
 /// Checks an existing file is a regular file the caller may open with

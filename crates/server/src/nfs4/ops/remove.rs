@@ -5,6 +5,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::deleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Remove4Args) -> Remove4Res {
@@ -15,6 +16,8 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     let dir = cx.cfh()?.clone();
     cx.check_writable(&dir)?;
     let name = check_name(&args.target)?;
+    // Another client's delegation of the file is recalled (§10.4.6).
+    deleg::settle_name(cx, &dir, &name).await?;
     let h = dir.handle.clone();
     let cinfo = cx
         .vfs(dir.export, move |fs, c| {

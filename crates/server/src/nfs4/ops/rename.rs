@@ -9,6 +9,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::deleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Rename4Args) -> Rename4Res {
@@ -24,6 +25,10 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
         return Err(NfsStat4::Nfs4errXdev);
     }
     cx.check_writable(&target)?;
+    // Other clients' delegations of the file renamed and of one it
+    // replaces are recalled (§10.4.6).
+    deleg::settle_name(cx, &source, &oldname).await?;
+    deleg::settle_name(cx, &target, &newname).await?;
     let (sh, th) = (source.handle, target.handle.clone());
     let (source_cinfo, target_cinfo) = cx
         .vfs(target.export, move |fs, c| {

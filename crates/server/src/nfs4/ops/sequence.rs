@@ -56,6 +56,10 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
     {
         status_flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
     }
+    // Revoked delegations not yet freed (§18.46.3).
+    if session.lease.has_revoked() {
+        status_flags |= SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
+    }
     cx.slot = Some(slot);
     cx.session = Some(session);
     Res4::Ok(Sequence4ResOk {

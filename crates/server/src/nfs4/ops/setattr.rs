@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::deleg;
 use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
@@ -32,6 +33,8 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     if set.is_empty() {
         return Ok(mask);
     }
+    // Another client's delegation of the file is recalled (§10.4.6).
+    deleg::settle(cx, &fh.key()).await?;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         let a = v.getattr(&handle)?;

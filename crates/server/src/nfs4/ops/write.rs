@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::deleg;
 use crate::nfs4::errors;
 use crate::nfs4::stable;
 
@@ -39,6 +40,9 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
     if !vfs::range_fits(args.offset, len as u64) {
         return Err(NfsStat4::Nfs4errFbig);
     }
+    // Another client's delegation of the file is recalled (§10.4.6): a
+    // write without an open (special stateid) may meet one.
+    deleg::settle(cx, &fh.key()).await?;
     let handle = fh.handle.clone();
     let offset = args.offset;
     let data = args.data;

@@ -54,6 +54,8 @@ pub struct Client {
     pub opens_by_owner: HashMap<(Bytes, FileKey), [u8; 12]>,
     /// (lock owner, file) to its lock stateid.
     pub locks_by_owner: HashMap<(Bytes, FileKey), [u8; 12]>,
+    /// Its delegation of each file (at most one; revoked ones included).
+    pub delegs_by_file: HashMap<FileKey, [u8; 12]>,
     /// Files where one of its lock owners waits for a blocking lock.
     pub waiting_on: HashSet<FileKey>,
     /// Serial of its last stateid.
@@ -79,6 +81,7 @@ impl Client {
             states: HashMap::new(),
             opens_by_owner: HashMap::new(),
             locks_by_owner: HashMap::new(),
+            delegs_by_file: HashMap::new(),
             waiting_on: HashSet::new(),
             last_serial: 0,
             deadline: Duration::ZERO,

@@ -10,27 +10,50 @@
 //! in all clients, and each client moves at most once per lease.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use proto::nfs4::ClientId4;
 
-/// The time a client last renewed its lease.
+/// The time a client last renewed its lease, and how many of its
+/// delegations are revoked and not yet freed (for SEQUENCE's
+/// SEQ4_STATUS_RECALLABLE_STATE_REVOKED, RFC 8881 §18.46.3, read without
+/// the state's lock).
 #[derive(Debug)]
-pub struct Lease(AtomicU64);
+pub struct Lease {
+    last: AtomicU64,
+    revoked: AtomicU32,
+}
 
 impl Lease {
     pub fn new(now: Duration) -> Lease {
-        Lease(AtomicU64::new(now.as_nanos() as u64))
+        Lease {
+            last: AtomicU64::new(now.as_nanos() as u64),
+            revoked: AtomicU32::new(0),
+        }
     }
 
     /// Renews at `now` (never moves back).
     pub fn renew(&self, now: Duration) {
-        self.0.fetch_max(now.as_nanos() as u64, Ordering::Relaxed);
+        self.last
+            .fetch_max(now.as_nanos() as u64, Ordering::Relaxed);
     }
 
     pub fn last(&self) -> Duration {
-        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+        Duration::from_nanos(self.last.load(Ordering::Relaxed))
+    }
+
+    /// Whether the client has revoked delegations it has not freed.
+    pub fn has_revoked(&self) -> bool {
+        self.revoked.load(Ordering::Relaxed) > 0
+    }
+
+    pub(super) fn add_revoked(&self, n: i32) {
+        if n >= 0 {
+            self.revoked.fetch_add(n as u32, Ordering::Relaxed);
+        } else {
+            self.revoked.fetch_sub(n.unsigned_abs(), Ordering::Relaxed);
+        }
     }
 
     /// Whether more than `lease` has passed since the last renewal.

@@ -25,7 +25,7 @@ pub mod waiters;
 mod tests;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -60,6 +60,24 @@ pub type OwnerKey = (ClientId4, Bytes);
 pub struct LockNotify {
     pub session: Arc<Session>,
     pub owner: LockOwner4,
+}
+
+/// A CB_RECALL to send (RFC 8881 §20.2): the delegation, its file as the
+/// client knows it, and a session of its client to call back on.
+#[derive(Debug, Clone)]
+pub struct DelegRecall {
+    pub session: Arc<Session>,
+    pub stateid: StateId4,
+    pub fh: NfsFh4,
+}
+
+/// What a change to a file found of other clients' delegations.
+#[derive(Debug, Default)]
+pub struct Breaking {
+    /// Recalls to send now (each delegation is recalled once).
+    pub recalls: Vec<DelegRecall>,
+    /// Conflicting delegations remain: the change waits for their return.
+    pub pending: bool,
 }
 
 /// What a lock request ran into.
@@ -138,6 +156,12 @@ pub struct State {
     back_conns: Mutex<HashMap<u64, HashSet<SessionId4>>>,
     /// Client records on stable storage (RFC 8881 §8.4.2.1).
     records: Records,
+    /// Delegations in force (a copy of the tables' count, read without
+    /// their lock: no conflict to look for when there are none).
+    delegs_live: AtomicUsize,
+    /// Woken when delegations go (returned, revoked, freed with their
+    /// client): requests waiting for a recall look again.
+    deleg_gone: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for State {
@@ -174,7 +198,15 @@ impl State {
             sessions: RwLock::new(HashMap::new()),
             back_conns: Mutex::new(HashMap::new()),
             records,
+            delegs_live: AtomicUsize::new(0),
+            deleg_gone: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Holds at most `n` delegations at once (none if 0).
+    pub fn with_max_delegations(self, n: usize) -> State {
+        self.tables().max_delegs = n;
+        self
     }
 
     /// Holds at most `n` client records: EXCHANGE_ID for a new client
@@ -228,7 +260,14 @@ impl State {
     fn with<R>(&self, f: impl FnOnce(&mut Tables, Duration) -> R) -> R {
         let now = self.clock.now();
         let mut t = self.tables();
+        let delegs = t.delegs;
         let r = f(&mut t, now);
+        if t.delegs != delegs {
+            self.delegs_live.store(t.delegs, Ordering::Relaxed);
+            if t.delegs < delegs {
+                self.deleg_gone.notify_waiters();
+            }
+        }
         if !t.dead_records.is_empty() {
             self.records.dead(std::mem::take(&mut t.dead_records));
         }
@@ -602,6 +641,94 @@ impl State {
         access: u32,
     ) -> Result<bool, NfsStat4> {
         self.tables().check_io(client, sid, file, access)
+    }
+
+    /// Grants `client` a read delegation of `file` (RFC 8881 §10.2), `fh`
+    /// being the file's filehandle as the client has it; else why not.
+    pub fn offer_delegation(
+        &self,
+        client: ClientId4,
+        file: &FileKey,
+        fh: Bytes,
+    ) -> Result<StateId4, WhyNoDelegation4> {
+        self.with(|t, now| t.grant_deleg(client, file, fh, now))
+    }
+
+    /// Whether any delegation is in force (no conflict to look for if not).
+    pub fn delegations_outstanding(&self) -> bool {
+        self.delegs_live.load(Ordering::Relaxed) > 0
+    }
+
+    /// Woken when delegations go; register (`enable`) before
+    /// [`State::break_delegations`] so that none is missed.
+    pub fn deleg_gone(&self) -> &tokio::sync::Notify {
+        &self.deleg_gone
+    }
+
+    /// The delegations of `file` a change by `breaker` conflicts with
+    /// (RFC 8881 §10.4.6): recalls to send, and whether the change must
+    /// wait. A holder with no session to call back on cannot be recalled:
+    /// its delegation is revoked at once.
+    pub fn break_delegations(&self, file: &FileKey, breaker: Option<ClientId4>) -> Breaking {
+        self.with(|t, now| {
+            let (found, mut pending) = t.deleg_conflicts(file, breaker, now);
+            if found.is_empty() {
+                return Breaking {
+                    recalls: Vec::new(),
+                    pending,
+                };
+            }
+            let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+            let mut recalls = Vec::new();
+            let mut revoked = false;
+            for (cid, stateid, fh) in found {
+                let session = t.clients.get(&cid).and_then(|c| {
+                    c.sessions
+                        .iter()
+                        .filter_map(|id| sessions.get(id))
+                        .find(|s| !s.cb_down.load(Ordering::Relaxed) && s.back_conn().is_some())
+                        .cloned()
+                });
+                match session {
+                    Some(session) => recalls.push(DelegRecall {
+                        session,
+                        stateid,
+                        fh: NfsFh4(fh),
+                    }),
+                    None => revoked |= t.revoke(&stateid.other),
+                }
+            }
+            if revoked {
+                pending = t.deleg_conflicts(file, breaker, now).1;
+            }
+            Breaking { recalls, pending }
+        })
+    }
+
+    /// Revokes a delegation whose recall could not be delivered.
+    pub fn revoke_delegation(&self, stateid: &StateId4) -> bool {
+        self.with(|t, _| t.revoke(&stateid.other))
+    }
+
+    /// A delegation of `client` for `file` in force (CLAIM_DELEGATE_CUR,
+    /// CLAIM_DELEG_CUR_FH, RFC 8881 §18.16.3).
+    pub fn check_delegation(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(), NfsStat4> {
+        self.tables().check_deleg(client, sid, file)
+    }
+
+    /// DELEGRETURN (RFC 8881 §18.6).
+    pub fn delegreturn(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(), NfsStat4> {
+        self.with(|t, _| t.delegreturn(client, sid, file))
     }
 
     /// FREE_STATEID (RFC 8881 §18.38).

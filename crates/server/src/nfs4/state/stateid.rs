@@ -26,6 +26,18 @@ pub enum StateKind {
         owner: Bytes,
         open: [u8; 12],
     },
+    /// A read delegation (RFC 8881 §10.2), held by its client whatever it
+    /// opens or closes until it is returned or revoked.
+    Deleg {
+        /// The file's filehandle as the client was given it, for CB_RECALL.
+        fh: Bytes,
+        /// When CB_RECALL was decided, if it was (§10.4.6: revoked a
+        /// lease later if still held).
+        recalled: Option<std::time::Duration>,
+        /// Revoked (§10.2.1): kept, answering NFS4ERR_DELEG_REVOKED,
+        /// until the client frees it with FREE_STATEID.
+        revoked: bool,
+    },
 }
 
 /// One stateid's record, under its client.
@@ -44,10 +56,11 @@ impl StateEntry {
         }
     }
 
-    /// The open owner or lock owner.
-    pub fn owner(&self) -> &Bytes {
+    /// The open owner or lock owner (none for a delegation).
+    pub fn owner(&self) -> Option<&Bytes> {
         match &self.kind {
-            StateKind::Open { owner, .. } | StateKind::Lock { owner, .. } => owner,
+            StateKind::Open { owner, .. } | StateKind::Lock { owner, .. } => Some(owner),
+            StateKind::Deleg { .. } => None,
         }
     }
 }

@@ -25,13 +25,22 @@ pub(super) struct FileState {
     pub locks: FileLocks<OwnerKey>,
     /// Lock owners waiting for a blocking lock (RFC 8881 §9.6).
     pub waiters: LockWaiters<OwnerKey>,
+    /// Delegations of the file not revoked (of any client).
+    pub delegs: HashSet<[u8; 12]>,
 }
 
 impl FileState {
     fn is_empty(&self) -> bool {
-        self.opens.is_empty() && self.locks.is_empty() && self.waiters.is_empty()
+        self.opens.is_empty()
+            && self.locks.is_empty()
+            && self.waiters.is_empty()
+            && self.delegs.is_empty()
     }
 }
+
+/// How long after a conflict over a file no delegation of it is granted
+/// (RFC 8881 §10.2: a file in contention is a poor candidate).
+pub(super) const CONFLICT_QUIET: Duration = Duration::from_secs(10);
 
 /// An owner's client records: at most one confirmed and one unconfirmed
 /// (RFC 8881 §18.35.4).
@@ -61,6 +70,15 @@ pub(super) struct Tables {
     pub grace: Grace,
     /// Client records held at most (EXCHANGE_ID beyond it: NFS4ERR_DELAY).
     pub max_clients: usize,
+    /// Delegations held and not revoked, and the most there may be.
+    pub delegs: usize,
+    pub max_delegs: usize,
+    /// Delegations being recalled: their client and when CB_RECALL was
+    /// decided (revoked a lease later if still held, §10.4.6).
+    recalls: HashMap<[u8; 12], (ClientId4, Duration)>,
+    /// Files that were the subject of a conflict, and when (no delegation
+    /// of them for [`CONFLICT_QUIET`]).
+    recent_conflicts: HashMap<FileKey, Duration>,
 }
 
 impl Tables {
@@ -78,6 +96,10 @@ impl Tables {
             dead_records: Vec::new(),
             grace: Grace::none(),
             max_clients: usize::MAX,
+            delegs: 0,
+            max_delegs: 0,
+            recalls: HashMap::new(),
+            recent_conflicts: HashMap::new(),
         }
     }
 
@@ -169,6 +191,12 @@ impl Tables {
                     f.opens.remove(other);
                 }
                 StateKind::Lock { owner, .. } => f.locks.remove_owner(&(id, owner.clone())),
+                StateKind::Deleg { revoked, .. } => {
+                    if !revoked && f.delegs.remove(other) {
+                        self.delegs -= 1;
+                    }
+                    self.recalls.remove(other);
+                }
             }
         }
         let touched = c
@@ -188,8 +216,24 @@ impl Tables {
         }
     }
 
-    /// Removes clients whose allowance has run out; returns how many.
+    /// Removes clients whose allowance has run out, and revokes
+    /// delegations recalled more than a lease ago (RFC 8881 §10.4.6);
+    /// returns how many clients went.
     pub fn reap(&mut self, now: Duration) -> usize {
+        let lease = self.lease;
+        let overdue: Vec<[u8; 12]> = self
+            .recalls
+            .iter()
+            .filter(|(_, (_, since))| now > *since + lease)
+            .map(|(o, _)| *o)
+            .collect();
+        for o in overdue {
+            if self.revoke(&o) {
+                tracing::info!(stateid = ?o, "delegation not returned within a lease of its recall: revoked");
+            }
+        }
+        self.recent_conflicts
+            .retain(|_, at| now < *at + CONFLICT_QUIET);
         let mut n = 0;
         while let Some((_, id)) = self.expiry.pop_due(now) {
             let Some(c) = self.clients.get(&id) else {
@@ -282,6 +326,11 @@ impl Tables {
                     locks.push(other);
                 }
             }
+            StateKind::Deleg { .. } => {
+                c.delegs_by_file.insert(file.clone(), other);
+                self.files.entry(file).or_default().delegs.insert(other);
+                self.delegs += 1;
+            }
         }
         c.states.insert(other, e);
         Ok(sid)
@@ -313,6 +362,17 @@ impl Tables {
                 if let Some(f) = f {
                     f.locks.remove_owner(&(client, owner));
                 }
+            }
+            StateKind::Deleg { revoked, .. } => {
+                if c.delegs_by_file.get(&e.file) == Some(other) {
+                    c.delegs_by_file.remove(&e.file);
+                }
+                if revoked {
+                    c.lease.add_revoked(-1);
+                } else if f.is_some_and(|f| f.delegs.remove(other)) {
+                    self.delegs -= 1;
+                }
+                self.recalls.remove(other);
             }
         }
         if self.files.get(&e.file).is_some_and(FileState::is_empty) {
@@ -433,9 +493,10 @@ impl Tables {
             .ok_or(NfsStat4::Nfs4errBadStateid)?;
         let f = self.files.get(file);
         let held = locks.iter().any(|l| {
-            c.states.get(l).is_some_and(|le| {
-                f.is_some_and(|f| f.locks.holds_any(&(client, le.owner().clone())))
-            })
+            c.states
+                .get(l)
+                .and_then(|le| le.owner())
+                .is_some_and(|o| f.is_some_and(|f| f.locks.holds_any(&(client, o.clone()))))
         });
         if held {
             return Err(NfsStat4::Nfs4errLocksHeld);
@@ -460,7 +521,15 @@ impl Tables {
         }
         check_seqid(sid.seqid, e.seqid)?;
         match &e.kind {
-            StateKind::Open { .. } => Err(NfsStat4::Nfs4errLocksHeld),
+            // A delegation in force is state still held (§18.38.3); a
+            // revoked one is what FREE_STATEID is for (§8.2.4).
+            StateKind::Open { .. } | StateKind::Deleg { revoked: false, .. } => {
+                Err(NfsStat4::Nfs4errLocksHeld)
+            }
+            StateKind::Deleg { revoked: true, .. } => {
+                self.drop_state(client, &sid.other);
+                Ok(())
+            }
             StateKind::Lock { owner, .. } => {
                 let key = (cid, owner.clone());
                 if self
@@ -485,6 +554,9 @@ impl Tables {
         match self.entry(&sid.other) {
             Err(s) => s,
             Ok((cid, _)) if cid != client => NfsStat4::Nfs4errBadStateid,
+            Ok((_, e)) if matches!(e.kind, StateKind::Deleg { revoked: true, .. }) => {
+                NfsStat4::Nfs4errDelegRevoked
+            }
             Ok((_, e)) => match check_seqid(sid.seqid, e.seqid) {
                 Ok(()) => NfsStat4::Nfs4Ok,
                 Err(s) => s,
@@ -716,13 +788,192 @@ impl Tables {
             StateKind::Open { access, .. } => *access,
             StateKind::Lock { open, .. } => match self.entry(open)?.1.kind {
                 StateKind::Open { access, .. } => access,
-                StateKind::Lock { .. } => return Err(NfsStat4::Nfs4errBadStateid),
+                _ => return Err(NfsStat4::Nfs4errBadStateid),
             },
+            // A read delegation's stateid reads (§10.2).
+            StateKind::Deleg { revoked: true, .. } => return Err(NfsStat4::Nfs4errDelegRevoked),
+            StateKind::Deleg { .. } => OPEN4_SHARE_ACCESS_READ,
         };
         if access == OPEN4_SHARE_ACCESS_WRITE && open & OPEN4_SHARE_ACCESS_WRITE == 0 {
             return Err(NfsStat4::Nfs4errOpenmode);
         }
         Ok(false)
+    }
+
+    /// Grants `client` a read delegation of `file` (RFC 8881 §10.2), whose
+    /// filehandle as the client knows it is `fh`, unless: the grace period
+    /// runs, the client holds one of it already, the server holds its
+    /// most, the file was in a conflict lately, or another client has it
+    /// open for writing or a recall of it is under way.
+    pub fn grant_deleg(
+        &mut self,
+        client: ClientId4,
+        file: &FileKey,
+        fh: Bytes,
+        now: Duration,
+    ) -> Result<StateId4, WhyNoDelegation4> {
+        if self.grace.active() {
+            return Err(WhyNoDelegation4::Wnd4Contention);
+        }
+        let c = self
+            .clients
+            .get(&client)
+            .ok_or(WhyNoDelegation4::Wnd4Resource)?;
+        let holds = c
+            .delegs_by_file
+            .get(file)
+            .and_then(|o| c.states.get(o))
+            .is_some_and(|e| matches!(e.kind, StateKind::Deleg { revoked: false, .. }));
+        if holds {
+            return Err(WhyNoDelegation4::Wnd4NotSuppUpgrade);
+        }
+        if self.delegs >= self.max_delegs || self.recent_conflicts.len() >= self.max_delegs {
+            return Err(WhyNoDelegation4::Wnd4Resource);
+        }
+        if self
+            .recent_conflicts
+            .get(file)
+            .is_some_and(|at| now < *at + CONFLICT_QUIET)
+        {
+            return Err(WhyNoDelegation4::Wnd4Contention);
+        }
+        if let Some(f) = self.files.get(file) {
+            let contended = f.opens.iter().any(|o| {
+                self.entry(o).is_ok_and(|(cid, e)| {
+                    cid != client
+                        && matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
+                })
+            }) || f.delegs.iter().any(|o| self.recalls.contains_key(o));
+            if contended {
+                return Err(WhyNoDelegation4::Wnd4Contention);
+            }
+        }
+        self.insert_state(
+            client,
+            StateEntry {
+                seqid: 1,
+                file: file.clone(),
+                kind: StateKind::Deleg {
+                    fh,
+                    recalled: None,
+                    revoked: false,
+                },
+            },
+        )
+        .map_err(|_| WhyNoDelegation4::Wnd4Resource)
+    }
+
+    /// The delegations of `file` that a change by `breaker` (a client, or
+    /// `None` for one outside NFSv4) conflicts with (§10.4.6): those of
+    /// expired clients go with their client (§8.4.3); the others are
+    /// marked recalled. Returns the ones to send CB_RECALL for now (their
+    /// client, stateid and filehandle), and whether any conflicting
+    /// delegation remains.
+    pub fn deleg_conflicts(
+        &mut self,
+        file: &FileKey,
+        breaker: Option<ClientId4>,
+        now: Duration,
+    ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
+        let Some(f) = self.files.get(file) else {
+            return (Vec::new(), false);
+        };
+        let ids: Vec<[u8; 12]> = f.delegs.iter().copied().collect();
+        let mut recall = Vec::new();
+        let mut pending = false;
+        for o in ids {
+            let Ok((cid, _)) = self.entry(&o) else {
+                continue;
+            };
+            if Some(cid) == breaker {
+                continue;
+            }
+            if self.client_expired(cid, now) {
+                self.purge_client(cid);
+                continue;
+            }
+            pending = true;
+            let Ok(e) = self.entry_mut(cid, &o) else {
+                continue;
+            };
+            let seqid = e.seqid;
+            if let StateKind::Deleg {
+                fh,
+                recalled: recalled @ None,
+                ..
+            } = &mut e.kind
+            {
+                *recalled = Some(now);
+                let fh = fh.clone();
+                self.recalls.insert(o, (cid, now));
+                recall.push((cid, StateId4 { seqid, other: o }, fh));
+            }
+        }
+        if pending {
+            self.recent_conflicts.insert(file.clone(), now);
+        }
+        (recall, pending)
+    }
+
+    /// Revokes a delegation (§10.2.1): it no longer conflicts; its client
+    /// sees SEQ4_STATUS_RECALLABLE_STATE_REVOKED until it frees it.
+    /// Returns whether it was in force.
+    pub fn revoke(&mut self, other: &[u8; 12]) -> bool {
+        let Ok((cid, _)) = self.entry(other) else {
+            return false;
+        };
+        let Some(c) = self.clients.get_mut(&cid) else {
+            return false;
+        };
+        let Some(e) = c.states.get_mut(other) else {
+            return false;
+        };
+        let StateKind::Deleg { revoked, .. } = &mut e.kind else {
+            return false;
+        };
+        if *revoked {
+            return false;
+        }
+        *revoked = true;
+        c.lease.add_revoked(1);
+        let file = e.file.clone();
+        self.recalls.remove(other);
+        if let Some(f) = self.files.get_mut(&file) {
+            if f.delegs.remove(other) {
+                self.delegs -= 1;
+            }
+            if f.is_empty() {
+                self.files.remove(&file);
+            }
+        }
+        true
+    }
+
+    /// A delegation stateid of `client` for `file`, in force (for
+    /// DELEGRETURN and the CLAIM_DELEG_CUR opens, §18.6, §18.16).
+    pub fn check_deleg(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(), NfsStat4> {
+        match self.check_stateid(client, sid, file)?.kind {
+            StateKind::Deleg { revoked: false, .. } => Ok(()),
+            StateKind::Deleg { revoked: true, .. } => Err(NfsStat4::Nfs4errDelegRevoked),
+            _ => Err(NfsStat4::Nfs4errBadStateid),
+        }
+    }
+
+    /// DELEGRETURN (§18.6).
+    pub fn delegreturn(
+        &mut self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(), NfsStat4> {
+        self.check_deleg(client, sid, file)?;
+        self.drop_state(client, &sid.other);
+        Ok(())
     }
 
     /// Whether an I/O without an open (anonymous stateid) would break a

@@ -1,0 +1,263 @@
+//! Read delegations (RFC 8881 §10.2) over the wire: granted on OPEN for
+//! reading, recalled with CB_RECALL when another client opens for writing
+//! or removes the file, the conflicting request answered once the holder
+//! returns it (not NFS4ERR_DELAY), and revoked a lease after a recall the
+//! holder ignores.
+
+mod common;
+
+use std::time::Duration;
+
+use client::{ClientOptions, OpenOpts};
+use common::*;
+use proto::nfs4::*;
+
+const WANT_READ: u32 = OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG;
+
+fn read_deleg(d: &OpenDelegation4) -> StateId4 {
+    match d {
+        OpenDelegation4::Read(r) => r.stateid,
+        other => panic!("no read delegation: {other:?}"),
+    }
+}
+
+/// Options of a client that does not retry NFS4ERR_DELAY: a conflicting
+/// request that was not settled within the server's wait shows.
+fn impatient() -> ClientOptions {
+    let mut o = options();
+    o.delay_retry = Duration::ZERO;
+    o
+}
+
+/// Waits (a few seconds at most) for `c` to have `n` recalls.
+async fn recalls(c: &client::Client, n: usize) -> Vec<client::callback::Recall> {
+    for _ in 0..250 {
+        let got = c.callbacks().recalls();
+        if got.len() >= n {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    c.callbacks().recalls()
+}
+
+/// Creates `name` in `dir` as `c`, and opens it for reading wanting a
+/// read delegation: the open and the delegation's stateid.
+async fn delegated(c: &client::Client, dir: &NfsFh4, name: &str) -> (client::Open, StateId4) {
+    let f = create_file(c, dir, name).await;
+    c.close(&f.fh, f.stateid).await.unwrap();
+    let o = c
+        .open(
+            dir,
+            name,
+            OpenOpts {
+                access: WANT_READ,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let d = read_deleg(&o.delegation);
+    (o, d)
+}
+
+/// OPEN with CLAIM_DELEG_CUR_FH of `fh` under `deleg`, as `c` with a new
+/// open owner `owner`.
+async fn open_under(
+    c: &client::Client,
+    fh: &NfsFh4,
+    deleg: StateId4,
+    owner: &str,
+) -> client::Result<Vec<NfsResOp4>> {
+    c.compound(vec![
+        putfh(fh),
+        NfsArgOp4::Open(Open4Args {
+            seqid: 0,
+            share_access: OPEN4_SHARE_ACCESS_READ,
+            share_deny: 0,
+            owner: OpenOwner4 {
+                clientid: c.clientid(),
+                owner: common::b(owner),
+            },
+            openhow: OpenFlag4::NoCreate,
+            claim: OpenClaim4::DelegCurFh(deleg),
+        }),
+    ])
+    .await
+}
+
+#[tokio::test]
+async fn a_conflicting_open_recalls_the_delegation_and_goes_on_at_its_return() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let (a, b) = (srv.client().await, srv.client_with(impatient()).await);
+        let root = a.root_fh().await.unwrap();
+        let (o, d) = delegated(&a, &root, "f").await;
+        // Another reader does not conflict.
+        let r = b.open(&root, "f", OpenOpts::read()).await.unwrap();
+        assert!(a.callbacks().recalls().is_empty());
+        b.close(&r.fh, r.stateid).await.unwrap();
+        // A writer does: the holder is called back and returns it, and the
+        // OPEN is answered then, not with NFS4ERR_DELAY.
+        let w = b.open(&root, "f", OpenOpts::write()).await.unwrap();
+        let got = recalls(&a, 1).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].stateid.other, &got[0].fh), (d.other, &o.fh));
+        assert_eq!(a.callbacks().delegreturns(), 1);
+        // Returned, not revoked.
+        assert_eq!(
+            a.test_stateids(vec![d]).await.unwrap(),
+            vec![NfsStat4::Nfs4errBadStateid]
+        );
+        assert_eq!(a.status_flags() & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
+        // The file was in contention: no delegation of it for a while.
+        let again = a
+            .open(
+                &root,
+                "f",
+                OpenOpts {
+                    access: WANT_READ,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            again.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention(false))
+        ));
+        b.close(&w.fh, w.stateid).await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn removing_a_delegated_file_recalls_it_and_opens_under_it_are_the_holders() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let (a, b) = (srv.client().await, srv.client_with(impatient()).await);
+        let root = a.root_fh().await.unwrap();
+        let (o, d) = delegated(&a, &root, "g").await;
+        // CLAIM_DELEG_CUR_FH: the holder's open under its delegation.
+        let res = open_under(&a, &o.fh, d, "under-deleg").await.unwrap();
+        assert!(matches!(res[1], NfsResOp4::Open(Res4::Ok(_))), "{res:?}");
+        // Another client cannot present it.
+        let res = open_under(&b, &o.fh, d, "thief").await;
+        assert!(unknown_stateid(failed_at(res).1));
+        // REMOVE by another client recalls it.
+        b.remove(&root, "g").await.unwrap();
+        assert_eq!(recalls(&a, 1).await.len(), 1);
+        assert_eq!(a.callbacks().delegreturns(), 1);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn what_the_open_answers_when_no_delegation_is_granted() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let a = srv.client().await;
+        let root = a.root_fh().await.unwrap();
+        let f = create_file(&a, &root, "h").await;
+        let open = |access| {
+            let (a, root) = (a.clone(), root.clone());
+            async move {
+                a.open(
+                    &root,
+                    "h",
+                    OpenOpts {
+                        access,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap()
+                .delegation
+            }
+        };
+        assert_eq!(
+            open(OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG).await,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(WhyNoDelegation4::Wnd4NotWanted))
+        );
+        assert_eq!(
+            open(OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG).await,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(
+                WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype
+            ))
+        );
+        // No preference, and writing: plain none.
+        assert_eq!(open(OPEN4_SHARE_ACCESS_BOTH).await, OpenDelegation4::None);
+        // The opens upgraded the one open stateid: close its current one.
+        let current = StateId4 {
+            seqid: 0,
+            ..f.stateid
+        };
+        a.close(&f.fh, current).await.unwrap();
+
+        // A server with delegations off grants none.
+        let off = TestServer::start().await;
+        let c = off.client().await;
+        let root = c.root_fh().await.unwrap();
+        let g = create_file(&c, &root, "h").await;
+        c.close(&g.fh, g.stateid).await.unwrap();
+        let o = c
+            .open(
+                &root,
+                "h",
+                OpenOpts {
+                    access: WANT_READ,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource(false))
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_delegation_kept_past_its_recall_is_revoked_and_freed() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let mut keeper = options();
+        keeper.return_delegations = false;
+        let (a, b) = (
+            srv.client_with(keeper).await,
+            srv.client_with(impatient()).await,
+        );
+        let root = a.root_fh().await.unwrap();
+        let (o, d) = delegated(&a, &root, "k").await;
+        // Held past the server's wait: NFS4ERR_DELAY, and the client
+        // retries until the delegation is revoked (a lease after the
+        // recall: 10 s here), its holder renewing all along.
+        let mut tries = 0;
+        let w = loop {
+            tries += 1;
+            match b.open(&root, "k", OpenOpts::write()).await {
+                Ok(w) => break w,
+                Err(e) => assert_eq!(e.status(), Some(NfsStat4::Nfs4errDelay)),
+            }
+            a.compound(Vec::new()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        assert!(tries > 1, "the open did not wait for the delegation");
+        assert_eq!(recalls(&a, 1).await.len(), 1, "recalled once");
+        a.compound(Vec::new()).await.unwrap();
+        assert_ne!(a.status_flags() & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
+        assert_eq!(
+            a.test_stateids(vec![d]).await.unwrap(),
+            vec![NfsStat4::Nfs4errDelegRevoked]
+        );
+        let read = a.read(&o.fh, d, 0, 10).await;
+        assert_eq!(status(read), NfsStat4::Nfs4errDelegRevoked);
+        a.free_stateid(d).await.unwrap();
+        a.compound(Vec::new()).await.unwrap();
+        assert_eq!(a.status_flags() & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
+        b.close(&w.fh, w.stateid).await.unwrap();
+    })
+    .await
+}
