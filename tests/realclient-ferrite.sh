@@ -10,6 +10,7 @@
 #   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
 # FERRITE_RC_LOG=1 gives the export a write log (--log in the work
 # directory), so that the clients' stable writes go through it.
+# FERRITE_RC_DELEG=1 has Ferrite grant read delegations (--delegations).
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
@@ -34,6 +35,7 @@ chmod 0777 "$work/export"
 
 log=""
 [ "${FERRITE_RC_LOG:-0}" = 1 ] && log="--log $work/log"
+[ "${FERRITE_RC_DELEG:-0}" = 1 ] && log="$log --delegations"
 cat > "$work/start.sh" <<EOS
 #!/usr/bin/env bash
 "$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 $log >>"$work/ferrite.log" 2>&1 &

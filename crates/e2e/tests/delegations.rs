@@ -261,3 +261,35 @@ async fn a_delegation_kept_past_its_recall_is_revoked_and_freed() {
     })
     .await
 }
+
+/// The holder's own OPEN for writing (same client and open owner) does not
+/// recall its delegation (it coordinates its own opens, §10.4), but its
+/// WRITE does: another cache of the same client (a Linux `nosharecache`
+/// mount) may rely on it.
+#[tokio::test]
+async fn the_holders_own_open_keeps_its_delegation_and_its_write_recalls_it() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let a = srv.client_with(impatient()).await;
+        let root = a.root_fh().await.unwrap();
+        let (o, d) = delegated(&a, &root, "s").await;
+        let w = a.open(&root, "s", OpenOpts::write()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            a.callbacks().recalls().is_empty(),
+            "recalled by its own open"
+        );
+        assert_eq!(
+            a.test_stateids(vec![d]).await.unwrap(),
+            vec![NfsStat4::Nfs4Ok]
+        );
+        a.write(&w.fh, w.stateid, 0, common::b("new"), StableHow4::Unstable4)
+            .await
+            .unwrap();
+        let got = recalls(&a, 1).await;
+        assert_eq!((got.len(), got[0].fh.clone()), (1, o.fh.clone()));
+        assert_eq!(a.callbacks().delegreturns(), 1);
+        a.close(&w.fh, w.stateid).await.unwrap();
+    })
+    .await
+}

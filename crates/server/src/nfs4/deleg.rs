@@ -1,9 +1,19 @@
 //! Conflicts with delegations (RFC 8881 §10.2, §10.4.6), for the
-//! operations that change a file or its name: a change by one client to a
-//! file another client holds a delegation of recalls the delegation and
-//! waits for its return, up to [`super::Nfs4Config::recall_wait`], before
-//! it goes on; if the delegation is still held then, the request is
-//! answered NFS4ERR_DELAY and the client retries.
+//! operations that change a file or its name: the change recalls the
+//! delegations of the file and waits for their return, up to
+//! [`super::Nfs4Config::recall_wait`], before it goes on; if one is still
+//! held then, the request is answered NFS4ERR_DELAY and the client retries.
+//!
+//! Who conflicts. An OPEN for writing does not recall a delegation its
+//! own client and open owner were granted: they coordinate their own opens
+//! (§10.4; pynfs DELEG23). Every other delegation of the file conflicts,
+//! the same client's under another open owner included: one client may
+//! see a file through several caches, each with its own open owners (the
+//! Linux client's `nosharecache` mounts share one client ID, and a process
+//! on one would not see a lock another holds under a delegation on the
+//! other). A change itself (WRITE, SETATTR, REMOVE, RENAME, LINK) recalls
+//! every delegation of the file: the holder of a read delegation trusts its
+//! cache until it gives the delegation back.
 
 use std::time::Instant;
 
@@ -13,15 +23,34 @@ use super::callback;
 use super::compound::Compound;
 use super::state::FileKey;
 
-/// Settles the conflicts of a change to `file` by this compound's client
-/// with other clients' delegations: Ok once none is held, else
-/// NFS4ERR_DELAY when the wait is over.
+/// Settles the conflicts of a change to `file` with its delegations (any
+/// client's): Ok once none is held, else NFS4ERR_DELAY when the wait is
+/// over.
 pub async fn settle(cx: &Compound, file: &FileKey) -> Result<(), NfsStat4> {
+    settle_for(cx, file, None).await
+}
+
+/// [`settle`] for an OPEN by `owner` of this compound's client: the
+/// delegation that client and owner hold does not conflict.
+pub async fn settle_open(
+    cx: &Compound,
+    file: &FileKey,
+    owner: &bytes::Bytes,
+) -> Result<(), NfsStat4> {
+    let breaker = (cx.clientid()?, owner.clone());
+    settle_for(cx, file, Some(&breaker)).await
+}
+
+/// Recalls the delegations of `file` not granted to `breaker` and waits.
+async fn settle_for(
+    cx: &Compound,
+    file: &FileKey,
+    breaker: Option<&super::state::OwnerKey>,
+) -> Result<(), NfsStat4> {
     let state = cx.srv.state();
     if !state.delegations_outstanding() {
         return Ok(());
     }
-    let breaker = cx.clientid().ok();
     let deadline = Instant::now() + cx.srv.cfg.recall_wait;
     loop {
         let gone = state.deleg_gone().notified();

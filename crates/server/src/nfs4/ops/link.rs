@@ -20,7 +20,7 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
         return Err(NfsStat4::Nfs4errXdev);
     }
     cx.check_writable(&dir)?;
-    // Another client's delegation of the file is recalled (§10.4.6).
+    // Delegations of the file are recalled (§10.4.6).
     deleg::settle(cx, &src.key()).await?;
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx

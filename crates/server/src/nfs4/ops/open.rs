@@ -14,7 +14,7 @@
 //! channel works and it did not ask for none (OPEN4_SHARE_ACCESS_WANT_*
 //! with why_no_deleg, §18.16.3). An open for writing, or denying reads,
 //! first recalls other clients' delegations of the file
-//! (`nfs4::deleg::settle`). Write delegations are not granted.
+//! (`nfs4::deleg::settle_open`). Write delegations are not granted.
 
 use proto::nfs4::*;
 
@@ -115,7 +115,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     // Writing, or denying others reads, conflicts with other clients'
     // delegations (§10.4.6): they are recalled first.
     if access & OPEN4_SHARE_ACCESS_WRITE != 0 || deny & OPEN4_SHARE_DENY_READ != 0 {
-        deleg::settle(cx, &key).await?;
+        deleg::settle_open(cx, &key, &args.owner.owner).await?;
     }
     let stateid = cx
         .srv
@@ -158,7 +158,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
     let offer = !reclaim && under_deleg.is_none();
-    let delegation = delegation(cx, want, access, offer, &key, wire);
+    let delegation = delegation(cx, want, access, offer, &args.owner.owner, &key, wire);
     Ok(Open4ResOk {
         stateid,
         cinfo: target.cinfo,
@@ -179,6 +179,7 @@ fn delegation(
     want: u32,
     access: u32,
     offer: bool,
+    owner: &bytes::Bytes,
     key: &crate::nfs4::state::FileKey,
     wire: bytes::Bytes,
 ) -> OpenDelegation4 {
@@ -220,7 +221,7 @@ fn delegation(
     let Ok(client) = cx.clientid() else {
         return OpenDelegation4::None;
     };
-    match cx.srv.state().offer_delegation(client, key, wire) {
+    match cx.srv.state().offer_delegation(client, owner, key, wire) {
         Ok(stateid) => OpenDelegation4::Read(OpenReadDelegation4 {
             stateid,
             recall: false,

@@ -16,7 +16,7 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     let dir = cx.cfh()?.clone();
     cx.check_writable(&dir)?;
     let name = check_name(&args.target)?;
-    // Another client's delegation of the file is recalled (§10.4.6).
+    // Delegations of the file are recalled (§10.4.6).
     deleg::settle_name(cx, &dir, &name).await?;
     let h = dir.handle.clone();
     let cinfo = cx

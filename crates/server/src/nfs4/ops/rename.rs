@@ -25,8 +25,8 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
         return Err(NfsStat4::Nfs4errXdev);
     }
     cx.check_writable(&target)?;
-    // Other clients' delegations of the file renamed and of one it
-    // replaces are recalled (§10.4.6).
+    // Delegations of the file renamed and of one it replaces are
+    // recalled (§10.4.6).
     deleg::settle_name(cx, &source, &oldname).await?;
     deleg::settle_name(cx, &target, &newname).await?;
     let (sh, th) = (source.handle, target.handle.clone());

@@ -33,7 +33,7 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     if set.is_empty() {
         return Ok(mask);
     }
-    // Another client's delegation of the file is recalled (§10.4.6).
+    // Delegations of the file are recalled (§10.4.6).
     deleg::settle(cx, &fh.key()).await?;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {

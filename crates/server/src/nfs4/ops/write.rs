@@ -40,8 +40,8 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
     if !vfs::range_fits(args.offset, len as u64) {
         return Err(NfsStat4::Nfs4errFbig);
     }
-    // Another client's delegation of the file is recalled (§10.4.6): a
-    // write without an open (special stateid) may meet one.
+    // Delegations of the file are recalled (§10.4.6; nfs4::deleg says
+    // why the writer's own too).
     deleg::settle(cx, &fh.key()).await?;
     let handle = fh.handle.clone();
     let offset = args.offset;

@@ -643,15 +643,17 @@ impl State {
         self.tables().check_io(client, sid, file, access)
     }
 
-    /// Grants `client` a read delegation of `file` (RFC 8881 §10.2), `fh`
+    /// Grants `client` (OPEN by its open owner `owner`) a read delegation
+    /// of `file` (RFC 8881 §10.2), `fh`
     /// being the file's filehandle as the client has it; else why not.
     pub fn offer_delegation(
         &self,
         client: ClientId4,
+        owner: &Bytes,
         file: &FileKey,
         fh: Bytes,
     ) -> Result<StateId4, WhyNoDelegation4> {
-        self.with(|t, now| t.grant_deleg(client, file, fh, now))
+        self.with(|t, now| t.grant_deleg(client, owner, file, fh, now))
     }
 
     /// Whether any delegation is in force (no conflict to look for if not).
@@ -665,11 +667,12 @@ impl State {
         &self.deleg_gone
     }
 
-    /// The delegations of `file` a change by `breaker` conflicts with
-    /// (RFC 8881 §10.4.6): recalls to send, and whether the change must
+    /// The delegations of `file` a change conflicts with (RFC 8881
+    /// §10.4.6; all, or those not granted to `breaker`, an OPEN's client
+    /// and open owner): recalls to send, and whether the change must
     /// wait. A holder with no session to call back on cannot be recalled:
     /// its delegation is revoked at once.
-    pub fn break_delegations(&self, file: &FileKey, breaker: Option<ClientId4>) -> Breaking {
+    pub fn break_delegations(&self, file: &FileKey, breaker: Option<&OwnerKey>) -> Breaking {
         self.with(|t, now| {
             let (found, mut pending) = t.deleg_conflicts(file, breaker, now);
             if found.is_empty() {

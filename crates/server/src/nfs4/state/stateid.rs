@@ -29,6 +29,9 @@ pub enum StateKind {
     /// A read delegation (RFC 8881 §10.2), held by its client whatever it
     /// opens or closes until it is returned or revoked.
     Deleg {
+        /// The open owner whose OPEN was granted it: an OPEN of the same
+        /// client and owner does not recall it (nfs4::deleg).
+        owner: Bytes,
         /// The file's filehandle as the client was given it, for CB_RECALL.
         fh: Bytes,
         /// When CB_RECALL was decided, if it was (§10.4.6: revoked a

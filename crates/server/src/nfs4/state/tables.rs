@@ -803,11 +803,12 @@ impl Tables {
     /// Grants `client` a read delegation of `file` (RFC 8881 §10.2), whose
     /// filehandle as the client knows it is `fh`, unless: the grace period
     /// runs, the client holds one of it already, the server holds its
-    /// most, the file was in a conflict lately, or another client has it
-    /// open for writing or a recall of it is under way.
+    /// most, the file was in a conflict lately, or it is open for writing
+    /// (by anyone) or a recall of it is under way.
     pub fn grant_deleg(
         &mut self,
         client: ClientId4,
+        owner: &Bytes,
         file: &FileKey,
         fh: Bytes,
         now: Duration,
@@ -838,10 +839,12 @@ impl Tables {
             return Err(WhyNoDelegation4::Wnd4Contention);
         }
         if let Some(f) = self.files.get(file) {
+            // Any writer, the client itself included (as the Linux server,
+            // whose lease needs a file no one has open for writing): a
+            // read delegation is for a file that is not changing.
             let contended = f.opens.iter().any(|o| {
-                self.entry(o).is_ok_and(|(cid, e)| {
-                    cid != client
-                        && matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
+                self.entry(o).is_ok_and(|(_, e)| {
+                    matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
                 })
             }) || f.delegs.iter().any(|o| self.recalls.contains_key(o));
             if contended {
@@ -854,6 +857,7 @@ impl Tables {
                 seqid: 1,
                 file: file.clone(),
                 kind: StateKind::Deleg {
+                    owner: owner.clone(),
                     fh,
                     recalled: None,
                     revoked: false,
@@ -863,8 +867,9 @@ impl Tables {
         .map_err(|_| WhyNoDelegation4::Wnd4Resource)
     }
 
-    /// The delegations of `file` that a change by `breaker` (a client, or
-    /// `None` for one outside NFSv4) conflicts with (§10.4.6): those of
+    /// The delegations of `file` that a change conflicts with (§10.4.6):
+    /// all of them, or those not granted to `breaker` (an OPEN's client
+    /// and open owner). Those of
     /// expired clients go with their client (§8.4.3); the others are
     /// marked recalled. Returns the ones to send CB_RECALL for now (their
     /// client, stateid and filehandle), and whether any conflicting
@@ -872,7 +877,7 @@ impl Tables {
     pub fn deleg_conflicts(
         &mut self,
         file: &FileKey,
-        breaker: Option<ClientId4>,
+        breaker: Option<&OwnerKey>,
         now: Duration,
     ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
         let Some(f) = self.files.get(file) else {
@@ -882,10 +887,13 @@ impl Tables {
         let mut recall = Vec::new();
         let mut pending = false;
         for o in ids {
-            let Ok((cid, _)) = self.entry(&o) else {
+            let Ok((cid, e)) = self.entry(&o) else {
                 continue;
             };
-            if Some(cid) == breaker {
+            let own = breaker.is_some_and(|(bc, bo)| {
+                *bc == cid && matches!(&e.kind, StateKind::Deleg { owner, .. } if owner == bo)
+            });
+            if own {
                 continue;
             }
             if self.client_expired(cid, now) {

@@ -701,32 +701,43 @@ fn deleg_fixture() -> Fixture {
     Fixture { clock, st }
 }
 
+/// The open owner delegations are granted to here.
+fn ow() -> Bytes {
+    Bytes::from_static(b"o")
+}
+
 fn fh(n: u8) -> Bytes {
     Bytes::copy_from_slice(&[n; 4])
 }
 
 #[test]
-fn a_read_delegation_is_granted_once_and_not_beside_another_clients_writer() {
+fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let f = deleg_fixture();
     let (a, _) = f.client("a");
     let (b, _) = f.client("b");
     let o = Bytes::from_static(b"o");
     f.st.open(a, &o, &file(1), R, 0).unwrap();
-    let d = f.st.offer_delegation(a, &file(1), fh(1)).unwrap();
+    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
     assert!(f.st.delegations_outstanding());
     assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
     assert_eq!(
-        f.st.offer_delegation(a, &file(1), fh(1)),
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1)),
         Err(WhyNoDelegation4::Wnd4NotSuppUpgrade),
         "a second delegation of the same file"
     );
     // Another client's reader may have one too; not beside a writer.
     f.st.open(b, &o, &file(1), R, 0).unwrap();
-    assert!(f.st.offer_delegation(b, &file(1), fh(1)).is_ok());
+    assert!(f.st.offer_delegation(b, &ow(), &file(1), fh(1)).is_ok());
     f.st.open(b, &o, &file(2), W, 0).unwrap();
     f.st.open(a, &o, &file(2), R, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(a, &file(2), fh(2)),
+        f.st.offer_delegation(a, &ow(), &file(2), fh(2)),
+        Err(WhyNoDelegation4::Wnd4Contention)
+    );
+    // Nor beside the client's own writer.
+    f.st.open(a, &o, &file(3), R | W, 0).unwrap();
+    assert_eq!(
+        f.st.offer_delegation(a, &ow(), &file(3), fh(3)),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // The stateid reads, and does not write; it is state still held.
@@ -740,7 +751,7 @@ fn a_read_delegation_is_granted_once_and_not_beside_another_clients_writer() {
     let g = Fixture::new();
     let (c, _) = g.client("c");
     assert_eq!(
-        g.st.offer_delegation(c, &file(1), fh(1)),
+        g.st.offer_delegation(c, &ow(), &file(1), fh(1)),
         Err(WhyNoDelegation4::Wnd4Resource)
     );
 }
@@ -750,18 +761,25 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     let f = deleg_fixture();
     let (a, _) = f.client("a");
     let (b, _) = f.client("b");
-    let d = f.st.offer_delegation(a, &file(1), fh(1)).unwrap();
+    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
     {
         let mut t = f.st.lock_tables();
-        let (recall, pending) = t.deleg_conflicts(&file(1), Some(b), f.clock.now());
+        let (recall, pending) = t.deleg_conflicts(&file(1), Some(&(b, ow())), f.clock.now());
         assert_eq!(recall.len(), 1);
         assert_eq!((recall[0].0, recall[0].1, &recall[0].2), (a, d, &fh(1)));
         assert!(pending);
         // Recalled once; still in the way.
-        let (recall, pending) = t.deleg_conflicts(&file(1), Some(b), f.clock.now());
+        let (recall, pending) = t.deleg_conflicts(&file(1), Some(&(b, ow())), f.clock.now());
         assert!(recall.is_empty() && pending);
-        // The holder's own change is no conflict.
-        assert!(!t.deleg_conflicts(&file(1), Some(a), f.clock.now()).1);
+        // The holder's own OPEN is no conflict; under another open owner,
+        // or a change, is.
+        assert!(
+            !t.deleg_conflicts(&file(1), Some(&(a, ow())), f.clock.now())
+                .1
+        );
+        let other = (a, Bytes::from_static(b"p"));
+        assert!(t.deleg_conflicts(&file(1), Some(&other), f.clock.now()).1);
+        assert!(t.deleg_conflicts(&file(1), None, f.clock.now()).1);
     }
     // Returned: nothing in the way, and the file is in contention for a
     // while.
@@ -772,19 +790,19 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     );
     f.st.delegreturn(a, &d, &file(1)).unwrap();
     assert!(!f.st.delegations_outstanding());
-    assert!(!f.st.break_delegations(&file(1), Some(b)).pending);
+    assert!(!f.st.break_delegations(&file(1), Some(&(b, ow()))).pending);
     assert_eq!(
         f.st.test_stateids(a, &[d]),
         vec![NfsStat4::Nfs4errBadStateid]
     );
     assert_eq!(
-        f.st.offer_delegation(a, &file(1), fh(1)),
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1)),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     f.advance_to(tables::CONFLICT_QUIET + s(1));
     f.st.sequence(&f.client("c").1).unwrap();
     f.st.reap();
-    assert!(f.st.offer_delegation(a, &file(1), fh(1)).is_ok());
+    assert!(f.st.offer_delegation(a, &ow(), &file(1), fh(1)).is_ok());
 }
 
 #[test]
@@ -792,11 +810,11 @@ fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
     let f = deleg_fixture();
     let (a, sa) = f.client("a");
     let (b, sb) = f.client("b");
-    let d = f.st.offer_delegation(a, &file(1), fh(1)).unwrap();
+    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
     let pending = |f: &Fixture| {
         let mut t = f.st.lock_tables();
         let now = f.clock.now();
-        t.deleg_conflicts(&file(1), Some(b), now).1
+        t.deleg_conflicts(&file(1), Some(&(b, ow())), now).1
     };
     assert!(pending(&f));
     // Both clients keep renewing; the holder never returns it.
@@ -843,22 +861,22 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
     let (c, _) = f.client("c");
     // The fixture's sessions have no back channel: a recall cannot be
     // sent, so the delegation is revoked at once.
-    let d = f.st.offer_delegation(a, &file(1), fh(1)).unwrap();
-    let br = f.st.break_delegations(&file(1), Some(b));
+    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
+    let br = f.st.break_delegations(&file(1), Some(&(b, ow())));
     assert!(br.recalls.is_empty() && !br.pending);
     assert_eq!(
         f.st.test_stateids(a, &[d]),
         vec![NfsStat4::Nfs4errDelegRevoked]
     );
     // A courtesy client's delegation goes with the client (§8.4.3).
-    f.st.offer_delegation(c, &file(2), fh(2)).unwrap();
+    f.st.offer_delegation(c, &ow(), &file(2), fh(2)).unwrap();
     f.advance_to(L + s(1));
     f.st.sequence(&sa).unwrap();
     f.st.sequence(&sb).unwrap();
     let mut t = f.st.lock_tables();
     let now = f.clock.now();
     assert_eq!(
-        t.deleg_conflicts(&file(2), Some(b), now),
+        t.deleg_conflicts(&file(2), Some(&(b, ow())), now),
         (Vec::new(), false)
     );
     assert!(!t.clients.contains_key(&c));
