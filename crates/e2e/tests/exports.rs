@@ -81,6 +81,7 @@ impl Exports {
             rules: r,
             metadata_async: false,
             log: None,
+            delegations: false,
         };
         let exports = vec![
             export(DATA, rules(vec![rule(false, Squash::Root)], all.clone())),
@@ -884,6 +885,7 @@ async fn owner_names_when_not_numeric() {
             dir: d.path().to_path_buf(),
             metadata_async: false,
             log: None,
+            delegations: false,
             rules: rules(
                 vec![rule(false, Squash::None)],
                 vec![Flavor::Sys, Flavor::None],

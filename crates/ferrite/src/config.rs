@@ -58,10 +58,10 @@ pub struct ServeArgs {
     /// Seconds a connection may stay idle before it is closed (0: never).
     #[arg(long)]
     pub idle_timeout: Option<u64>,
-    /// Grant read delegations (RFC 8881 §10.2): clients then read files
-    /// they alone have open from their cache. A change to an exported file
-    /// by a local process (not through NFS) does not recall them: enable
-    /// only where the exports change through NFS alone.
+    /// Grant read delegations (RFC 8881 §10.2) on every export: clients
+    /// then read files no one writes to from their cache. A change to an
+    /// exported file by a local process (not through NFS) does not recall
+    /// them: enable only where the exports change through NFS alone.
     #[arg(long)]
     pub delegations: bool,
 }
@@ -89,7 +89,8 @@ pub struct FileConfig {
     pub max_connections: Option<usize>,
     /// Seconds before an idle connection is closed; 0 never closes it.
     pub idle_timeout_seconds: Option<u64>,
-    /// Grant read delegations (default false; see --delegations).
+    /// Grant read delegations (default false; see --delegations): the
+    /// default of every export.
     pub delegations: Option<bool>,
     /// Most delegations held at once (default 100000).
     pub max_delegations: Option<usize>,
@@ -121,6 +122,9 @@ pub struct FileExport {
     pub log: Option<PathBuf>,
     /// The most the write log may hold, in MiB (default 1024).
     pub log_mib: Option<u64>,
+    /// Grant read delegations of its files (default: the top-level
+    /// `delegations`).
+    pub delegations: Option<bool>,
 }
 
 /// One client rule of an export (the fields of exports(5) that apply).
@@ -142,8 +146,6 @@ pub struct FileClient {
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:2049";
-/// Delegations held at most when they are on and no limit is configured.
-pub const DEFAULT_MAX_DELEGATIONS: usize = 100_000;
 
 /// /var/lib/ferrite for root, ~/.local/state/ferrite for everyone else.
 fn default_state_dir() -> PathBuf {
@@ -161,7 +163,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         Some(p) => parse_file(p)?,
         None => FileConfig::default(),
     };
-    let exports = match &args.dir {
+    let mut exports = match &args.dir {
         Some(d) => {
             // The quick form: one export at "/", open to everyone
             // (a development default; see README).
@@ -175,7 +177,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             e.log = log_config(&e.path, &e.dir, args.log.as_ref(), args.log_mib)?;
             vec![e]
         }
-        None => exports_of(&file.export)?,
+        None => exports_of(&file.export, file.delegations.unwrap_or(false))?,
     };
     if exports.is_empty() {
         bail!("nothing to export: give a directory (ferrite serve DIR) or [[export]] entries in --config");
@@ -216,8 +218,13 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     if let Some(m) = file.reply_cache_mib {
         nfs4.drc_budget = m * 1024 * 1024;
     }
-    if args.delegations || file.delegations == Some(true) {
-        nfs4.max_delegations = file.max_delegations.unwrap_or(DEFAULT_MAX_DELEGATIONS);
+    if args.delegations {
+        for e in &mut exports {
+            e.delegations = true;
+        }
+    }
+    if let Some(n) = file.max_delegations {
+        nfs4.max_delegations = n;
     }
     if let Some(ms) = file.recall_wait_ms {
         if ms > 10_000 {
@@ -297,7 +304,9 @@ fn log_config(
 }
 
 /// Checks and converts the `[[export]]` tables.
-pub fn exports_of(file: &[FileExport]) -> anyhow::Result<Vec<ExportConfig>> {
+/// The exports of the configuration file; `delegations` is the default of
+/// those that do not say.
+pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<ExportConfig>> {
     let mut out: Vec<ExportConfig> = Vec::new();
     for e in file {
         let path = normalize_path(&e.path)?;
@@ -348,6 +357,7 @@ pub fn exports_of(file: &[FileExport]) -> anyhow::Result<Vec<ExportConfig>> {
             rules: ExportRules { clients, sec },
             metadata_async: e.metadata_async.unwrap_or(false),
             log,
+            delegations: e.delegations.unwrap_or(delegations),
         });
     }
     if out.len() > 1 && out.iter().any(|e| e.path == "/") {
@@ -413,7 +423,7 @@ mod tests {
 
     fn parse(text: &str) -> anyhow::Result<Vec<ExportConfig>> {
         let f: FileConfig = toml::from_str(text)?;
-        exports_of(&f.export)
+        exports_of(&f.export, false)
     }
 
     #[test]
@@ -560,7 +570,7 @@ mod tests {
     fn example_file_loads() {
         let f: FileConfig =
             toml::from_str(include_str!("../../../docs/ferrite.example.toml")).unwrap();
-        let e = exports_of(&f.export).unwrap();
+        let e = exports_of(&f.export, false).unwrap();
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].rules.clients.len(), 2);
     }
@@ -606,13 +616,22 @@ mod tests {
     #[test]
     fn delegations_are_off_unless_asked_for() {
         let args = quick();
-        assert_eq!(load(&args).unwrap().nfs4.max_delegations, 0);
+        assert!(!load(&args).unwrap().exports[0].delegations);
         let on = load(&ServeArgs {
             delegations: true,
             ..args
         })
         .unwrap();
-        assert_eq!(on.nfs4.max_delegations, DEFAULT_MAX_DELEGATIONS);
+        assert!(on.exports[0].delegations);
+        // In the file: a default for the exports, each may say otherwise.
+        let file: FileConfig = toml::from_str(
+            "delegations = true\n\
+             [[export]]\npath = \"/a\"\ndir = \"/tmp/a\"\n\
+             [[export]]\npath = \"/b\"\ndir = \"/tmp/b\"\ndelegations = false\n",
+        )
+        .unwrap();
+        let e = exports_of(&file.export, file.delegations.unwrap_or(false)).unwrap();
+        assert_eq!((e[0].delegations, e[1].delegations), (true, false));
     }
 
     #[test]

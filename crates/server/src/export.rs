@@ -27,6 +27,8 @@ pub struct Export {
     pub rules: ExportRules,
     /// Its write log, where stable WRITEs are made durable.
     pub log: Option<std::sync::Arc<crate::writelog::WriteLog>>,
+    /// Whether read delegations of its files are granted.
+    pub delegations: bool,
 }
 
 /// Which clients a rule covers.

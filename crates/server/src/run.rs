@@ -28,6 +28,8 @@ pub struct ExportConfig {
     pub metadata_async: bool,
     /// A write log for stable WRITEs ([`crate::writelog`]), or none.
     pub log: Option<crate::writelog::LogConfig>,
+    /// Grant read delegations of its files (RFC 8881 §10.2).
+    pub delegations: bool,
 }
 
 impl ExportConfig {
@@ -40,6 +42,7 @@ impl ExportConfig {
             rules: ExportRules::open(),
             metadata_async: false,
             log: None,
+            delegations: false,
         }
     }
 }
@@ -144,6 +147,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             fsid: (0x4645_5252, id as u64 + 1),
             rules: e.rules.clone(),
             log,
+            delegations: e.delegations,
         });
     }
     let recovery =

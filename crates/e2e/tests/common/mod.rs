@@ -36,6 +36,7 @@ fn config(
     delegations: bool,
 ) -> ServerConfig {
     let mut e = ExportConfig::open("/", export.path());
+    e.delegations = delegations;
     if log {
         e.log = Some(server::writelog::LogConfig {
             dir: state.path().join("log"),
@@ -49,7 +50,6 @@ fn config(
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(grace),
-            max_delegations: if delegations { 1000 } else { 0 },
             ..Default::default()
         },
         rpc: Default::default(),

@@ -45,6 +45,7 @@ fn open_root(fs: Arc<dyn vfs::Vfs>) -> Export {
         fsid: (0x4645_5252, 1),
         rules: ExportRules::open(),
         log: None,
+        delegations: false,
     }
 }
 

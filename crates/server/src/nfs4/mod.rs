@@ -62,8 +62,8 @@ pub struct Nfs4Config {
     /// differs from the server's (the Linux server does the same by
     /// default). Names are always accepted on SETATTR.
     pub numeric_owners: bool,
-    /// Delegations held at most (RFC 8881 §10.2); 0 (the default): none
-    /// granted.
+    /// Delegations held at most (RFC 8881 §10.2), on the exports that grant
+    /// them (`Export::delegations`).
     pub max_delegations: usize,
     /// How long a request that conflicts with another client's delegation
     /// waits for its return before it is answered NFS4ERR_DELAY
@@ -92,7 +92,7 @@ impl Default for Nfs4Config {
             drc_budget: 256 * 1024 * 1024,
             max_io: 1024 * 1024,
             numeric_owners: true,
-            max_delegations: 0,
+            max_delegations: 100_000,
             recall_wait: Duration::from_millis(300),
         }
     }

@@ -304,6 +304,7 @@ mod tests {
             fsid: (0x4645_5252, id as u64 + 1),
             rules: ExportRules::open(),
             log: None,
+            delegations: false,
         }
     }
 

@@ -68,6 +68,7 @@ pub fn export(id: u16, path: &str, rules: ExportRules) -> server::export::Export
         fsid: (0x4645_5252, id as u64),
         rules,
         log: None,
+        delegations: false,
     }
 }
 

@@ -218,6 +218,9 @@ fn delegation(
     if !callable {
         return refuse(WhyNoDelegation4::Wnd4Resource);
     }
+    if !cx.export(key.0).is_ok_and(|e| e.delegations) {
+        return refuse(WhyNoDelegation4::Wnd4Resource);
+    }
     let Ok(client) = cx.clientid() else {
         return OpenDelegation4::None;
     };
