@@ -46,19 +46,23 @@ async fn recalls(c: &client::Client, n: usize) -> Vec<client::callback::Recall> 
 async fn delegated(c: &client::Client, dir: &NfsFh4, name: &str) -> (client::Open, StateId4) {
     let f = create_file(c, dir, name).await;
     c.close(&f.fh, f.stateid).await.unwrap();
-    let o = c
-        .open(
-            dir,
-            name,
-            OpenOpts {
-                access: WANT_READ,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let o = wanting(c, dir, name).await;
     let d = read_deleg(&o.delegation);
     (o, d)
+}
+
+/// Opens `name` in `dir` for reading, wanting a read delegation.
+async fn wanting(c: &client::Client, dir: &NfsFh4, name: &str) -> client::Open {
+    c.open(
+        dir,
+        name,
+        OpenOpts {
+            access: WANT_READ,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
 }
 
 /// OPEN with CLAIM_DELEG_CUR_FH of `fh` under `deleg`, as `c` with a new
@@ -111,17 +115,7 @@ async fn a_conflicting_open_recalls_the_delegation_and_goes_on_at_its_return() {
         );
         assert_eq!(a.status_flags() & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
         // The file was in contention: no delegation of it for a while.
-        let again = a
-            .open(
-                &root,
-                "f",
-                OpenOpts {
-                    access: WANT_READ,
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let again = wanting(&a, &root, "f").await;
         assert!(matches!(
             again.delegation,
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention(false))
@@ -200,19 +194,8 @@ async fn what_the_open_answers_when_no_delegation_is_granted() {
         let root = c.root_fh().await.unwrap();
         let g = create_file(&c, &root, "h").await;
         c.close(&g.fh, g.stateid).await.unwrap();
-        let o = c
-            .open(
-                &root,
-                "h",
-                OpenOpts {
-                    access: WANT_READ,
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
         assert_eq!(
-            o.delegation,
+            wanting(&c, &root, "h").await.delegation,
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource(false))
         );
     })
@@ -290,6 +273,47 @@ async fn the_holders_own_open_keeps_its_delegation_and_its_write_recalls_it() {
         assert_eq!((got.len(), got[0].fh.clone()), (1, o.fh.clone()));
         assert_eq!(a.callbacks().delegreturns(), 1);
         a.close(&w.fh, w.stateid).await.unwrap();
+    })
+    .await
+}
+
+/// A local process (not an NFS client) opening a delegated file for
+/// writing recalls the delegation and waits in the kernel (a read lease)
+/// until it is returned; a file open for writing locally gets none.
+#[tokio::test]
+async fn a_local_writer_recalls_the_delegation_and_waits_for_its_return() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let a = srv.client().await;
+        let root = a.root_fh().await.unwrap();
+        let (_, d) = delegated(&a, &root, "l").await;
+        let path = srv.path("l");
+        let writer = tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_all(b"local").unwrap();
+        });
+        let got = recalls(&a, 1).await;
+        assert_eq!(got.len(), 1, "the local writer recalled nothing");
+        assert_eq!(got[0].stateid.other, d.other);
+        writer.await.unwrap();
+        // The writer went on only once the delegation was gone.
+        assert_eq!(
+            a.test_stateids(vec![d]).await.unwrap(),
+            vec![NfsStat4::Nfs4errBadStateid]
+        );
+
+        let f = create_file(&a, &root, "m").await;
+        a.close(&f.fh, f.stateid).await.unwrap();
+        let held = std::fs::OpenOptions::new()
+            .write(true)
+            .open(srv.path("m"))
+            .unwrap();
+        assert_eq!(
+            wanting(&a, &root, "m").await.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention(false))
+        );
+        drop(held);
     })
     .await
 }

@@ -12,6 +12,7 @@
 use bytes::Bytes;
 
 pub mod durable;
+pub mod lease;
 pub mod local;
 pub mod mem;
 pub mod wal;
@@ -378,6 +379,18 @@ pub trait Vfs: Send + Sync + 'static {
         None
     }
     fn fsstat(&self, h: &Handle) -> Result<FsStat>;
+    /// Asks to be told (`on_break`, from another thread) before anything
+    /// other than this server opens the regular file `h` for writing or
+    /// truncates it, and to have that wait until
+    /// [`Vfs::unguard_local_writes`] (for NFS read delegations, RFC 8881
+    /// §10.4.6). `Ok(false)`: it cannot be guarded now (it is open for
+    /// writing, or the backend cannot tell). Guards are counted: one
+    /// `unguard` for each `true`. The default guards nothing.
+    fn guard_local_writes(&self, _h: &Handle, _on_break: lease::OnBreak) -> Result<bool> {
+        Ok(false)
+    }
+    /// Ends one guard of [`Vfs::guard_local_writes`].
+    fn unguard_local_writes(&self, _h: &Handle) {}
     /// Reserves space for `[offset, offset + len)` without changing the
     /// data, extending the size if needed (fallocate(2) mode 0; RFC 7862
     /// §15.1 ALLOCATE).

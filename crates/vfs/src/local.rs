@@ -52,7 +52,7 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -190,6 +190,10 @@ pub struct LocalFs {
     durable: bool,
     /// Objects synced for that ([`LocalFs::metadata_syncs`]).
     metadata_syncs: std::sync::atomic::AtomicU64,
+    /// Regular files guarded against local writers
+    /// ([`Vfs::guard_local_writes`]): their kernel read lease, and how many
+    /// guards hold it.
+    leases: Mutex<HashMap<Handle, (crate::lease::Lease, usize)>>,
 }
 
 impl std::fmt::Debug for LocalFs {
@@ -455,6 +459,7 @@ impl LocalFs {
             change: ChangeTracker::new(CHANGE_CAP),
             durable: true,
             metadata_syncs: Default::default(),
+            leases: Mutex::new(HashMap::new()),
         })
     }
 
@@ -956,7 +961,9 @@ impl LocalFs {
     }
 
     /// A cached descriptor for I/O on the regular file `o`, opened with the
-    /// server's authority (call before switching identity).
+    /// server's authority (call before switching identity): read-only
+    /// until a write needs it writable (a writable descriptor would break,
+    /// or forbid, the file's read lease: [`Vfs::guard_local_writes`]).
     fn file_for(&self, h: &Handle, o: &Obj, write: bool) -> Result<Arc<OpenFile>> {
         let cached = lock(&self.files).get(h);
         if let Some(f) = cached {
@@ -965,15 +972,10 @@ impl LocalFs {
             }
         }
         let p = sys::proc_path(o.raw());
-        let (fd, w) = match sys::openat(libc::AT_FDCWD, &p, libc::O_RDWR, 0) {
-            Ok(fd) => (fd, true),
-            Err(Errno(e))
-                if !write
-                    && matches!(e, libc::EACCES | libc::EPERM | libc::EROFS | libc::ETXTBSY) =>
-            {
-                (sys::openat(libc::AT_FDCWD, &p, libc::O_RDONLY, 0)?, false)
-            }
-            Err(e) => return Err(e),
+        let (fd, w) = if write {
+            (sys::openat(libc::AT_FDCWD, &p, libc::O_RDWR, 0)?, true)
+        } else {
+            (sys::openat(libc::AT_FDCWD, &p, libc::O_RDONLY, 0)?, false)
         };
         let f = Arc::new(OpenFile::new(File::from(fd), w));
         lock(&self.files).insert(h.clone(), f.clone());
@@ -1762,6 +1764,40 @@ impl Vfs for LocalFs {
         n: u64,
     ) -> Result<()> {
         self.clone_file_range(c, s, so, d, dof, n)
+    }
+
+    fn guard_local_writes(&self, h: &Handle, on_break: crate::lease::OnBreak) -> Result<bool> {
+        let o = self.resolve(h)?;
+        if o.fmt() != libc::S_IFREG {
+            return Ok(false);
+        }
+        let mut leases = lock(&self.leases);
+        if let Some((_, n)) = leases.get_mut(h) {
+            *n += 1;
+            return Ok(true);
+        }
+        // The server's own writable descriptor of the file would forbid
+        // the lease: let it go (one in use now still does).
+        if lock(&self.files).get(h).is_some_and(|f| f.write) {
+            lock(&self.files).remove(h);
+        }
+        match crate::lease::take(&sys::proc_path(o.raw()), on_break)? {
+            Some(l) => {
+                leases.insert(h.clone(), (l, 1));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn unguard_local_writes(&self, h: &Handle) {
+        let mut leases = lock(&self.leases);
+        if let Some((_, n)) = leases.get_mut(h) {
+            *n -= 1;
+            if *n == 0 {
+                leases.remove(h);
+            }
+        }
     }
 
     fn fsstat(&self, h: &Handle) -> Result<FsStat> {

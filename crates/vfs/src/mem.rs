@@ -318,6 +318,12 @@ impl Vfs for MemFs {
         Some(self.readdir(c, dir, cookie, false, each))
     }
 
+    /// Nothing but the server reaches an in-memory file system: a regular
+    /// file is always guarded.
+    fn guard_local_writes(&self, h: &Handle, _on_break: crate::lease::OnBreak) -> Result<bool> {
+        Ok(self.getattr(h)?.ftype == crate::FileType::Regular)
+    }
+
     fn fsstat(&self, h: &Handle) -> Result<FsStat> {
         self.tree().fsstat(h)
     }

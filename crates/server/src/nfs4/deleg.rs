@@ -71,6 +71,41 @@ async fn settle_for(
     }
 }
 
+/// Guards `file` against local writers for a delegation about to be
+/// granted (`vfs::Vfs::guard_local_writes`, a kernel read lease on a local
+/// export): a local process that opens it for writing, or truncates it,
+/// then recalls its delegations and waits in the kernel until they are
+/// gone. False if it cannot be guarded now (it is open for writing
+/// somewhere): no delegation then.
+pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
+    let srv = std::sync::Arc::downgrade(&cx.srv);
+    let rt = tokio::runtime::Handle::current();
+    let key = file.clone();
+    let on_break: vfs::lease::OnBreak = std::sync::Arc::new(move || {
+        let (srv, key) = (srv.clone(), key.clone());
+        rt.spawn(async move {
+            let Some(srv) = srv.upgrade() else { return };
+            let b = srv.state().break_delegations(&key, None);
+            for r in b.recalls {
+                callback::recall(&srv, r);
+            }
+        });
+    });
+    let h = file.1.clone();
+    cx.vfs(file.0, move |v, _| {
+        Ok(v.guard_local_writes(&h, on_break).unwrap_or(false))
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// Ends a guard [`guard`] took for a delegation that was not granted.
+pub fn unguard(cx: &Compound, file: &FileKey) {
+    if let Ok(e) = cx.export(file.0) {
+        e.vfs.unguard_local_writes(&file.1);
+    }
+}
+
 /// [`settle`] for the object `name` in the directory `dir`, if it exists
 /// (REMOVE, RENAME): looked up only when some delegation is held.
 pub async fn settle_name(

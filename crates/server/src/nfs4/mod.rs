@@ -162,7 +162,10 @@ impl Nfs4Server {
         let max_delegations = cfg.max_delegations;
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
-        Arc::new(Nfs4Server {
+        // A delegation that goes ends its guard against local writers.
+        let backends: Vec<(u16, Arc<dyn vfs::Vfs>)> =
+            exports.iter().map(|e| (e.id, e.vfs.clone())).collect();
+        let srv = Arc::new(Nfs4Server {
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,
@@ -190,7 +193,14 @@ impl Nfs4Server {
             )
             .with_max_clients(max_clients)
             .with_max_delegations(max_delegations),
-        })
+        });
+        srv.state
+            .on_delegation_ended(Box::new(move |(export, handle)| {
+                if let Some((_, v)) = backends.iter().find(|(id, _)| id == export) {
+                    v.unguard_local_writes(handle);
+                }
+            }));
+        srv
     }
 
     /// Removes the records of purged clients from stable storage, if any

@@ -158,7 +158,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
     let offer = !reclaim && under_deleg.is_none();
-    let delegation = delegation(cx, want, access, offer, &args.owner.owner, &key, wire);
+    let delegation = delegation(cx, want, access, offer, &args.owner.owner, &key, wire).await;
     Ok(Open4ResOk {
         stateid,
         cinfo: target.cinfo,
@@ -174,7 +174,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
 /// when the client wants one or has no preference, its back channel works
 /// and the state grants it; else none, saying why (OPEN_DELEGATE_NONE_EXT)
 /// when the client asked for one or for none.
-fn delegation(
+async fn delegation(
     cx: &Compound,
     want: u32,
     access: u32,
@@ -224,6 +224,14 @@ fn delegation(
     let Ok(client) = cx.clientid() else {
         return OpenDelegation4::None;
     };
+    // A local process writing the file must recall it too (guarded only
+    // when the state would grant it).
+    if let Some(w) = cx.srv.state().delegation_refusal(client, key) {
+        return refuse(w);
+    }
+    if !deleg::guard(cx, key).await {
+        return refuse(WhyNoDelegation4::Wnd4Contention);
+    }
     match cx.srv.state().offer_delegation(client, owner, key, wire) {
         Ok(stateid) => OpenDelegation4::Read(OpenReadDelegation4 {
             stateid,
@@ -235,7 +243,10 @@ fn delegation(
                 ..Default::default()
             },
         }),
-        Err(w) => refuse(w),
+        Err(w) => {
+            deleg::unguard(cx, key);
+            refuse(w)
+        }
     }
 }
 

@@ -71,6 +71,9 @@ pub struct DelegRecall {
     pub fh: NfsFh4,
 }
 
+/// Called with the file of a delegation that went.
+pub type DelegEnded = Box<dyn Fn(&FileKey) + Send + Sync>;
+
 /// What a change to a file found of other clients' delegations.
 #[derive(Debug, Default)]
 pub struct Breaking {
@@ -162,6 +165,9 @@ pub struct State {
     /// Woken when delegations go (returned, revoked, freed with their
     /// client): requests waiting for a recall look again.
     deleg_gone: tokio::sync::Notify,
+    /// Called with the file of each delegation that goes, before those
+    /// requests wake (the server ends its guard against local writers).
+    deleg_ended: std::sync::OnceLock<DelegEnded>,
 }
 
 impl std::fmt::Debug for State {
@@ -200,7 +206,13 @@ impl State {
             records,
             delegs_live: AtomicUsize::new(0),
             deleg_gone: tokio::sync::Notify::new(),
+            deleg_ended: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what to call with the file of each delegation that goes (once).
+    pub fn on_delegation_ended(&self, f: DelegEnded) {
+        let _ = self.deleg_ended.set(f);
     }
 
     /// Holds at most `n` delegations at once (none if 0).
@@ -260,21 +272,24 @@ impl State {
     fn with<R>(&self, f: impl FnOnce(&mut Tables, Duration) -> R) -> R {
         let now = self.clock.now();
         let mut t = self.tables();
-        let delegs = t.delegs;
         let r = f(&mut t, now);
-        if t.delegs != delegs {
-            self.delegs_live.store(t.delegs, Ordering::Relaxed);
-            if t.delegs < delegs {
-                self.deleg_gone.notify_waiters();
-            }
-        }
+        self.delegs_live.store(t.delegs, Ordering::Relaxed);
+        let ended = std::mem::take(&mut t.delegs_ended);
         if !t.dead_records.is_empty() {
             self.records.dead(std::mem::take(&mut t.dead_records));
         }
-        if !t.dead_sessions.is_empty() {
-            let dead = std::mem::take(&mut t.dead_sessions);
-            drop(t);
+        let dead = std::mem::take(&mut t.dead_sessions);
+        drop(t);
+        if !dead.is_empty() {
             self.remove_sessions(&dead);
+        }
+        if !ended.is_empty() {
+            if let Some(hook) = self.deleg_ended.get() {
+                for file in &ended {
+                    hook(file);
+                }
+            }
+            self.deleg_gone.notify_waiters();
         }
         r
     }
@@ -654,6 +669,16 @@ impl State {
         fh: Bytes,
     ) -> Result<StateId4, WhyNoDelegation4> {
         self.with(|t, now| t.grant_deleg(client, owner, file, fh, now))
+    }
+
+    /// Why [`State::offer_delegation`] would refuse now, if it would.
+    pub fn delegation_refusal(
+        &self,
+        client: ClientId4,
+        file: &FileKey,
+    ) -> Option<WhyNoDelegation4> {
+        let now = self.clock.now();
+        self.tables().deleg_refusal(client, file, now)
     }
 
     /// Whether any delegation is in force (no conflict to look for if not).

@@ -79,6 +79,11 @@ pub(super) struct Tables {
     /// Files that were the subject of a conflict, and when (no delegation
     /// of them for [`CONFLICT_QUIET`]).
     recent_conflicts: HashMap<FileKey, Duration>,
+    /// The file of each delegation no longer in force since the caller
+    /// last looked (returned, revoked, gone with its client): one entry
+    /// per delegation, for the caller to end its guard against local
+    /// writers ([`super::State`]).
+    pub delegs_ended: Vec<FileKey>,
 }
 
 impl Tables {
@@ -100,6 +105,7 @@ impl Tables {
             max_delegs: 0,
             recalls: HashMap::new(),
             recent_conflicts: HashMap::new(),
+            delegs_ended: Vec::new(),
         }
     }
 
@@ -194,6 +200,7 @@ impl Tables {
                 StateKind::Deleg { revoked, .. } => {
                     if !revoked && f.delegs.remove(other) {
                         self.delegs -= 1;
+                        self.delegs_ended.push(e.file.clone());
                     }
                     self.recalls.remove(other);
                 }
@@ -371,6 +378,7 @@ impl Tables {
                     c.lease.add_revoked(-1);
                 } else if f.is_some_and(|f| f.delegs.remove(other)) {
                     self.delegs -= 1;
+                    self.delegs_ended.push(e.file.clone());
                 }
                 self.recalls.remove(other);
             }
@@ -813,43 +821,8 @@ impl Tables {
         fh: Bytes,
         now: Duration,
     ) -> Result<StateId4, WhyNoDelegation4> {
-        if self.grace.active() {
-            return Err(WhyNoDelegation4::Wnd4Contention);
-        }
-        let c = self
-            .clients
-            .get(&client)
-            .ok_or(WhyNoDelegation4::Wnd4Resource)?;
-        let holds = c
-            .delegs_by_file
-            .get(file)
-            .and_then(|o| c.states.get(o))
-            .is_some_and(|e| matches!(e.kind, StateKind::Deleg { revoked: false, .. }));
-        if holds {
-            return Err(WhyNoDelegation4::Wnd4NotSuppUpgrade);
-        }
-        if self.delegs >= self.max_delegs || self.recent_conflicts.len() >= self.max_delegs {
-            return Err(WhyNoDelegation4::Wnd4Resource);
-        }
-        if self
-            .recent_conflicts
-            .get(file)
-            .is_some_and(|at| now < *at + CONFLICT_QUIET)
-        {
-            return Err(WhyNoDelegation4::Wnd4Contention);
-        }
-        if let Some(f) = self.files.get(file) {
-            // Any writer, the client itself included (as the Linux server,
-            // whose lease needs a file no one has open for writing): a
-            // read delegation is for a file that is not changing.
-            let contended = f.opens.iter().any(|o| {
-                self.entry(o).is_ok_and(|(_, e)| {
-                    matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
-                })
-            }) || f.delegs.iter().any(|o| self.recalls.contains_key(o));
-            if contended {
-                return Err(WhyNoDelegation4::Wnd4Contention);
-            }
+        if let Some(why) = self.deleg_refusal(client, file, now) {
+            return Err(why);
         }
         self.insert_state(
             client,
@@ -865,6 +838,53 @@ impl Tables {
             },
         )
         .map_err(|_| WhyNoDelegation4::Wnd4Resource)
+    }
+
+    /// Why [`Tables::grant_deleg`] would refuse, if it would.
+    pub fn deleg_refusal(
+        &self,
+        client: ClientId4,
+        file: &FileKey,
+        now: Duration,
+    ) -> Option<WhyNoDelegation4> {
+        if self.grace.active() {
+            return Some(WhyNoDelegation4::Wnd4Contention);
+        }
+        let Some(c) = self.clients.get(&client) else {
+            return Some(WhyNoDelegation4::Wnd4Resource);
+        };
+        let holds = c
+            .delegs_by_file
+            .get(file)
+            .and_then(|o| c.states.get(o))
+            .is_some_and(|e| matches!(e.kind, StateKind::Deleg { revoked: false, .. }));
+        if holds {
+            return Some(WhyNoDelegation4::Wnd4NotSuppUpgrade);
+        }
+        if self.delegs >= self.max_delegs || self.recent_conflicts.len() >= self.max_delegs {
+            return Some(WhyNoDelegation4::Wnd4Resource);
+        }
+        if self
+            .recent_conflicts
+            .get(file)
+            .is_some_and(|at| now < *at + CONFLICT_QUIET)
+        {
+            return Some(WhyNoDelegation4::Wnd4Contention);
+        }
+        if let Some(f) = self.files.get(file) {
+            // Any writer, the client itself included (as the Linux server,
+            // whose lease needs a file no one has open for writing): a
+            // read delegation is for a file that is not changing.
+            let contended = f.opens.iter().any(|o| {
+                self.entry(o).is_ok_and(|(_, e)| {
+                    matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
+                })
+            }) || f.delegs.iter().any(|o| self.recalls.contains_key(o));
+            if contended {
+                return Some(WhyNoDelegation4::Wnd4Contention);
+            }
+        }
+        None
     }
 
     /// The delegations of `file` that a change conflicts with (§10.4.6):
@@ -949,6 +969,7 @@ impl Tables {
         if let Some(f) = self.files.get_mut(&file) {
             if f.delegs.remove(other) {
                 self.delegs -= 1;
+                self.delegs_ended.push(file.clone());
             }
             if f.is_empty() {
                 self.files.remove(&file);
