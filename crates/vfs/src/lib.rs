@@ -173,6 +173,17 @@ pub enum Stability {
     FileSync,
 }
 
+/// How [`Vfs::setxattr`] treats an existing attribute (RFC 8276 §8.4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XattrHow {
+    /// Create or replace.
+    Either,
+    /// Fail with EEXIST if it exists.
+    Create,
+    /// Fail with ENODATA if it does not.
+    Replace,
+}
+
 /// What to create with [`Vfs::create`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CreateKind {
@@ -391,6 +402,36 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Ends one guard of [`Vfs::guard_local_writes`].
     fn unguard_local_writes(&self, _h: &Handle) {}
+    /// Whether the backend keeps extended attributes (RFC 8276; the
+    /// `xattr_support` attribute). The four calls below act on the user
+    /// namespace only: `name` is the NFS key, stored as `user.<name>`.
+    fn xattrs(&self) -> bool {
+        false
+    }
+    /// The value of extended attribute `name` (ENODATA: none).
+    fn getxattr(&self, _c: &Creds, _h: &Handle, _name: &[u8]) -> Result<Bytes> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Sets extended attribute `name`: created or replaced (`how`).
+    fn setxattr(
+        &self,
+        _c: &Creds,
+        _h: &Handle,
+        _name: &[u8],
+        _value: &[u8],
+        _how: XattrHow,
+    ) -> Result<()> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// The names of the object's extended attributes (keys, without the
+    /// `user.` prefix), sorted.
+    fn listxattrs(&self, _c: &Creds, _h: &Handle) -> Result<Vec<Bytes>> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Removes extended attribute `name` (ENODATA: none).
+    fn removexattr(&self, _c: &Creds, _h: &Handle, _name: &[u8]) -> Result<()> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
     /// Reserves space for `[offset, offset + len)` without changing the
     /// data, extending the size if needed (fallocate(2) mode 0; RFC 7862
     /// §15.1 ALLOCATE).

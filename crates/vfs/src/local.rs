@@ -51,6 +51,7 @@ mod sync;
 mod sys;
 #[cfg(test)]
 mod tests;
+mod xattr;
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString, OsStr};
@@ -1788,6 +1789,33 @@ impl Vfs for LocalFs {
             }
             None => Ok(false),
         }
+    }
+
+    fn xattrs(&self) -> bool {
+        true
+    }
+
+    fn getxattr(&self, c: &Creds, h: &Handle, name: &[u8]) -> Result<Bytes> {
+        self.get_xattr(c, h, name)
+    }
+
+    fn setxattr(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        name: &[u8],
+        value: &[u8],
+        how: crate::XattrHow,
+    ) -> Result<()> {
+        self.set_xattr(c, h, name, value, how)
+    }
+
+    fn listxattrs(&self, c: &Creds, h: &Handle) -> Result<Vec<Bytes>> {
+        self.list_xattrs(c, h)
+    }
+
+    fn removexattr(&self, c: &Creds, h: &Handle, name: &[u8]) -> Result<()> {
+        self.remove_xattr(c, h, name)
     }
 
     fn unguard_local_writes(&self, h: &Handle) {

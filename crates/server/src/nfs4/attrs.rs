@@ -187,7 +187,12 @@ pub fn build(
     want: &Bitmap4,
 ) -> Fattr4 {
     let mounted_on = srv.ns.root_mounted_on(export.id, a.fileid);
-    build_full(srv, minorversion, export.fsid, fh, a, fs, want, mounted_on)
+    let place = Place {
+        fsid: export.fsid,
+        mounted_on,
+        xattrs: export.vfs.xattrs(),
+    };
+    build_full(srv, minorversion, place, fh, a, fs, want)
 }
 
 /// The attributes of a pseudo directory (RFC 8881 §7.4): read-only, owned
@@ -229,30 +234,47 @@ pub fn build_pseudo(
         max_name: 255,
         ..Default::default()
     };
+    let place = Place {
+        fsid: super::pseudo::PSEUDO_FSID,
+        mounted_on: None,
+        xattrs: false,
+    };
     Ok(build_full(
         srv,
         minorversion,
-        super::pseudo::PSEUDO_FSID,
+        place,
         fh,
         &a,
         Some(&fs),
         want,
-        None,
     ))
 }
 
-/// [`build`] with the fsid given and mounted_on_fileid overridden.
-#[allow(clippy::too_many_arguments)]
+/// Where an object lies: what its attributes take from its file system.
+#[derive(Debug, Clone, Copy)]
+pub struct Place {
+    pub fsid: (u64, u64),
+    /// mounted_on_fileid, when not the object's own fileid.
+    pub mounted_on: Option<u64>,
+    /// The file system keeps extended attributes (xattr_support).
+    pub xattrs: bool,
+}
+
+/// [`build`] for an object at `place`.
 pub fn build_full(
     srv: &Nfs4Server,
     minorversion: u32,
-    fsid: (u64, u64),
+    place: Place,
     fh: &Bytes,
     a: &vfs::Attr,
     fs: Option<&vfs::FsStat>,
     want: &Bitmap4,
-    mounted_on: Option<u64>,
 ) -> Fattr4 {
+    let Place {
+        fsid,
+        mounted_on,
+        xattrs,
+    } = place;
     let w = |n| want.contains(n);
     let mut r = Attrs::default();
     if w(FATTR4_SUPPORTED_ATTRS) {
@@ -329,7 +351,7 @@ pub fn build_full(
     r.mounted_on_fileid = Some(mounted_on.unwrap_or(a.fileid));
     r.suppattr_exclcreat = Some(Bitmap4::from_attrs(EXCLCREAT));
     if minorversion >= 2 {
-        r.xattr_support = Some(false);
+        r.xattr_support = Some(xattrs);
     }
     r.encode_only(want)
 }

@@ -30,6 +30,10 @@ pub fn from_errno(e: vfs::Errno) -> NfsStat4 {
         libc::EOVERFLOW => Nfs4errFbig,
         libc::ETXTBSY => Nfs4errFileOpen,
         libc::EBUSY => Nfs4errFileOpen,
+        // Extended attributes (RFC 8276 §8.4): none of that name, or a
+        // value too large for the file system.
+        libc::ENODATA => Nfs4errNoxattr,
+        libc::E2BIG | libc::ERANGE => Nfs4errXattr2big,
         _ => Nfs4errServerfault,
     }
 }

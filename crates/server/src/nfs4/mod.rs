@@ -17,6 +17,7 @@ pub mod recovery;
 pub mod space;
 pub mod stable;
 pub mod state;
+pub mod xattr;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -33,7 +33,9 @@ pub mod exchange_id;
 pub mod free_stateid;
 pub mod getattr;
 pub mod getfh;
+pub mod getxattr;
 pub mod link;
+pub mod listxattrs;
 pub mod lock;
 pub mod lockt;
 pub mod locku;
@@ -52,6 +54,7 @@ pub mod readdir;
 pub mod readlink;
 pub mod reclaim_complete;
 pub mod remove;
+pub mod removexattr;
 pub mod rename;
 pub mod restorefh;
 pub mod savefh;
@@ -60,6 +63,7 @@ pub mod secinfo_no_name;
 pub mod seek;
 pub mod sequence;
 pub mod setattr;
+pub mod setxattr;
 pub mod test_stateid;
 pub mod verify;
 pub mod write;
@@ -349,10 +353,10 @@ pub static OPS: [OpDesc; 73] = [
     op(N::Seek, "SEEK", h::seek, V42 | NEEDS_FH, fixed(RES + 4 + 8)),
     no(N::WriteSame, "WRITE_SAME", V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE)),
     op(N::Clone, "CLONE", h::clone, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES)),
-    no(N::GetXattr, "GETXATTR", V42 | NEEDS_FH | BULK, fixed(RES + XATTR)),
-    no(N::SetXattr, "SETXATTR", V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
-    no(N::ListXattrs, "LISTXATTRS", V42 | NEEDS_FH | BULK, Size::Of(maxcount_size)),
-    no(N::RemoveXattr, "REMOVEXATTR", V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
+    op(N::GetXattr, "GETXATTR", h::getxattr, V42 | NEEDS_FH | BULK, fixed(RES + XATTR)),
+    op(N::SetXattr, "SETXATTR", h::setxattr, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
+    op(N::ListXattrs, "LISTXATTRS", h::listxattrs, V42 | NEEDS_FH | BULK, Size::Of(maxcount_size)),
+    op(N::RemoveXattr, "REMOVEXATTR", h::removexattr, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
 ];
 
 /// Defines `h::<module>` for each operation module: unpacks the
@@ -401,7 +405,9 @@ handlers! {
     free_stateid: FreeStateId(a),
     getattr: GetAttr(a),
     getfh: GetFh,
+    getxattr: GetXattr(a),
     link: Link(a),
+    listxattrs: ListXattrs(a),
     lock: Lock(a),
     lockt: LockT(a),
     locku: LockU(a),
@@ -420,6 +426,7 @@ handlers! {
     readlink: ReadLink,
     reclaim_complete: ReclaimComplete(a),
     remove: Remove(a),
+    removexattr: RemoveXattr(a),
     rename: Rename(a),
     restorefh: RestoreFh,
     savefh: SaveFh,
@@ -428,6 +435,7 @@ handlers! {
     seek: Seek(a),
     sequence: Sequence(a),
     setattr: SetAttr(a),
+    setxattr: SetXattr(a),
     test_stateid: TestStateId(a),
     verify: Verify(a),
     write: Write(a),

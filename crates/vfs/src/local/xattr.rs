@@ -1,0 +1,151 @@
+//! Extended attributes of the user namespace (RFC 8276), through the
+//! object's `/proc/self/fd` path (an O_PATH descriptor takes no
+//! f*xattr call), with the caller's identity in force so that the kernel
+//! checks its permission.
+
+use std::ffi::CString;
+
+use bytes::Bytes;
+
+use super::{sys, LocalFs};
+use crate::{Creds, Errno, Handle, Result, XattrHow};
+
+/// The largest value the kernel keeps (XATTR_SIZE_MAX).
+pub const MAX_VALUE: usize = 64 * 1024;
+
+const PREFIX: &[u8] = b"user.";
+
+fn local_name(name: &[u8]) -> Result<CString> {
+    let mut n = PREFIX.to_vec();
+    n.extend_from_slice(name);
+    CString::new(n).map_err(|_| Errno(libc::EINVAL))
+}
+
+fn check(r: isize) -> Result<usize> {
+    if r < 0 {
+        Err(Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+impl LocalFs {
+    /// The object, if not a symbolic link: the path calls would follow one
+    /// (and Linux keeps no user attributes on links).
+    fn xattr_obj(&self, h: &Handle) -> Result<super::Obj> {
+        let o = self.resolve(h)?;
+        if o.fmt() == libc::S_IFLNK {
+            return Err(Errno(libc::EPERM));
+        }
+        Ok(o)
+    }
+
+    pub(super) fn get_xattr(&self, c: &Creds, h: &Handle, name: &[u8]) -> Result<Bytes> {
+        let o = self.resolve(h)?;
+        if o.fmt() == libc::S_IFLNK {
+            return Err(Errno(libc::ENODATA));
+        }
+        let n = local_name(name)?;
+        let p = sys::proc_path(o.raw());
+        let _g = self.as_caller(c)?;
+        let mut buf = vec![0u8; MAX_VALUE];
+        // SAFETY: NUL-terminated path and name; a buffer of its length.
+        let len = check(unsafe {
+            libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+        })?;
+        buf.truncate(len);
+        Ok(Bytes::from(buf))
+    }
+
+    pub(super) fn set_xattr(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        name: &[u8],
+        value: &[u8],
+        how: XattrHow,
+    ) -> Result<()> {
+        if value.len() > MAX_VALUE {
+            return Err(Errno(libc::E2BIG));
+        }
+        let o = self.xattr_obj(h)?;
+        let n = local_name(name)?;
+        let p = sys::proc_path(o.raw());
+        let flags = match how {
+            XattrHow::Either => 0,
+            XattrHow::Create => libc::XATTR_CREATE,
+            XattrHow::Replace => libc::XATTR_REPLACE,
+        };
+        {
+            let _g = self.as_caller(c)?;
+            // SAFETY: NUL-terminated path and name; a value of its length.
+            check(unsafe {
+                libc::setxattr(
+                    p.as_ptr(),
+                    n.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    flags,
+                )
+            } as isize)?;
+        }
+        self.changed(&o)
+    }
+
+    pub(super) fn list_xattrs(&self, c: &Creds, h: &Handle) -> Result<Vec<Bytes>> {
+        let o = self.resolve(h)?;
+        if o.fmt() == libc::S_IFLNK {
+            return Ok(Vec::new());
+        }
+        let p = sys::proc_path(o.raw());
+        let _g = self.as_caller(c)?;
+        // The list may grow between the two calls: ERANGE, try again.
+        for _ in 0..4 {
+            // SAFETY: a NULL buffer of size 0 asks for the size.
+            let size = check(unsafe { libc::listxattr(p.as_ptr(), std::ptr::null_mut(), 0) })?;
+            let mut buf = vec![0u8; size.max(1)];
+            // SAFETY: a buffer of its length.
+            match check(unsafe { libc::listxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) })
+            {
+                Ok(len) => {
+                    buf.truncate(len);
+                    let mut names: Vec<Bytes> = buf
+                        .split(|&b| b == 0)
+                        .filter_map(|n| n.strip_prefix(PREFIX))
+                        .filter(|n| !n.is_empty())
+                        .map(Bytes::copy_from_slice)
+                        .collect();
+                    names.sort();
+                    return Ok(names);
+                }
+                Err(Errno(libc::ERANGE)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Errno(libc::EAGAIN))
+    }
+
+    pub(super) fn remove_xattr(&self, c: &Creds, h: &Handle, name: &[u8]) -> Result<()> {
+        let o = self.xattr_obj(h)?;
+        let n = local_name(name)?;
+        let p = sys::proc_path(o.raw());
+        {
+            let _g = self.as_caller(c)?;
+            // SAFETY: NUL-terminated path and name.
+            check(unsafe { libc::removexattr(p.as_ptr(), n.as_ptr()) } as isize)?;
+        }
+        self.changed(&o)
+    }
+
+    /// An attribute changed: durable before the reply (as any metadata
+    /// change), and a new change attribute.
+    fn changed(&self, o: &super::Obj) -> Result<()> {
+        self.make_durable(o.raw(), o.fmt())?;
+        self.touched_fd(o.raw());
+        Ok(())
+    }
+}
