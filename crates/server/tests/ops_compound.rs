@@ -369,17 +369,6 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
                 pattern: b("abcd"),
             },
         }),
-        NfsArgOp4::GetXattr(GetXattr4Args { name: b("user.a") }),
-        NfsArgOp4::SetXattr(SetXattr4Args {
-            option: SetXattrOption4::Either,
-            key: b("user.a"),
-            value: b("v"),
-        }),
-        NfsArgOp4::ListXattrs(ListXattrs4Args {
-            cookie: 0,
-            maxcount: 1024,
-        }),
-        NfsArgOp4::RemoveXattr(RemoveXattr4Args { name: b("user.a") }),
     ]
 }
 

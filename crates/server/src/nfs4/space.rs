@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use super::check::regular;
 use super::compound::Compound;
+use super::deleg;
 use super::stable;
 
 /// ALLOCATE (`punch` false) and DEALLOCATE (`punch` true) of
@@ -27,6 +28,8 @@ pub async fn space(
     if !vfs::range_fits(offset, length) {
         return Err(NfsStat4::Nfs4errFbig);
     }
+    // A change of the data: delegations of the file are recalled.
+    deleg::settle(cx, &fh.key()).await?;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         if special {

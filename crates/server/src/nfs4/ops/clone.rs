@@ -6,6 +6,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
+use crate::nfs4::deleg;
 use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
@@ -14,6 +15,8 @@ pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
 
 async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
     let (src, dst) = copy_endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
+    // The destination's delegations are recalled (§10.4.6).
+    deleg::settle(cx, &dst.key()).await?;
     let (sh, dh) = (src.handle, dst.handle.clone());
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
     cx.vfs(dst.export, move |v, c| {

@@ -8,6 +8,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
+use crate::nfs4::deleg;
 use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: Copy4Args) -> Copy4Res {
@@ -35,6 +36,8 @@ async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
     if !args.source_server.is_empty() {
         return Err(NfsStat4::Nfs4errNotsupp);
     }
+    // The destination's delegations are recalled (§10.4.6).
+    deleg::settle(cx, &dst.key()).await?;
     let (sh, dh) = (src.handle, dst.handle.clone());
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
     let copied = cx
