@@ -10,7 +10,10 @@
 #   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
 # FERRITE_RC_LOG=1 gives the export a write log (--log in the work
 # directory), so that the clients' stable writes go through it.
-# FERRITE_RC_DELEG=1 has Ferrite grant read delegations (--delegations).
+# FERRITE_RC_DELEG=1 has Ferrite grant read delegations (--delegations)
+# in both phases; the two-guest phase always runs with them (and checks that
+# a read delegation one guest holds is recalled by the other's write) unless
+# FERRITE_RC_TWO_DELEG=0.
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
@@ -38,7 +41,7 @@ log=""
 [ "${FERRITE_RC_DELEG:-0}" = 1 ] && log="$log --delegations"
 cat > "$work/start.sh" <<EOS
 #!/usr/bin/env bash
-"$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 $log >>"$work/ferrite.log" 2>&1 &
+"$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 $log \$(cat "$work/extra-args" 2>/dev/null) >>"$work/ferrite.log" 2>&1 &
 echo \$! > "$work/pid"
 for _ in \$(seq 100); do
     if python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",$port),1)' 2>/dev/null; then exit 0; fi
@@ -69,9 +72,21 @@ if [ $two_phase = 1 ]; then
     if [ $rc_main = 125 ]; then
         echo "realclient-ferrite: two-guest phase not run: the guest could not be started"
     else
+        two_args=()
+        if [ "${FERRITE_RC_TWO_DELEG:-1}" != 0 ]; then
+            # Read delegations on (a restart with them, unless they are
+            # already), and expected. The restart's grace period (a lease,
+            # 30 s: the first phase's client has a record) delays the
+            # guests' first opens.
+            if [ "${FERRITE_RC_DELEG:-0}" != 1 ]; then
+                echo "--delegations" > "$work/extra-args"
+                "$work/restart.sh"
+            fi
+            two_args=(--expect-delegations)
+        fi
         echo "realclient-ferrite: two-guest phase (tests/realclient/two-guests.sh)"
         bash "$top/tests/realclient/two-guests.sh" --port "$port" --export / \
-            --restart-cmd "$work/restart.sh" --out "$work/out-two" || rc_two=$?
+            --restart-cmd "$work/restart.sh" --out "$work/out-two" "${two_args[@]+"${two_args[@]}"}" || rc_two=$?
     fi
 fi
 echo "realclient-ferrite: main suite $([ $main_phase = 1 ] && echo "rc=$rc_main" || echo "not run"), two-guest phase $([ $two_phase = 1 ] && echo "rc=$rc_two" || echo "not run")"

@@ -10,6 +10,10 @@
 #   tests/realclient/two-guests.sh [--port 2049] [--export /] [--vers 4.2]
 #       [--out DIR] [--mount-opts OPTS] [--timeout SEC] [--mem SIZE]
 #       [--cpus N] [--keep] [--console] [--restart-cmd CMD]
+#       [--expect-delegations]
+#
+# --expect-delegations: the server is expected to grant read delegations
+# (the deleg_* checks fail, rather than skip, if it grants none).
 #
 # Exit status: 0 all PASS; 1 any FAIL (or missing result); 2 usage; 3 the
 # server is not reachable; 125 a guest could not be built/started (exit 0
@@ -22,6 +26,7 @@ RC_NAME=realclient-two-guests
 
 port=2049 export_path=/ vers=4.2 out="" mount_opts="" timeout=420 mem=1024M cpus=1 keep=0 console=0
 restart_cmd=""
+expect_deleg=0
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf 'realclient-two-guests: %s\n' "$*" >&2; }
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --mount-opts) mount_opts="$2"; shift 2 ;;
     --restart-cmd) restart_cmd="$2"; shift 2 ;;
+    --expect-delegations) expect_deleg=1; shift ;;
     --timeout) timeout="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
     --cpus) cpus="$2"; shift 2 ;;
@@ -82,7 +88,7 @@ for r in a b; do
         printf 'export RC_HOST=10.0.2.2 RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=\n' "$port" "$export_path" "$vers"
         printf 'export RC_MOUNTPORT= RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout RC_RESTART=%q\n' \
             "$mount_opts" "$runid" "$keep" "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
-        printf 'export RC_SCRIPT=/rc/twoguests.py RC_ROLE=%q RC_SHARE=1 RC_SHARED=/rcshare\n' "$R"
+        printf 'export RC_SCRIPT=/rc/twoguests.py RC_ROLE=%q RC_SHARE=1 RC_SHARED=/rcshare RC_EXPECT_DELEG=%q\n' "$R" "$expect_deleg"
     } > "$work/payload/rc/env"
     rc_make_initrd "$work"
     : > "$out/$r/console.log"; : > "$out/$r/output.log"; : > "$out/$r/status.log"

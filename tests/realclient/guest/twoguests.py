@@ -38,6 +38,7 @@ VERS_ENV = [v for v in os.environ.get("RC_VERS", "4.2").split(",") if v]
 WAIT = float(os.environ.get("RC_BARRIER_TIMEOUT", "150"))
 SETLKW_LIMIT = float(os.environ.get("RC_SETLKW_LIMIT", "35"))
 EXCL_ROUNDS = int(os.environ.get("RC_EXCL_ROUNDS", "15"))
+EXPECT_DELEG = os.environ.get("RC_EXPECT_DELEG", "0") == "1"
 
 # (check, role that reports it), in the order they run.
 PLAN = [
@@ -54,6 +55,10 @@ PLAN = [
     ("excl_race", "A"), ("excl_race", "B"),   # O_CREAT|O_EXCL races: exactly one winner, winner's data
     ("cto_a_to_b", "B"),           # close-to-open: what A wrote and closed, B reads on open
     ("cto_b_to_a", "A"),
+    # read delegations (RC_EXPECT_DELEG=1: the server must grant them)
+    ("deleg_granted", "A"),        # A's second open of a file it reads goes to no server
+    ("deleg_recall", "B"),         # B's open for writing recalls it, in bounded time
+    ("deleg_data", "A"),           # A, which held it, then reads what B wrote; it was returned
     # the server restarts (two-guests.sh --restart-cmd) while A holds a lock:
     ("grace_lock_kept", "B"),      # B's request after the restart is refused: A reclaimed the lock first
     ("grace_reclaimed", "A"),      # A's lock and open survive the restart; B gets the lock once A unlocks
@@ -539,6 +544,70 @@ def ph_cto(c):
     c.barrier("c-done")
 
 
+def op_count(mp, op):
+    """Calls of `op` on the mount at `mp` so far (/proc/self/mountstats)."""
+    text = open("/proc/self/mountstats").read()
+    for block in text.split("\ndevice "):
+        if (" mounted on %s with fstype" % mp) not in block:
+            continue
+        inops = False
+        for line in block.splitlines():
+            s = line.strip()
+            if s.startswith("per-op statistics"):
+                inops = True
+            elif inops and s.startswith(op + ":"):
+                return int(s.split(":", 1)[1].split()[0])
+    return 0
+
+
+def ph_deleg(c):
+    """RFC 8881 §10.2, §10.4.6: A reads a file under a read delegation
+    (its second open sends no OPEN) and keeps it open; B opens it for
+    writing, which recalls the delegation; A then reads B's data."""
+    p = c.p("deleg")
+    if ROLE == "A":
+        d1 = os.urandom(64 * KiB)
+        S.write_file(p, d1, fsync=True)
+        S.read_file(p)                       # an open for reading: a delegation may come
+        n0 = op_count(c.mp, "OPEN")
+        fd = os.open(p, os.O_RDONLY)
+        delegated = op_count(c.mp, "OPEN") == n0
+        if delegated:
+            c.res("deleg_granted", True, "A's second open of the file sent no OPEN: a read delegation")
+        elif EXPECT_DELEG:
+            c.res("deleg_granted", False, "A's second open sent an OPEN: no read delegation was granted")
+        else:
+            c.skip("deleg_granted", "the server granted no read delegation (RC_EXPECT_DELEG=0)")
+        returns0 = op_count(c.mp, "DELEGRETURN")
+        os.read(fd, 4096)
+        c.post("d-held", "1" if delegated else "0")
+        want = c.wait("d-written").strip()
+        returned = op_count(c.mp, "DELEGRETURN") > returns0
+        os.close(fd)
+        got = S.read_file(p)
+        ok = sha(got) == want and (returned or not delegated)
+        c.res("deleg_data", ok,
+              "A reads what B wrote after B's open recalled A's delegation (returned: %s)" % returned if ok else
+              "A read %d bytes, sha %s...; B wrote sha %s...; delegation returned: %s"
+              % (len(got), sha(got)[:12], want[:12], returned))
+        c.barrier("d-done")
+        return
+    held = c.wait("d-held").strip() == "1"
+    t0 = time.monotonic()
+    fd = os.open(p, os.O_WRONLY)
+    took = time.monotonic() - t0
+    d2 = os.urandom(64 * KiB)
+    os.write(fd, d2)
+    os.close(fd)
+    c.post("d-written", sha(d2))
+    if held:
+        c.res("deleg_recall", took < 10,
+              "B's open for writing, which recalled A's delegation, took %.2fs" % took)
+    else:
+        c.skip("deleg_recall", "A held no delegation")
+    c.barrier("d-done")
+
+
 def ph_grace(c):
     """RFC 8881 §8.4.2.1: after a server restart, the lock A held is
     reclaimed by A before B can have it, however soon B asks."""
@@ -600,7 +669,7 @@ def ph_grace(c):
     c.post("g3-locked", "ok" if ok else "refused (%s) for %.0fs" % (errname(last), secs))
 
 
-PHASES = [ph_setup, ph_fcntl, ph_flock, ph_excl, ph_cto, ph_grace]
+PHASES = [ph_setup, ph_fcntl, ph_flock, ph_excl, ph_cto, ph_deleg, ph_grace]
 
 
 def run_version(v):
