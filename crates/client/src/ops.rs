@@ -305,8 +305,19 @@ impl Client {
     /// PUTFH file; OPEN (CLAIM_PREVIOUS); GETFH: reclaims an open held
     /// before the server restarted (RFC 8881 §8.4.2.1).
     pub async fn open_reclaim(&self, fh: &NfsFh4, opts: OpenOpts) -> Result<Open> {
-        let claim = OpenClaim4::Previous(OpenDelegationType4::OpenDelegateNone);
-        self.open_with(fh, &opts, claim).await
+        self.open_reclaim_deleg(fh, opts, OpenDelegationType4::OpenDelegateNone)
+            .await
+    }
+
+    /// [`Client::open_reclaim`] of an open that had a delegation of type
+    /// `deleg` (RFC 8881 §10.2.1: the server may grant it again).
+    pub async fn open_reclaim_deleg(
+        &self,
+        fh: &NfsFh4,
+        opts: OpenOpts,
+        deleg: OpenDelegationType4,
+    ) -> Result<Open> {
+        self.open_with(fh, &opts, OpenClaim4::Previous(deleg)).await
     }
 
     /// PUTFH; CLOSE.

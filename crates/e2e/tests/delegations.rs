@@ -317,3 +317,38 @@ async fn a_local_writer_recalls_the_delegation_and_waits_for_its_return() {
     })
     .await
 }
+
+/// After a restart, a client reclaiming an open that had a read delegation
+/// (CLAIM_PREVIOUS, delegate_type READ) gets the delegation back in the
+/// grace period, when no new one is granted (RFC 8881 §10.2.1).
+#[tokio::test]
+async fn a_read_delegation_is_reclaimed_after_a_restart() {
+    within(async {
+        let mut srv = TestServer::start_delegating_with_grace(Duration::from_secs(30)).await;
+        let a_opts = options();
+        let a = srv.client_with(a_opts.clone()).await;
+        let root = a.root_fh().await.unwrap();
+        let (o, _) = delegated(&a, &root, "r").await;
+        drop(a);
+        srv.restart().await;
+        let a = srv.client_with(a_opts.reclaiming()).await;
+        let r = a
+            .open_reclaim_deleg(
+                &o.fh,
+                OpenOpts::read(),
+                OpenDelegationType4::OpenDelegateRead,
+            )
+            .await
+            .unwrap();
+        let d = read_deleg(&r.delegation);
+        assert_eq!(
+            a.test_stateids(vec![d]).await.unwrap(),
+            vec![NfsStat4::Nfs4Ok]
+        );
+        // A reclaim of an open that had none gets none.
+        let g = a.open_reclaim(&o.fh, OpenOpts::read()).await.unwrap();
+        assert_eq!(g.delegation, OpenDelegation4::None);
+        a.reclaim_complete().await.unwrap();
+    })
+    .await
+}

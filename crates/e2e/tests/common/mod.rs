@@ -78,6 +78,12 @@ impl TestServer {
         Self::start_full(Duration::ZERO, false, true).await
     }
 
+    /// A server granting read delegations, with a grace period of `grace`
+    /// after each restart.
+    pub async fn start_delegating_with_grace(grace: Duration) -> TestServer {
+        Self::start_full(grace, false, true).await
+    }
+
     async fn start_as(grace: Duration, log: bool) -> TestServer {
         Self::start_full(grace, log, false).await
     }

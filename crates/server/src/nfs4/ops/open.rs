@@ -6,8 +6,9 @@
 //! current filehandle is the file, as with CLAIM_FH), and CLAIM_DELEGATE_CUR
 //! and CLAIM_DELEG_CUR_FH (an open under a delegation the client holds, by
 //! name or by the current filehandle). Delegations are not kept across a
-//! restart, so CLAIM_DELEGATE_PREV and CLAIM_DELEG_PREV_FH are not
-//! supported.
+//! restart: a CLAIM_PREVIOUS reclaim of an open that had a read delegation
+//! gets one again if it can (§10.2.1), and CLAIM_DELEGATE_PREV and
+//! CLAIM_DELEG_PREV_FH (for a client's own restart) are not supported.
 //!
 //! Delegations (§10.2): an open for reading may be granted a read
 //! delegation (`state::Tables::grant_deleg` decides), if the client's back
@@ -49,6 +50,11 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     // restart; new opens only after it, and after the client's
     // RECLAIM_COMPLETE (RFC 8881 §8.4.2.1, §18.51.3).
     let reclaim = matches!(args.claim, OpenClaim4::Previous(_));
+    // A reclaim of an open that had a read delegation asks it back.
+    let reclaims_deleg = matches!(
+        args.claim,
+        OpenClaim4::Previous(OpenDelegationType4::OpenDelegateRead)
+    );
     cx.srv.state().may_take_state(client, reclaim)?;
     let creates = matches!(
         (&args.claim, &args.openhow),
@@ -157,7 +163,12 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let wire = file.wire.clone();
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
-    let offer = !reclaim && under_deleg.is_none();
+    let offer = match (reclaim, under_deleg) {
+        (_, Some(_)) => Offer::No,
+        (true, None) if reclaims_deleg => Offer::Reclaim,
+        (true, None) => Offer::No,
+        (false, None) => Offer::New,
+    };
     let delegation = delegation(cx, want, access, offer, &args.owner.owner, &key, wire).await;
     Ok(Open4ResOk {
         stateid,
@@ -169,6 +180,19 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     })
 }
 
+/// Whether an OPEN may come with a delegation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offer {
+    /// CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH, or a reclaim of an open
+    /// that had none.
+    No,
+    /// CLAIM_NULL, CLAIM_FH.
+    New,
+    /// CLAIM_PREVIOUS with a read delegation (§10.2.1): granted in the
+    /// grace period too.
+    Reclaim,
+}
+
 /// The delegation an OPEN answers with (RFC 8881 §18.16.3): a read
 /// delegation for an open for reading (CLAIM_NULL or CLAIM_FH, `offer`)
 /// when the client wants one or has no preference, its back channel works
@@ -178,7 +202,7 @@ async fn delegation(
     cx: &Compound,
     want: u32,
     access: u32,
-    offer: bool,
+    offer: Offer,
     owner: &bytes::Bytes,
     key: &crate::nfs4::state::FileKey,
     wire: bytes::Bytes,
@@ -204,9 +228,10 @@ async fn delegation(
         }
         (true, w) => why(w),
     };
-    if !offer {
+    if offer == Offer::No {
         return OpenDelegation4::None;
     }
+    let reclaim = offer == Offer::Reclaim;
     // Write delegations are not granted, nor read ones to a writer.
     if access & OPEN4_SHARE_ACCESS_WRITE != 0 || want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG {
         return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
@@ -226,13 +251,17 @@ async fn delegation(
     };
     // A local process writing the file must recall it too (guarded only
     // when the state would grant it).
-    if let Some(w) = cx.srv.state().delegation_refusal(client, key) {
+    if let Some(w) = cx.srv.state().delegation_refusal(client, key, reclaim) {
         return refuse(w);
     }
     if !deleg::guard(cx, key).await {
         return refuse(WhyNoDelegation4::Wnd4Contention);
     }
-    match cx.srv.state().offer_delegation(client, owner, key, wire) {
+    match cx
+        .srv
+        .state()
+        .offer_delegation(client, owner, key, wire, reclaim)
+    {
         Ok(stateid) => OpenDelegation4::Read(OpenReadDelegation4 {
             stateid,
             recall: false,

@@ -667,8 +667,9 @@ impl State {
         owner: &Bytes,
         file: &FileKey,
         fh: Bytes,
+        reclaim: bool,
     ) -> Result<StateId4, WhyNoDelegation4> {
-        self.with(|t, now| t.grant_deleg(client, owner, file, fh, now))
+        self.with(|t, now| t.grant_deleg(client, owner, file, fh, reclaim, now))
     }
 
     /// Why [`State::offer_delegation`] would refuse now, if it would.
@@ -676,9 +677,10 @@ impl State {
         &self,
         client: ClientId4,
         file: &FileKey,
+        reclaim: bool,
     ) -> Option<WhyNoDelegation4> {
         let now = self.clock.now();
-        self.tables().deleg_refusal(client, file, now)
+        self.tables().deleg_refusal(client, file, reclaim, now)
     }
 
     /// Whether any delegation is in force (no conflict to look for if not).

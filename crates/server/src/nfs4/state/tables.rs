@@ -819,9 +819,10 @@ impl Tables {
         owner: &Bytes,
         file: &FileKey,
         fh: Bytes,
+        reclaim: bool,
         now: Duration,
     ) -> Result<StateId4, WhyNoDelegation4> {
-        if let Some(why) = self.deleg_refusal(client, file, now) {
+        if let Some(why) = self.deleg_refusal(client, file, reclaim, now) {
             return Err(why);
         }
         self.insert_state(
@@ -840,14 +841,17 @@ impl Tables {
         .map_err(|_| WhyNoDelegation4::Wnd4Resource)
     }
 
-    /// Why [`Tables::grant_deleg`] would refuse, if it would.
+    /// Why [`Tables::grant_deleg`] would refuse, if it would. A `reclaim`
+    /// (the delegation a CLAIM_PREVIOUS open says its client held before
+    /// the restart, RFC 8881 §10.2.1) may be granted in the grace period.
     pub fn deleg_refusal(
         &self,
         client: ClientId4,
         file: &FileKey,
+        reclaim: bool,
         now: Duration,
     ) -> Option<WhyNoDelegation4> {
-        if self.grace.active() {
+        if self.grace.active() && !reclaim {
             return Some(WhyNoDelegation4::Wnd4Contention);
         }
         let Some(c) = self.clients.get(&client) else {

@@ -717,27 +717,32 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let (b, _) = f.client("b");
     let o = Bytes::from_static(b"o");
     f.st.open(a, &o, &file(1), R, 0).unwrap();
-    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
+    let d =
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+            .unwrap();
     assert!(f.st.delegations_outstanding());
     assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1)),
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false),
         Err(WhyNoDelegation4::Wnd4NotSuppUpgrade),
         "a second delegation of the same file"
     );
     // Another client's reader may have one too; not beside a writer.
     f.st.open(b, &o, &file(1), R, 0).unwrap();
-    assert!(f.st.offer_delegation(b, &ow(), &file(1), fh(1)).is_ok());
+    assert!(f
+        .st
+        .offer_delegation(b, &ow(), &file(1), fh(1), false)
+        .is_ok());
     f.st.open(b, &o, &file(2), W, 0).unwrap();
     f.st.open(a, &o, &file(2), R, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(2), fh(2)),
+        f.st.offer_delegation(a, &ow(), &file(2), fh(2), false),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // Nor beside the client's own writer.
     f.st.open(a, &o, &file(3), R | W, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(3), fh(3)),
+        f.st.offer_delegation(a, &ow(), &file(3), fh(3), false),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // The stateid reads, and does not write; it is state still held.
@@ -751,7 +756,7 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let g = Fixture::new();
     let (c, _) = g.client("c");
     assert_eq!(
-        g.st.offer_delegation(c, &ow(), &file(1), fh(1)),
+        g.st.offer_delegation(c, &ow(), &file(1), fh(1), false),
         Err(WhyNoDelegation4::Wnd4Resource)
     );
 }
@@ -761,7 +766,9 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     let f = deleg_fixture();
     let (a, _) = f.client("a");
     let (b, _) = f.client("b");
-    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
+    let d =
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+            .unwrap();
     {
         let mut t = f.st.lock_tables();
         let (recall, pending) = t.deleg_conflicts(&file(1), Some(&(b, ow())), f.clock.now());
@@ -796,13 +803,16 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
         vec![NfsStat4::Nfs4errBadStateid]
     );
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1)),
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     f.advance_to(tables::CONFLICT_QUIET + s(1));
     f.st.sequence(&f.client("c").1).unwrap();
     f.st.reap();
-    assert!(f.st.offer_delegation(a, &ow(), &file(1), fh(1)).is_ok());
+    assert!(f
+        .st
+        .offer_delegation(a, &ow(), &file(1), fh(1), false)
+        .is_ok());
 }
 
 #[test]
@@ -810,7 +820,9 @@ fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
     let f = deleg_fixture();
     let (a, sa) = f.client("a");
     let (b, sb) = f.client("b");
-    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
+    let d =
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+            .unwrap();
     let pending = |f: &Fixture| {
         let mut t = f.st.lock_tables();
         let now = f.clock.now();
@@ -861,7 +873,9 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
     let (c, _) = f.client("c");
     // The fixture's sessions have no back channel: a recall cannot be
     // sent, so the delegation is revoked at once.
-    let d = f.st.offer_delegation(a, &ow(), &file(1), fh(1)).unwrap();
+    let d =
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+            .unwrap();
     let br = f.st.break_delegations(&file(1), Some(&(b, ow())));
     assert!(br.recalls.is_empty() && !br.pending);
     assert_eq!(
@@ -869,7 +883,8 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
         vec![NfsStat4::Nfs4errDelegRevoked]
     );
     // A courtesy client's delegation goes with the client (§8.4.3).
-    f.st.offer_delegation(c, &ow(), &file(2), fh(2)).unwrap();
+    f.st.offer_delegation(c, &ow(), &file(2), fh(2), false)
+        .unwrap();
     f.advance_to(L + s(1));
     f.st.sequence(&sa).unwrap();
     f.st.sequence(&sb).unwrap();
@@ -881,4 +896,25 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
     );
     assert!(!t.clients.contains_key(&c));
     assert_eq!(t.delegs, 0);
+}
+
+/// In the grace period after a restart, a client reclaiming an open that
+/// had a read delegation gets it back (§10.2.1); nobody gets a new one.
+#[test]
+fn a_delegation_is_reclaimed_in_the_grace_period_and_none_is_new() {
+    let Fixture { clock, st } = restarted();
+    let f = Fixture {
+        clock,
+        st: st.with_max_delegations(10),
+    };
+    let a = f.reclaiming("a");
+    assert_eq!(
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false),
+        Err(WhyNoDelegation4::Wnd4Contention),
+        "a new delegation in the grace period"
+    );
+    let d =
+        f.st.offer_delegation(a, &ow(), &file(1), fh(1), true)
+            .unwrap();
+    assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
 }
