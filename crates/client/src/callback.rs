@@ -40,6 +40,7 @@ pub struct CallbackState {
     recall_rx: Mutex<Option<mpsc::UnboundedReceiver<Recall>>>,
     recalls: Mutex<Vec<Recall>>,
     lock_notices: Mutex<Vec<CbNotifyLock4Args>>,
+    recall_anys: Mutex<Vec<CbRecallAny4Args>>,
     cb_nulls: AtomicU64,
     cb_compounds: AtomicU64,
     delegreturns: AtomicU64,
@@ -55,6 +56,7 @@ impl CallbackState {
             recall_rx: Mutex::new(Some(rx)),
             recalls: Mutex::new(Vec::new()),
             lock_notices: Mutex::new(Vec::new()),
+            recall_anys: Mutex::new(Vec::new()),
             cb_nulls: AtomicU64::new(0),
             cb_compounds: AtomicU64::new(0),
             delegreturns: AtomicU64::new(0),
@@ -67,6 +69,14 @@ impl CallbackState {
         s.sessionid = Some(id);
         s.attrs = attrs;
         s.seqids = vec![0; attrs.maxrequests.max(1) as usize];
+    }
+
+    /// Every CB_RECALL_ANY received so far (RFC 8881 §20.6).
+    pub fn recall_anys(&self) -> Vec<CbRecallAny4Args> {
+        self.recall_anys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Every CB_RECALL received so far.
@@ -185,6 +195,16 @@ impl CallbackState {
                     .push(r.clone());
                 let _ = self.recall_tx.send(r);
                 NfsCbResOp4::CbRecall(Res4::Ok(()))
+            }
+            (_, NfsCbArgOp4::CbRecallAny(a)) => {
+                // A hint (RFC 8881 §20.6): this client keeps what it holds
+                // (its delegations are returned on recall or CLOSE).
+                debug!(keep = a.objects_to_keep, "CB_RECALL_ANY");
+                self.recall_anys
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(a);
+                NfsCbResOp4::CbRecallAny(Res4::Ok(()))
             }
             (_, NfsCbArgOp4::CbNotifyLock(a)) => {
                 debug!(owner = ?a.lock_owner, "CB_NOTIFY_LOCK");
@@ -390,8 +410,19 @@ mod tests {
                 }),
             ],
         );
+        assert_eq!(r.status, NfsStat4::Nfs4Ok);
+        assert_eq!(st.recall_anys().len(), 1);
+        let r = run(
+            &st,
+            vec![
+                seq(3, 0),
+                NfsCbArgOp4::CbNotifyDeviceId(CbNotifyDeviceId4Args {
+                    changes: Vec::new(),
+                }),
+            ],
+        );
         assert_eq!(r.status, NfsStat4::Nfs4errNotsupp);
-        let r = run(&st, vec![seq(3, 0), NfsCbArgOp4::Unknown(99)]);
+        let r = run(&st, vec![seq(4, 0), NfsCbArgOp4::Unknown(99)]);
         assert_eq!(r.status, NfsStat4::Nfs4errOpIllegal);
     }
 }

@@ -352,3 +352,36 @@ async fn a_read_delegation_is_reclaimed_after_a_restart() {
     })
     .await
 }
+
+/// With 90% of its most delegations held, the server asks their holders
+/// to give half back (CB_RECALL_ANY, RFC 8881 §20.6), and grants none past
+/// the most.
+#[tokio::test]
+async fn scarce_delegations_are_asked_back_with_cb_recall_any() {
+    within(async {
+        let srv = TestServer::start_delegating_at_most(10).await;
+        let a = srv.client().await;
+        let root = a.root_fh().await.unwrap();
+        for i in 0..10 {
+            delegated(&a, &root, &format!("s{i}")).await;
+        }
+        let f = create_file(&a, &root, "s10").await;
+        a.close(&f.fh, f.stateid).await.unwrap();
+        assert_eq!(
+            wanting(&a, &root, "s10").await.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource(false))
+        );
+        let mut got = Vec::new();
+        for _ in 0..250 {
+            got = a.callbacks().recall_anys();
+            if !got.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(got.len(), 1, "no CB_RECALL_ANY within 5 s");
+        assert_eq!(got[0].objects_to_keep, 5);
+        assert!(got[0].type_mask.contains(RCA4_TYPE_MASK_RDATA_DLG));
+    })
+    .await
+}

@@ -24,8 +24,9 @@ pub struct TestServer {
     pub grace: Duration,
     /// The export's write log (in the state directory), if it has one.
     pub log: bool,
-    /// Read delegations granted.
+    /// Read delegations granted, and the most held at once.
     pub delegations: bool,
+    pub max_delegations: usize,
 }
 
 fn config(
@@ -34,6 +35,7 @@ fn config(
     grace: Duration,
     log: bool,
     delegations: bool,
+    max_delegations: usize,
 ) -> ServerConfig {
     let mut e = ExportConfig::open("/", export.path());
     e.delegations = delegations;
@@ -50,6 +52,7 @@ fn config(
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(grace),
+            max_delegations,
             ..Default::default()
         },
         rpc: Default::default(),
@@ -75,25 +78,40 @@ impl TestServer {
 
     /// A server granting read delegations.
     pub async fn start_delegating() -> TestServer {
-        Self::start_full(Duration::ZERO, false, true).await
+        Self::start_full(Duration::ZERO, false, Some(100_000)).await
     }
 
     /// A server granting read delegations, with a grace period of `grace`
     /// after each restart.
     pub async fn start_delegating_with_grace(grace: Duration) -> TestServer {
-        Self::start_full(grace, false, true).await
+        Self::start_full(grace, false, Some(100_000)).await
+    }
+
+    /// A server granting at most `max` read delegations at once.
+    pub async fn start_delegating_at_most(max: usize) -> TestServer {
+        Self::start_full(Duration::ZERO, false, Some(max)).await
     }
 
     async fn start_as(grace: Duration, log: bool) -> TestServer {
-        Self::start_full(grace, log, false).await
+        Self::start_full(grace, log, None).await
     }
 
-    async fn start_full(grace: Duration, log: bool, delegations: bool) -> TestServer {
+    /// `delegations`: none, or granted up to that many at once.
+    async fn start_full(grace: Duration, log: bool, delegations: Option<usize>) -> TestServer {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
-        let running = server::run::start(config(&export, &state, grace, log, delegations))
-            .await
-            .expect("server starts");
+        let max_delegations = delegations.unwrap_or(100_000);
+        let delegations = delegations.is_some();
+        let running = server::run::start(config(
+            &export,
+            &state,
+            grace,
+            log,
+            delegations,
+            max_delegations,
+        ))
+        .await
+        .expect("server starts");
         TestServer {
             addr: running.addr,
             running: Some(running),
@@ -102,6 +120,7 @@ impl TestServer {
             grace,
             log,
             delegations,
+            max_delegations,
         }
     }
 
@@ -131,6 +150,7 @@ impl TestServer {
             self.grace,
             self.log,
             self.delegations,
+            self.max_delegations,
         );
         let running = server::run::start(cfg).await.expect("server restarts");
         self.addr = running.addr;

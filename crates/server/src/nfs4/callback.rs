@@ -19,6 +19,9 @@ use super::Nfs4Server;
 /// How long a callback may take before it counts as failed.
 const CB_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How many times a CB_RECALL is sent when the client does not answer.
+const RECALL_TRIES: u32 = 3;
+
 /// RFC 8881 §20: CB_COMPOUND is procedure 1 of the callback program.
 const CB_COMPOUND: u32 = 1;
 
@@ -153,6 +156,22 @@ pub fn notify_locks(notes: Vec<LockNotify>, fh: &NfsFh4) {
     }
 }
 
+/// Sends CB_RECALL_ANY (RFC 8881 §20.6) in the background: the client may
+/// keep `keep` of its read delegations and is asked to return the rest. A
+/// hint: failures are only logged.
+pub fn recall_any(session: std::sync::Arc<Session>, keep: u32) {
+    tokio::spawn(async move {
+        let op = NfsCbArgOp4::CbRecallAny(CbRecallAny4Args {
+            objects_to_keep: keep,
+            type_mask: Bitmap4::from_attrs(&[RCA4_TYPE_MASK_RDATA_DLG]),
+        });
+        match cb_compound(&session, vec![op]).await {
+            Ok(r) => debug!(session = ?session.id, status = ?r.status, keep, "CB_RECALL_ANY"),
+            Err(e) => debug!(session = ?session.id, "CB_RECALL_ANY failed: {e}"),
+        }
+    });
+}
+
 /// Sends CB_RECALL (RFC 8881 §20.2) in the background. A recall that
 /// cannot reach the client (no back-channel connection, or the call
 /// failed) revokes the delegation at once (§10.4.6: the server may revoke
@@ -167,8 +186,19 @@ pub fn recall(srv: &std::sync::Arc<Nfs4Server>, r: DelegRecall) {
             truncate: false,
             fh: r.fh,
         });
-        match cb_compound(&r.session, vec![op]).await {
-            Ok(res) => debug!(session = ?r.session.id, status = ?res.status, "CB_RECALL"),
+        // A recall left unanswered is sent again (the same CB_SEQUENCE
+        // slot and sequence ID: the client takes it for a retry), up to
+        // RECALL_TRIES times; the reaper revokes the delegation a lease
+        // after the first if it is still held.
+        let mut tries = 1;
+        let answer = loop {
+            match cb_compound(&r.session, vec![op.clone()]).await {
+                Err(CbError::Timeout) if tries < RECALL_TRIES => tries += 1,
+                other => break other,
+            }
+        };
+        match answer {
+            Ok(res) => debug!(session = ?r.session.id, status = ?res.status, tries, "CB_RECALL"),
             Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
                 debug!(session = ?r.session.id, "CB_RECALL failed: {e}; delegation revoked");
                 r.session.cb_down.store(true, Ordering::Relaxed);

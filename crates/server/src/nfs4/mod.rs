@@ -263,6 +263,11 @@ impl Nfs4Server {
                     let _ = compound::off_thread(move || s.sessions.sweep(up)).await;
                 }
                 let n = srv.state().reap();
+                // Delegations scarce: their holders are asked to give some
+                // back (CB_RECALL_ANY).
+                for (session, keep) in srv.state().recall_any() {
+                    callback::recall_any(session, keep);
+                }
                 srv.settle_records().await;
                 let sessions = srv.state().session_count();
                 if n > 0 {

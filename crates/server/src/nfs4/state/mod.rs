@@ -735,6 +735,29 @@ impl State {
         })
     }
 
+    /// CB_RECALL_ANYs to send now ([`Tables::recall_any`]): a session of
+    /// each client to call back on, and how many delegations it may keep.
+    pub fn recall_any(&self) -> Vec<(Arc<Session>, u32)> {
+        self.with(|t, now| {
+            let targets = t.recall_any(now);
+            if targets.is_empty() {
+                return Vec::new();
+            }
+            let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+            targets
+                .into_iter()
+                .filter_map(|(cid, keep)| {
+                    let s = t.clients.get(&cid)?.sessions.iter().find_map(|id| {
+                        sessions.get(id).filter(|s| {
+                            !s.cb_down.load(Ordering::Relaxed) && s.back_conn().is_some()
+                        })
+                    })?;
+                    Some((s.clone(), keep))
+                })
+                .collect()
+        })
+    }
+
     /// Revokes a delegation whose recall could not be delivered.
     pub fn revoke_delegation(&self, stateid: &StateId4) -> bool {
         self.with(|t, _| t.revoke(&stateid.other))

@@ -42,6 +42,9 @@ impl FileState {
 /// (RFC 8881 §10.2: a file in contention is a poor candidate).
 pub(super) const CONFLICT_QUIET: Duration = Duration::from_secs(10);
 
+/// How often CB_RECALL_ANY goes out while delegations are scarce.
+pub(super) const RECALL_ANY_EVERY: Duration = Duration::from_secs(10);
+
 /// An owner's client records: at most one confirmed and one unconfirmed
 /// (RFC 8881 §18.35.4).
 #[derive(Debug, Default, Clone, Copy)]
@@ -84,6 +87,8 @@ pub(super) struct Tables {
     /// per delegation, for the caller to end its guard against local
     /// writers ([`super::State`]).
     pub delegs_ended: Vec<FileKey>,
+    /// When CB_RECALL_ANY last went out.
+    last_recall_any: Option<Duration>,
 }
 
 impl Tables {
@@ -106,6 +111,7 @@ impl Tables {
             recalls: HashMap::new(),
             recent_conflicts: HashMap::new(),
             delegs_ended: Vec::new(),
+            last_recall_any: None,
         }
     }
 
@@ -945,6 +951,28 @@ impl Tables {
             self.recent_conflicts.insert(file.clone(), now);
         }
         (recall, pending)
+    }
+
+    /// Under pressure (90% or more of the most delegations held), at most
+    /// every [`RECALL_ANY_EVERY`]: each client holding delegations, and how
+    /// many of them it is asked to keep (half) with CB_RECALL_ANY
+    /// (RFC 8881 §20.6).
+    pub fn recall_any(&mut self, now: Duration) -> Vec<(ClientId4, u32)> {
+        if self.max_delegs == 0 || self.delegs * 10 < self.max_delegs * 9 {
+            return Vec::new();
+        }
+        if self
+            .last_recall_any
+            .is_some_and(|t| now < t + RECALL_ANY_EVERY)
+        {
+            return Vec::new();
+        }
+        self.last_recall_any = Some(now);
+        self.clients
+            .values()
+            .filter(|c| !c.delegs_by_file.is_empty())
+            .map(|c| (c.id, (c.delegs_by_file.len() / 2) as u32))
+            .collect()
     }
 
     /// Revokes a delegation (§10.2.1): it no longer conflicts; its client
