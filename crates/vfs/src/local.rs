@@ -1779,9 +1779,11 @@ impl Vfs for LocalFs {
         }
         // The server's own writable descriptor of the file would forbid
         // the lease: let it go (one in use now still does).
-        if lock(&self.files).get(h).is_some_and(|f| f.write) {
-            lock(&self.files).remove(h);
+        let mut files = lock(&self.files);
+        if files.get(h).is_some_and(|f| f.write) {
+            files.remove(h);
         }
+        drop(files);
         match crate::lease::take(&sys::proc_path(o.raw()), on_break)? {
             Some(l) => {
                 leases.insert(h.clone(), (l, 1));

@@ -237,10 +237,7 @@ async fn delegation(
         return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
     }
     // A delegation is only as good as its recall (§10.2).
-    let callable = cx.session.as_ref().is_some_and(|s| {
-        !s.cb_down.load(std::sync::atomic::Ordering::Relaxed) && s.back_conn().is_some()
-    });
-    if !callable {
+    if !cx.session.as_ref().is_some_and(|s| s.callable()) {
         return refuse(WhyNoDelegation4::Wnd4Resource);
     }
     if !cx.export(key.0).is_ok_and(|e| e.delegations) {

@@ -1,7 +1,5 @@
 //! SEQUENCE (RFC 8881 §18.46).
 
-use std::sync::atomic::Ordering;
-
 use proto::nfs4::*;
 
 use crate::nfs4::compound::{Compound, SlotUse};
@@ -51,9 +49,7 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
         args.cachethis,
     );
     let mut status_flags = 0;
-    if session.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0
-        && (session.cb_down.load(Ordering::Relaxed) || session.back_conn().is_none())
-    {
+    if session.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 && !session.callable() {
         status_flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
     }
     // Revoked delegations not yet freed (§18.46.3).

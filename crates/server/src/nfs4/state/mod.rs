@@ -71,6 +71,21 @@ pub struct DelegRecall {
     pub fh: NfsFh4,
 }
 
+/// A session of `client` that can be called back now, if any.
+fn callable_session(
+    t: &Tables,
+    sessions: &HashMap<SessionId4, Arc<Session>>,
+    client: ClientId4,
+) -> Option<Arc<Session>> {
+    t.clients
+        .get(&client)?
+        .sessions
+        .iter()
+        .filter_map(|id| sessions.get(id))
+        .find(|s| s.callable())
+        .cloned()
+}
+
 /// Called with the file of a delegation that went.
 pub type DelegEnded = Box<dyn Fn(&FileKey) + Send + Sync>;
 
@@ -712,13 +727,7 @@ impl State {
             let mut recalls = Vec::new();
             let mut revoked = false;
             for (cid, stateid, fh) in found {
-                let session = t.clients.get(&cid).and_then(|c| {
-                    c.sessions
-                        .iter()
-                        .filter_map(|id| sessions.get(id))
-                        .find(|s| !s.cb_down.load(Ordering::Relaxed) && s.back_conn().is_some())
-                        .cloned()
-                });
+                let session = callable_session(t, &sessions, cid);
                 match session {
                     Some(session) => recalls.push(DelegRecall {
                         session,
@@ -746,14 +755,7 @@ impl State {
             let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
             targets
                 .into_iter()
-                .filter_map(|(cid, keep)| {
-                    let s = t.clients.get(&cid)?.sessions.iter().find_map(|id| {
-                        sessions.get(id).filter(|s| {
-                            !s.cb_down.load(Ordering::Relaxed) && s.back_conn().is_some()
-                        })
-                    })?;
-                    Some((s.clone(), keep))
-                })
+                .filter_map(|(cid, keep)| Some((callable_session(t, &sessions, cid)?, keep)))
                 .collect()
         })
     }

@@ -71,6 +71,13 @@ impl Session {
         self.cb_down.store(false, Ordering::Relaxed);
     }
 
+    /// Whether the client can be called back now: its back channel has a
+    /// live connection and has not failed (a delegation is only as good as
+    /// its recall).
+    pub fn callable(&self) -> bool {
+        !self.cb_down.load(Ordering::Relaxed) && self.back_conn().is_some()
+    }
+
     pub fn back_conn(&self) -> Option<Arc<Connection>> {
         self.back.lock().ok().and_then(|b| b.conn())
     }
