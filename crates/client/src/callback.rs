@@ -1,5 +1,7 @@
 //! The client's callback service (RFC 8881 §20): CB_NULL and CB_COMPOUND
-//! with CB_SEQUENCE, CB_RECALL and CB_NOTIFY_LOCK (recorded); other
+//! with CB_SEQUENCE, CB_RECALL, CB_RECALL_ANY and CB_NOTIFY_LOCK
+//! (recorded), and CB_GETATTR (answered with attributes a test set for
+//! the file, [`CallbackState::set_attrs`]); other
 //! callback operations are answered NFS4ERR_NOTSUPP. A recalled delegation is returned asynchronously with
 //! DELEGRETURN over the fore channel.
 
@@ -41,6 +43,9 @@ pub struct CallbackState {
     recalls: Mutex<Vec<Recall>>,
     lock_notices: Mutex<Vec<CbNotifyLock4Args>>,
     recall_anys: Mutex<Vec<CbRecallAny4Args>>,
+    /// What CB_GETATTR answers, per filehandle.
+    attrs: Mutex<std::collections::HashMap<NfsFh4, Attrs>>,
+    getattrs: Mutex<Vec<CbGetattr4Args>>,
     cb_nulls: AtomicU64,
     cb_compounds: AtomicU64,
     delegreturns: AtomicU64,
@@ -57,6 +62,8 @@ impl CallbackState {
             recalls: Mutex::new(Vec::new()),
             lock_notices: Mutex::new(Vec::new()),
             recall_anys: Mutex::new(Vec::new()),
+            attrs: Mutex::new(Default::default()),
+            getattrs: Mutex::new(Vec::new()),
             cb_nulls: AtomicU64::new(0),
             cb_compounds: AtomicU64::new(0),
             delegreturns: AtomicU64::new(0),
@@ -74,6 +81,25 @@ impl CallbackState {
     /// Every CB_RECALL_ANY received so far (RFC 8881 §20.6).
     pub fn recall_anys(&self) -> Vec<CbRecallAny4Args> {
         self.recall_anys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Sets what CB_GETATTR answers for `fh` (RFC 8881 §20.1): the
+    /// attributes of a file this client holds a write delegation of, as
+    /// its cache has them. A file with none set is answered
+    /// NFS4ERR_BADHANDLE.
+    pub fn set_attrs(&self, fh: NfsFh4, attrs: Attrs) {
+        self.attrs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(fh, attrs);
+    }
+
+    /// Every CB_GETATTR received so far.
+    pub fn getattrs(&self) -> Vec<CbGetattr4Args> {
+        self.getattrs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -205,6 +231,26 @@ impl CallbackState {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(a);
                 NfsCbResOp4::CbRecallAny(Res4::Ok(()))
+            }
+            (_, NfsCbArgOp4::CbGetattr(a)) => {
+                debug!(fh = ?a.fh, "CB_GETATTR");
+                let known = self
+                    .attrs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&a.fh)
+                    .cloned();
+                let res = match known {
+                    Some(attrs) => Res4::Ok(CbGetattr4ResOk {
+                        obj_attributes: attrs.encode_only(&a.attr_request),
+                    }),
+                    None => Res4::Err(NfsStat4::Nfs4errBadhandle),
+                };
+                self.getattrs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(a);
+                NfsCbResOp4::CbGetattr(res)
             }
             (_, NfsCbArgOp4::CbNotifyLock(a)) => {
                 debug!(owner = ?a.lock_owner, "CB_NOTIFY_LOCK");

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use client::{ClientOptions, OpenOpts};
+use client::OpenOpts;
 use common::*;
 use proto::nfs4::*;
 
@@ -21,34 +21,22 @@ fn read_deleg(d: &OpenDelegation4) -> StateId4 {
     }
 }
 
-/// Options of a client that does not retry NFS4ERR_DELAY: a conflicting
-/// request that was not settled within the server's wait shows.
-fn impatient() -> ClientOptions {
-    let mut o = options();
-    o.delay_retry = Duration::ZERO;
-    o
-}
-
-/// Waits (a few seconds at most) for `c` to have `n` recalls.
-async fn recalls(c: &client::Client, n: usize) -> Vec<client::callback::Recall> {
-    for _ in 0..250 {
-        let got = c.callbacks().recalls();
-        if got.len() >= n {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    c.callbacks().recalls()
-}
-
 /// Creates `name` in `dir` as `c`, and opens it for reading wanting a
 /// read delegation: the open and the delegation's stateid.
 async fn delegated(c: &client::Client, dir: &NfsFh4, name: &str) -> (client::Open, StateId4) {
-    let f = create_file(c, dir, name).await;
+    let f = create_undelegated(c, dir, name).await;
     c.close(&f.fh, f.stateid).await.unwrap();
     let o = wanting(c, dir, name).await;
     let d = read_deleg(&o.delegation);
     (o, d)
+}
+
+/// Creates `name` in `dir` and opens it for reading and writing, wanting
+/// no delegation (a lone writer would get a write delegation).
+async fn create_undelegated(c: &client::Client, dir: &NfsFh4, name: &str) -> client::Open {
+    let mut o = OpenOpts::create(0o644);
+    o.access |= OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
+    c.open(dir, name, o).await.unwrap()
 }
 
 /// Opens `name` in `dir` for reading, wanting a read delegation.
@@ -152,11 +140,11 @@ async fn what_the_open_answers_when_no_delegation_is_granted() {
         let srv = TestServer::start_delegating().await;
         let a = srv.client().await;
         let root = a.root_fh().await.unwrap();
-        let f = create_file(&a, &root, "h").await;
-        let open = |access| {
-            let (a, root) = (a.clone(), root.clone());
+        let f = create_undelegated(&a, &root, "h").await;
+        let open = |c: &client::Client, access| {
+            let (c, root) = (c.clone(), root.clone());
             async move {
-                a.open(
+                c.open(
                     &root,
                     "h",
                     OpenOpts {
@@ -166,21 +154,61 @@ async fn what_the_open_answers_when_no_delegation_is_granted() {
                 )
                 .await
                 .unwrap()
-                .delegation
             }
         };
+        let contention = OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention(false));
         assert_eq!(
-            open(OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG).await,
+            open(
+                &a,
+                OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG
+            )
+            .await
+            .delegation,
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(WhyNoDelegation4::Wnd4NotWanted))
         );
+        // No read delegation to a writer, the client itself included.
+        assert_eq!(open(&a, WANT_READ).await.delegation, contention);
         assert_eq!(
-            open(OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG).await,
-            OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(
-                WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype
-            ))
+            open(
+                &a,
+                OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+            )
+            .await
+            .delegation,
+            contention
         );
-        // No preference, and writing: plain none.
-        assert_eq!(open(OPEN4_SHARE_ACCESS_BOTH).await, OpenDelegation4::None);
+        // No write delegation while another client has the file open.
+        let b = srv.client().await;
+        let r = open(
+            &b,
+            OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+        )
+        .await;
+        assert_eq!(
+            open(
+                &a,
+                OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG
+            )
+            .await
+            .delegation,
+            contention
+        );
+        b.close(&r.fh, r.stateid).await.unwrap();
+        // Alone, it gets one; held, no preference gets plain none.
+        let w = open(
+            &a,
+            OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+        )
+        .await;
+        assert!(
+            matches!(w.delegation, OpenDelegation4::Write(_)),
+            "{:?}",
+            w.delegation
+        );
+        assert_eq!(
+            open(&a, OPEN4_SHARE_ACCESS_BOTH).await.delegation,
+            OpenDelegation4::None
+        );
         // The opens upgraded the one open stateid: close its current one.
         let current = StateId4 {
             seqid: 0,
@@ -303,7 +331,7 @@ async fn a_local_writer_recalls_the_delegation_and_waits_for_its_return() {
             vec![NfsStat4::Nfs4errBadStateid]
         );
 
-        let f = create_file(&a, &root, "m").await;
+        let f = create_undelegated(&a, &root, "m").await;
         a.close(&f.fh, f.stateid).await.unwrap();
         let held = std::fs::OpenOptions::new()
             .write(true)

@@ -58,10 +58,12 @@ pub struct ServeArgs {
     /// Seconds a connection may stay idle before it is closed (0: never).
     #[arg(long)]
     pub idle_timeout: Option<u64>,
-    /// Grant read delegations (RFC 8881 §10.2) on every export: clients
-    /// then read files no one writes to from their cache. A change to an
-    /// exported file by a local process (not through NFS) does not recall
-    /// them: enable only where the exports change through NFS alone.
+    /// Grant read and write delegations (RFC 8881 §10.2, §10.4) on every
+    /// export: clients then read files no one writes to, and write files
+    /// no one else opens, from their cache. A local process (not through
+    /// NFS) that renames, removes or changes the attributes of an exported
+    /// file, or reads one under a write delegation, does not recall them:
+    /// enable only where the exports change through NFS alone.
     #[arg(long)]
     pub delegations: bool,
 }
@@ -89,14 +91,17 @@ pub struct FileConfig {
     pub max_connections: Option<usize>,
     /// Seconds before an idle connection is closed; 0 never closes it.
     pub idle_timeout_seconds: Option<u64>,
-    /// Grant read delegations (default false; see --delegations): the
-    /// default of every export.
+    /// Grant delegations (default false; see --delegations): the default
+    /// of every export.
     pub delegations: Option<bool>,
     /// Most delegations held at once (default 100000).
     pub max_delegations: Option<usize>,
     /// Milliseconds a request conflicting with a delegation waits for its
     /// return before NFS4ERR_DELAY (default 300).
     pub recall_wait_ms: Option<u64>,
+    /// Grant write delegations too where delegations are on (default
+    /// true); false grants read delegations only.
+    pub write_delegations: Option<bool>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -122,7 +127,7 @@ pub struct FileExport {
     pub log: Option<PathBuf>,
     /// The most the write log may hold, in MiB (default 1024).
     pub log_mib: Option<u64>,
-    /// Grant read delegations of its files (default: the top-level
+    /// Grant delegations of its files (default: the top-level
     /// `delegations`).
     pub delegations: Option<bool>,
 }
@@ -225,6 +230,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     }
     if let Some(n) = file.max_delegations {
         nfs4.max_delegations = n;
+    }
+    if let Some(w) = file.write_delegations {
+        nfs4.write_delegations = w;
     }
     if let Some(ms) = file.recall_wait_ms {
         if ms > 10_000 {

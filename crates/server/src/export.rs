@@ -27,7 +27,8 @@ pub struct Export {
     pub rules: ExportRules,
     /// Its write log, where stable WRITEs are made durable.
     pub log: Option<std::sync::Arc<crate::writelog::WriteLog>>,
-    /// Whether read delegations of its files are granted.
+    /// Whether delegations of its files are granted (read ones, and write
+    /// ones unless `Nfs4Config::write_delegations` is off).
     pub delegations: bool,
 }
 

@@ -28,7 +28,7 @@ pub struct ExportConfig {
     pub metadata_async: bool,
     /// A write log for stable WRITEs ([`crate::writelog`]), or none.
     pub log: Option<crate::writelog::LogConfig>,
-    /// Grant read delegations of its files (RFC 8881 §10.2).
+    /// Grant delegations of its files (RFC 8881 §10.2, §10.4).
     pub delegations: bool,
 }
 

@@ -286,3 +286,24 @@ pub fn unknown_stateid(s: NfsStat4) -> bool {
         NfsStat4::Nfs4errBadStateid | NfsStat4::Nfs4errStaleStateid
     )
 }
+
+/// Options of a client that does not retry NFS4ERR_DELAY: a request
+/// conflicting with a delegation that was not settled within the server's
+/// wait shows.
+pub fn impatient() -> ClientOptions {
+    let mut o = options();
+    o.delay_retry = Duration::ZERO;
+    o
+}
+
+/// Waits (a few seconds at most) for `c` to have `n` recalls.
+pub async fn recalls(c: &Client, n: usize) -> Vec<client::callback::Recall> {
+    for _ in 0..250 {
+        let got = c.callbacks().recalls();
+        if got.len() >= n {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    c.callbacks().recalls()
+}

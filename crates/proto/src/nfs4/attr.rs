@@ -106,6 +106,55 @@ pub const FATTR4_SEC_LABEL: u32 = 80;
 pub const FATTR4_MODE_UMASK: u32 = 81;
 /// `xattr_support` (RFC 8276 §8.1).
 pub const FATTR4_XATTR_SUPPORT: u32 = 82;
+/// `time_deleg_access`, `time_deleg_modify` (RFC 9754 §5): the times a
+/// client holding a delegation of them reports (in CB_GETATTR).
+pub const FATTR4_TIME_DELEG_ACCESS: u32 = 84;
+pub const FATTR4_TIME_DELEG_MODIFY: u32 = 85;
+/// `open_arguments` (RFC 9754 §4.1): what OPEN supports.
+pub const FATTR4_OPEN_ARGUMENTS: u32 = 86;
+
+/// `open_arguments4` (RFC 9754 §4.1): bitmaps of the share access, share
+/// deny, want flags, claim types and create modes OPEN supports, each bit
+/// numbered by the `open_args_*` values below.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Pack, Unpack)]
+pub struct OpenArguments4 {
+    pub share_access: Bitmap4,
+    pub share_deny: Bitmap4,
+    pub share_access_want: Bitmap4,
+    pub open_claim: Bitmap4,
+    pub create_mode: Bitmap4,
+}
+
+/// `open_args_share_access4` (RFC 9754 §4.1).
+pub const OPEN_ARGS_SHARE_ACCESS_READ: u32 = 1;
+pub const OPEN_ARGS_SHARE_ACCESS_WRITE: u32 = 2;
+pub const OPEN_ARGS_SHARE_ACCESS_BOTH: u32 = 3;
+/// `open_args_share_deny4`.
+pub const OPEN_ARGS_SHARE_DENY_NONE: u32 = 0;
+pub const OPEN_ARGS_SHARE_DENY_READ: u32 = 1;
+pub const OPEN_ARGS_SHARE_DENY_WRITE: u32 = 2;
+pub const OPEN_ARGS_SHARE_DENY_BOTH: u32 = 3;
+/// `open_args_share_access_want4`.
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG: u32 = 3;
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG: u32 = 4;
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_CANCEL: u32 = 5;
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL: u32 = 17;
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED: u32 = 18;
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS: u32 = 20;
+pub const OPEN_ARGS_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION: u32 = 21;
+/// `open_args_open_claim4`.
+pub const OPEN_ARGS_OPEN_CLAIM_NULL: u32 = 0;
+pub const OPEN_ARGS_OPEN_CLAIM_PREVIOUS: u32 = 1;
+pub const OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR: u32 = 2;
+pub const OPEN_ARGS_OPEN_CLAIM_DELEGATE_PREV: u32 = 3;
+pub const OPEN_ARGS_OPEN_CLAIM_FH: u32 = 4;
+pub const OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH: u32 = 5;
+pub const OPEN_ARGS_OPEN_CLAIM_DELEG_PREV_FH: u32 = 6;
+/// `open_args_createmode4`.
+pub const OPEN_ARGS_CREATEMODE_UNCHECKED4: u32 = 0;
+pub const OPEN_ARGS_CREATE_MODE_GUARDED: u32 = 1;
+pub const OPEN_ARGS_CREATEMODE_EXCLUSIVE4: u32 = 2;
+pub const OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1: u32 = 3;
 
 /// Attributes that are write-only: they may appear in SETATTR/CREATE/OPEN
 /// but never in GETATTR replies (RFC 8881 §5.5, §5.7).
@@ -744,6 +793,9 @@ attr_table! {
     FATTR4_SEC_LABEL => sec_label: SecLabel4,
     FATTR4_MODE_UMASK => mode_umask: ModeUmask4,
     FATTR4_XATTR_SUPPORT => xattr_support: bool,
+    FATTR4_TIME_DELEG_ACCESS => time_deleg_access: NfsTime4,
+    FATTR4_TIME_DELEG_MODIFY => time_deleg_modify: NfsTime4,
+    FATTR4_OPEN_ARGUMENTS => open_arguments: OpenArguments4,
 }
 
 #[cfg(test)]

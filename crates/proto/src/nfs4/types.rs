@@ -512,6 +512,10 @@ pub const OPEN4_SHARE_ACCESS_WANT_NO_DELEG: u32 = 0x0400;
 pub const OPEN4_SHARE_ACCESS_WANT_CANCEL: u32 = 0x0500;
 pub const OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL: u32 = 0x10000;
 pub const OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED: u32 = 0x20000;
+/// NFSv4.2 (RFC 9754 §5, §6): the client would have the delegation cover
+/// the file's timestamps, or have a delegation instead of an open.
+pub const OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS: u32 = 0x100000;
+pub const OPEN4_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION: u32 = 0x200000;
 
 /// RFC 8881 §18.16.2: `rflags` result bits.
 pub const OPEN4_RESULT_CONFIRM: u32 = 0x0000_0002;

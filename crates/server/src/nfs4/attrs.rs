@@ -64,7 +64,45 @@ pub const SUPPORTED: &[u32] = &[
 ];
 
 /// NFSv4.2 adds these when the compound's minor version is 2.
-pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT];
+pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT, FATTR4_OPEN_ARGUMENTS];
+
+/// What OPEN supports (RFC 9754 §4.1; `ops::open`): every share access
+/// and deny, the want flags it honours, every claim but those of a
+/// client's own restart (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH) and
+/// every create mode.
+fn open_arguments() -> OpenArguments4 {
+    OpenArguments4 {
+        share_access: Bitmap4::from_attrs(&[
+            OPEN_ARGS_SHARE_ACCESS_READ,
+            OPEN_ARGS_SHARE_ACCESS_WRITE,
+            OPEN_ARGS_SHARE_ACCESS_BOTH,
+        ]),
+        share_deny: Bitmap4::from_attrs(&[
+            OPEN_ARGS_SHARE_DENY_NONE,
+            OPEN_ARGS_SHARE_DENY_READ,
+            OPEN_ARGS_SHARE_DENY_WRITE,
+            OPEN_ARGS_SHARE_DENY_BOTH,
+        ]),
+        share_access_want: Bitmap4::from_attrs(&[
+            OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG,
+            OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG,
+            OPEN_ARGS_SHARE_ACCESS_WANT_CANCEL,
+        ]),
+        open_claim: Bitmap4::from_attrs(&[
+            OPEN_ARGS_OPEN_CLAIM_NULL,
+            OPEN_ARGS_OPEN_CLAIM_PREVIOUS,
+            OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR,
+            OPEN_ARGS_OPEN_CLAIM_FH,
+            OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH,
+        ]),
+        create_mode: Bitmap4::from_attrs(&[
+            OPEN_ARGS_CREATEMODE_UNCHECKED4,
+            OPEN_ARGS_CREATE_MODE_GUARDED,
+            OPEN_ARGS_CREATEMODE_EXCLUSIVE4,
+            OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1,
+        ]),
+    }
+}
 
 /// Attributes a client may set.
 pub const WRITABLE: &[u32] = &[
@@ -146,6 +184,8 @@ pub fn max_len(want: &Bitmap4) -> usize {
             // A user or group name (LOGIN_NAME_MAX).
             FATTR4_OWNER | FATTR4_OWNER_GROUP => 4 + 256,
             FATTR4_SUPPORTED_ATTRS | FATTR4_SUPPATTR_EXCLCREAT => 4 + 3 * 4,
+            // Five one-word bitmaps.
+            FATTR4_OPEN_ARGUMENTS => 5 * (4 + 4),
             _ => 16,
         })
         .sum();
@@ -352,6 +392,9 @@ pub fn build_full(
     r.suppattr_exclcreat = Some(Bitmap4::from_attrs(EXCLCREAT));
     if minorversion >= 2 {
         r.xattr_support = Some(xattrs);
+        if w(FATTR4_OPEN_ARGUMENTS) {
+            r.open_arguments = Some(open_arguments());
+        }
     }
     r.encode_only(want)
 }
@@ -362,12 +405,27 @@ pub fn build_full(
 /// otherwise on the blocking pool, like the backend call (owner names may
 /// need the name service).
 pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
+    get_with(cx, fh, want, None).await
+}
+
+/// [`get`], from the object's attributes `known` when given (those a
+/// write delegation's holder reported, `nfs4::deleg::holder_attrs`).
+pub async fn get_with(
+    cx: &Compound,
+    fh: &Fh,
+    want: &Bitmap4,
+    known: Option<vfs::Attr>,
+) -> Result<Fattr4, NfsStat4> {
     if let Some(node) = fh.pseudo {
         return pseudo(cx, node, &fh.wire, want).await;
     }
     let with_fs = needs_fsstat(want);
     if !with_fs && !needs_names(&cx.srv, want) {
-        if let Some(a) = cx.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)) {
+        let a = match &known {
+            Some(a) => Some(Ok(a.clone())),
+            None => cx.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)),
+        };
+        if let Some(a) = a {
             let a = a?;
             let export = cx.export(fh.export)?;
             return Ok(build(
@@ -385,7 +443,10 @@ pub async fn get(cx: &Compound, fh: &Fh, want: &Bitmap4) -> Result<Fattr4, NfsSt
     let (srv, minor, id) = (cx.srv.clone(), cx.minorversion, fh.export);
     let (wire, want) = (fh.wire.clone(), want.clone());
     cx.vfs(fh.export, move |v, _| {
-        let a = v.getattr(&handle)?;
+        let a = match known {
+            Some(a) => a,
+            None => v.getattr(&handle)?,
+        };
         let fs = if with_fs {
             Some(v.fsstat(&handle)?)
         } else {

@@ -36,6 +36,10 @@ pub enum CbError {
     Rpc(#[from] rpc::CallError),
     #[error("undecodable callback reply: {0}")]
     Xdr(#[from] xdr::Error),
+    #[error("callback answered {0:?}")]
+    Status(NfsStat4),
+    #[error("undecodable attributes in a CB_GETATTR reply")]
+    Attrs,
 }
 
 /// The credential for callbacks: the first of the client's choices we can
@@ -157,19 +161,47 @@ pub fn notify_locks(notes: Vec<LockNotify>, fh: &NfsFh4) {
 }
 
 /// Sends CB_RECALL_ANY (RFC 8881 §20.6) in the background: the client may
-/// keep `keep` of its read delegations and is asked to return the rest. A
+/// keep `keep` of its read and write delegations and is asked to return the rest. A
 /// hint: failures are only logged.
 pub fn recall_any(session: std::sync::Arc<Session>, keep: u32) {
     tokio::spawn(async move {
         let op = NfsCbArgOp4::CbRecallAny(CbRecallAny4Args {
             objects_to_keep: keep,
-            type_mask: Bitmap4::from_attrs(&[RCA4_TYPE_MASK_RDATA_DLG]),
+            type_mask: Bitmap4::from_attrs(&[RCA4_TYPE_MASK_RDATA_DLG, RCA4_TYPE_MASK_WDATA_DLG]),
         });
         match cb_compound(&session, vec![op]).await {
             Ok(r) => debug!(session = ?session.id, status = ?r.status, keep, "CB_RECALL_ANY"),
             Err(e) => debug!(session = ?session.id, "CB_RECALL_ANY failed: {e}"),
         }
     });
+}
+
+/// Asks a write delegation's holder for the attributes `want` of its file
+/// `fh` with CB_GETATTR (RFC 8881 §20.1), waiting at most `wait` for the
+/// answer (the call itself runs on to its own timeout, so the back
+/// channel's slot stays in step).
+pub async fn getattr(
+    session: Arc<Session>,
+    fh: NfsFh4,
+    want: Bitmap4,
+    wait: Duration,
+) -> Result<Attrs, CbError> {
+    let op = NfsCbArgOp4::CbGetattr(CbGetattr4Args {
+        fh,
+        attr_request: want,
+    });
+    let call = tokio::spawn(async move { cb_compound(&session, vec![op]).await });
+    let res = match tokio::time::timeout(wait, call).await {
+        Ok(Ok(r)) => r?,
+        Ok(Err(_)) | Err(_) => return Err(CbError::Timeout),
+    };
+    match res.resarray.get(1) {
+        Some(NfsCbResOp4::CbGetattr(Res4::Ok(ok))) => {
+            Attrs::decode(&ok.obj_attributes).map_err(|_| CbError::Attrs)
+        }
+        Some(NfsCbResOp4::CbGetattr(Res4::Err(e))) => Err(CbError::Status(*e)),
+        _ => Err(CbError::Status(res.status)),
+    }
 }
 
 /// Sends CB_RECALL (RFC 8881 §20.2) in the background. A recall that

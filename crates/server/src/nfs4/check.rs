@@ -45,11 +45,22 @@ const WANT_BITS: u32 = OPEN4_SHARE_ACCESS_WANT_DELEG_MASK
     | OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
     | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
 
-/// The share access and deny of an OPEN or OPEN_DOWNGRADE, WANT bits
-/// masked off: access 1..=3, deny 0..=3, else NFS4ERR_INVAL
-/// (RFC 8881 §18.16.3, §18.18.3).
-pub fn share_bits(access: u32, deny: u32) -> Result<(u32, u32), NfsStat4> {
-    let a = access & !WANT_BITS;
+/// NFSv4.2's further WANT bits (RFC 9754): known, and not honoured (a
+/// delegation is granted without its timestamps, and with an open), which
+/// the reply shows (no OPEN_DELEGATE_*_ATTRS_DELEG type, no
+/// OPEN4_RESULT_NO_OPEN_STATEID flag); `open_arguments` does not offer
+/// them.
+const WANT_BITS_42: u32 =
+    OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS | OPEN4_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION;
+
+/// The share access and deny of an OPEN or OPEN_DOWNGRADE in minor
+/// version `minor`, WANT bits masked off: access 1..=3, deny 0..=3, else
+/// NFS4ERR_INVAL (RFC 8881 §18.16.3, §18.18.3).
+pub fn share_bits(access: u32, deny: u32, minor: u32) -> Result<(u32, u32), NfsStat4> {
+    let mut a = access & !WANT_BITS;
+    if minor >= 2 {
+        a &= !WANT_BITS_42;
+    }
     if !(1..=3).contains(&a) || deny > 3 {
         return Err(NfsStat4::Nfs4errInval);
     }
@@ -117,4 +128,24 @@ pub fn no_offloads(cx: &Compound) -> Result<std::convert::Infallible, NfsStat4> 
     }
     cx.cfh()?;
     Err(NfsStat4::Nfs4errBadStateid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_bits_know_the_want_flags_of_their_minor_version() {
+        let both = OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG;
+        assert_eq!(share_bits(both, 0, 1), Ok((OPEN4_SHARE_ACCESS_BOTH, 0)));
+        assert_eq!(share_bits(0, 0, 1), Err(NfsStat4::Nfs4errInval));
+        assert_eq!(share_bits(1, 4, 1), Err(NfsStat4::Nfs4errInval));
+        // RFC 9754's wants are NFSv4.2's.
+        let ts = OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS;
+        assert_eq!(share_bits(ts, 0, 1), Err(NfsStat4::Nfs4errInval));
+        assert_eq!(share_bits(ts, 0, 2), Ok((OPEN4_SHARE_ACCESS_READ, 0)));
+        let xor = OPEN4_SHARE_ACCESS_WRITE | OPEN4_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION;
+        assert_eq!(share_bits(xor, 0, 2), Ok((OPEN4_SHARE_ACCESS_WRITE, 0)));
+        assert_eq!(share_bits(1 << 30 | 1, 0, 2), Err(NfsStat4::Nfs4errInval));
+    }
 }

@@ -14,41 +14,75 @@
 //! other). A change itself (WRITE, SETATTR, REMOVE, RENAME, LINK) recalls
 //! every delegation of the file: the holder of a read delegation trusts its
 //! cache until it gives the delegation back.
+//!
+//! Write delegations (§10.4) also conflict with reading: an OPEN for
+//! reading or a READ by anyone but the holder's client and open owner
+//! recalls one. I/O under a stateid of the holder's client and open owner
+//! does not recall its write delegation: it writes its cache through. A
+//! GETATTR of such a file by another client asks the holder with
+//! CB_GETATTR ([`holder_attrs`], §10.4.3) instead of recalling.
 
 use std::time::Instant;
 
 use proto::nfs4::*;
 
 use super::callback;
-use super::compound::Compound;
-use super::state::FileKey;
+use super::compound::{Compound, Fh};
+use super::state::{Breaker, CbSeen, FileKey, WriteDeleg};
 
 /// Settles the conflicts of a change to `file` with its delegations (any
 /// client's): Ok once none is held, else NFS4ERR_DELAY when the wait is
 /// over.
 pub async fn settle(cx: &Compound, file: &FileKey) -> Result<(), NfsStat4> {
-    settle_for(cx, file, None).await
+    settle_for(cx, file, Breaker::Anyone, false).await
 }
 
-/// [`settle`] for an OPEN by `owner` of this compound's client: the
+/// [`settle`] for an OPEN by `owner` of this compound's client (`reads`:
+/// for reading only, which conflicts with write delegations alone): the
 /// delegation that client and owner hold does not conflict.
 pub async fn settle_open(
     cx: &Compound,
     file: &FileKey,
     owner: &bytes::Bytes,
+    reads: bool,
 ) -> Result<(), NfsStat4> {
-    let breaker = (cx.clientid()?, owner.clone());
-    settle_for(cx, file, Some(&breaker)).await
+    let breaker = Breaker::Opener((cx.clientid()?, owner.clone()));
+    settle_for(cx, file, breaker, reads).await
 }
 
-/// Recalls the delegations of `file` not granted to `breaker` and waits.
+/// [`settle`] for I/O under the stateid `sid` (READ when `reads`; WRITE,
+/// a change of size, ALLOCATE and the like when not): the write
+/// delegation of the stateid's client and open owner does not conflict,
+/// its holder writing through it; any other does (a reader conflicts with
+/// write delegations alone).
+pub async fn settle_io(
+    cx: &Compound,
+    file: &FileKey,
+    sid: &StateId4,
+    reads: bool,
+) -> Result<(), NfsStat4> {
+    let breaker = match (cx.clientid(), cx.resolve_stateid(sid)) {
+        (Ok(client), Ok(sid)) => Breaker::Io(client, sid),
+        _ => Breaker::Anyone,
+    };
+    settle_for(cx, file, breaker, reads).await
+}
+
+/// Recalls the delegations of `file` that conflict with `breaker` and
+/// waits.
 async fn settle_for(
     cx: &Compound,
     file: &FileKey,
-    breaker: Option<&super::state::OwnerKey>,
+    breaker: Breaker,
+    reads: bool,
 ) -> Result<(), NfsStat4> {
     let state = cx.srv.state();
-    if !state.delegations_outstanding() {
+    let quiet = if reads {
+        !state.write_delegations_outstanding()
+    } else {
+        !state.delegations_outstanding()
+    };
+    if quiet {
         return Ok(());
     }
     let deadline = Instant::now() + cx.srv.cfg.recall_wait;
@@ -56,7 +90,7 @@ async fn settle_for(
         let gone = state.deleg_gone().notified();
         tokio::pin!(gone);
         gone.as_mut().enable();
-        let b = state.break_delegations(file, breaker);
+        let b = state.break_delegations(file, &breaker, reads);
         for r in b.recalls {
             callback::recall(&cx.srv, r);
         }
@@ -69,6 +103,88 @@ async fn settle_for(
         }
         let _ = tokio::time::timeout(left, gone).await;
     }
+}
+
+/// The attributes of `fh`, a file under another client's write delegation
+/// `w`, for a GETATTR asking its size, change attribute or times (RFC 8881
+/// §10.4.3): the holder may have changed it in its cache, so it is asked
+/// with CB_GETATTR (waiting at most [`super::Nfs4Config::recall_wait`]).
+/// A holder that cannot be asked, or does not answer, has the delegation
+/// recalled instead, and the server's own attributes are given once it is
+/// back.
+pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::Attr, NfsStat4> {
+    let handle = fh.handle.clone();
+    let server = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
+    let want = Bitmap4::from_attrs(&[FATTR4_CHANGE, FATTR4_SIZE]);
+    let reply = match w.session {
+        Some(s) => callback::getattr(s, w.fh, want, cx.srv.cfg.recall_wait).await,
+        None => Err(callback::CbError::NoConnection),
+    };
+    let reported = match reply {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::debug!(stateid = ?w.stateid, "CB_GETATTR: {e}; recalling the delegation");
+            settle_for(cx, &fh.key(), Breaker::Anyone, true).await?;
+            let handle = fh.handle.clone();
+            return cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await;
+        }
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = vfs::Timespec {
+        sec: now.as_secs() as i64,
+        nsec: now.subsec_nanos(),
+    };
+    let seen = present(&server, w.seen, reported.change, reported.size, now);
+    let mut a = server;
+    if let Some(s) = seen {
+        if w.seen != Some(s) {
+            cx.srv.state().set_cb_seen(&w.stateid, s);
+        }
+        a.size = s.size;
+        a.change = s.change;
+        a.mtime = s.mtime;
+        a.ctime = s.mtime;
+    }
+    Ok(a)
+}
+
+/// What other clients are shown of a file under a write delegation, from
+/// the server's attributes, what was shown last (`seen`) and what the
+/// holder's CB_GETATTR reported (RFC 8881 §10.4.3): the file was modified
+/// in the holder's cache when its change attribute is not the one it was
+/// given (the server's), or not the one it reported last time; the server
+/// then presents the holder's size and a change attribute greater than
+/// any it presented before, with `now` as the modification time. None:
+/// present the server's own attributes.
+pub fn present(
+    server: &vfs::Attr,
+    seen: Option<CbSeen>,
+    change: Option<u64>,
+    size: Option<u64>,
+    now: vfs::Timespec,
+) -> Option<CbSeen> {
+    let (last_change, last_size) = match seen {
+        Some(s) => (s.client_change, s.size),
+        None => (server.change, server.size),
+    };
+    let modified = match change {
+        Some(c) => c != last_change,
+        None => size.is_some_and(|z| z != last_size),
+    };
+    if !modified {
+        // Unchanged since last time; the server's own attributes once
+        // they are newer (the holder wrote its changes through).
+        return seen.filter(|s| s.change > server.change);
+    }
+    let base = seen.map_or(server.change, |s| s.change.max(server.change));
+    Some(CbSeen {
+        client_change: change.unwrap_or(last_change),
+        change: base.wrapping_add(1),
+        size: size.unwrap_or(last_size),
+        mtime: now,
+    })
 }
 
 /// Guards `file` against local writers for a delegation about to be
@@ -85,7 +201,7 @@ pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
         let (srv, key) = (srv.clone(), key.clone());
         rt.spawn(async move {
             let Some(srv) = srv.upgrade() else { return };
-            let b = srv.state().break_delegations(&key, None);
+            let b = srv.state().break_delegations(&key, &Breaker::Anyone, false);
             for r in b.recalls {
                 callback::recall(&srv, r);
             }
@@ -123,5 +239,72 @@ pub async fn settle_name(
     match found {
         Some((h, _)) => settle(cx, &(dir.export, h)).await,
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(change: u64, size: u64) -> vfs::Attr {
+        vfs::Attr {
+            ftype: vfs::FileType::Regular,
+            mode: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            size,
+            used: 0,
+            rdev: (0, 0),
+            fileid: 1,
+            atime: Default::default(),
+            mtime: Default::default(),
+            ctime: Default::default(),
+            change,
+        }
+    }
+
+    const T: vfs::Timespec = vfs::Timespec { sec: 7, nsec: 8 };
+
+    #[test]
+    fn an_unchanged_cache_shows_the_servers_attributes() {
+        assert_eq!(present(&server(100, 3), None, Some(100), Some(3), T), None);
+        // Without a change attribute, the size alone tells.
+        assert_eq!(present(&server(100, 3), None, None, Some(3), T), None);
+        assert_eq!(present(&server(100, 3), None, None, None, T), None);
+    }
+
+    #[test]
+    fn a_changed_cache_shows_its_size_and_a_new_change_attribute() {
+        let s = present(&server(100, 3), None, Some(101), Some(10), T).unwrap();
+        assert_eq!(
+            s,
+            CbSeen {
+                client_change: 101,
+                change: 101,
+                size: 10,
+                mtime: T
+            }
+        );
+        // Asked again, unchanged: the same.
+        assert_eq!(
+            present(&server(100, 3), Some(s), Some(101), Some(10), T),
+            Some(s)
+        );
+        // Changed again: greater than anything shown before.
+        let t = present(&server(100, 3), Some(s), Some(102), Some(12), T).unwrap();
+        assert_eq!((t.change, t.size, t.client_change), (102, 12, 102));
+        // A size alone that moved counts as a change.
+        let u = present(&server(100, 3), Some(t), None, Some(20), T).unwrap();
+        assert_eq!((u.change, u.size), (103, 20));
+        // The holder wrote through and the server's own attribute is past
+        // what was shown: the server's attributes again.
+        assert_eq!(
+            present(&server(500, 20), Some(u), Some(102), Some(20), T),
+            None
+        );
+        // Its change above a greater server value.
+        let v = present(&server(500, 20), Some(u), Some(103), Some(25), T).unwrap();
+        assert_eq!(v.change, 501);
     }
 }

@@ -70,6 +70,9 @@ pub struct Nfs4Config {
     /// waits for its return before it is answered NFS4ERR_DELAY
     /// (§10.4.6): a few round trips of a client that answers.
     pub recall_wait: Duration,
+    /// Grant write delegations (§10.4) too, on the exports that grant
+    /// delegations; read delegations only if false.
+    pub write_delegations: bool,
 }
 
 impl Nfs4Config {
@@ -95,6 +98,7 @@ impl Default for Nfs4Config {
             numeric_owners: true,
             max_delegations: 100_000,
             recall_wait: Duration::from_millis(300),
+            write_delegations: true,
         }
     }
 }

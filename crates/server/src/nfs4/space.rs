@@ -28,8 +28,9 @@ pub async fn space(
     if !vfs::range_fits(offset, length) {
         return Err(NfsStat4::Nfs4errFbig);
     }
-    // A change of the data: delegations of the file are recalled.
-    deleg::settle(cx, &fh.key()).await?;
+    // A change of the data: delegations of the file are recalled (but
+    // the writer's own write delegation).
+    deleg::settle_io(cx, &fh.key(), &stateid, false).await?;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         if special {

@@ -15,8 +15,10 @@ pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
 
 async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
     let (src, dst) = copy_endpoints(cx, &args.src_stateid, &args.dst_stateid)?;
-    // The destination's delegations are recalled (§10.4.6).
-    deleg::settle(cx, &dst.key()).await?;
+    // The destination's delegations are recalled (§10.4.6), and a write
+    // delegation of the source (but the copier's own).
+    deleg::settle_io(cx, &dst.key(), &args.dst_stateid, false).await?;
+    deleg::settle_io(cx, &src.key(), &args.src_stateid, true).await?;
     let (sh, dh) = (src.handle, dst.handle.clone());
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
     cx.vfs(dst.export, move |v, c| {

@@ -36,8 +36,10 @@ async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
     if !args.source_server.is_empty() {
         return Err(NfsStat4::Nfs4errNotsupp);
     }
-    // The destination's delegations are recalled (§10.4.6).
-    deleg::settle(cx, &dst.key()).await?;
+    // The destination's delegations are recalled (§10.4.6), and a write
+    // delegation of the source (but the copier's own).
+    deleg::settle_io(cx, &dst.key(), &args.dst_stateid, false).await?;
+    deleg::settle_io(cx, &src.key(), &args.src_stateid, true).await?;
     let (sh, dh) = (src.handle, dst.handle.clone());
     let (so, dof, n) = (args.src_offset, args.dst_offset, args.count);
     let copied = cx

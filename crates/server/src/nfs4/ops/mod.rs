@@ -613,13 +613,16 @@ mod tests {
                     d.name
                 );
             } else if d.num == OpNum4::GetAttr {
-                // attrs::get tries getattr_nowait before the blocking path.
+                // attrs::get_with tries getattr_nowait before the blocking
+                // path (a write delegation's CB_GETATTR aside).
                 assert!(
-                    code.contains("attrs::get("),
-                    "GETATTR goes through attrs::get"
+                    code.contains("attrs::get_with("),
+                    "GETATTR goes through attrs::get_with"
                 );
                 let attrs = std::fs::read_to_string(dir.join("../attrs.rs")).unwrap();
-                let get = &attrs[attrs.find("pub async fn get(").expect("attrs::get")..];
+                let get = &attrs[attrs
+                    .find("pub async fn get_with(")
+                    .expect("attrs::get_with")..];
                 let get = &get[..get.find("\n}\n").expect("its end")];
                 let nowait = get
                     .find("getattr_nowait")

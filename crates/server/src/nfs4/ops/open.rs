@@ -6,16 +6,17 @@
 //! current filehandle is the file, as with CLAIM_FH), and CLAIM_DELEGATE_CUR
 //! and CLAIM_DELEG_CUR_FH (an open under a delegation the client holds, by
 //! name or by the current filehandle). Delegations are not kept across a
-//! restart: a CLAIM_PREVIOUS reclaim of an open that had a read delegation
-//! gets one again if it can (§10.2.1), and CLAIM_DELEGATE_PREV and
+//! restart: a CLAIM_PREVIOUS reclaim of an open that had a delegation gets
+//! one again if it can (§10.2.1), and CLAIM_DELEGATE_PREV and
 //! CLAIM_DELEG_PREV_FH (for a client's own restart) are not supported.
 //!
-//! Delegations (§10.2): an open for reading may be granted a read
-//! delegation (`state::Tables::grant_deleg` decides), if the client's back
-//! channel works and it did not ask for none (OPEN4_SHARE_ACCESS_WANT_*
-//! with why_no_deleg, §18.16.3). An open for writing, or denying reads,
-//! first recalls other clients' delegations of the file
-//! (`nfs4::deleg::settle_open`). Write delegations are not granted.
+//! Delegations (§10.2, §10.4): an open for reading may be granted a read
+//! delegation, one for writing a write delegation
+//! (`state::Tables::grant_deleg` decides), if the client's back channel
+//! works and it did not ask for none (OPEN4_SHARE_ACCESS_WANT_* with
+//! why_no_deleg, §18.16.3). An open first recalls the delegations of the
+//! file it conflicts with (`nfs4::deleg::settle_open`): for writing, or
+//! denying reads, any other; for reading, a write delegation.
 
 use proto::nfs4::*;
 
@@ -43,17 +44,19 @@ struct Target {
 
 async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4> {
     let client = cx.clientid()?;
-    let (access, deny) = share_bits(args.share_access, args.share_deny)?;
+    let (access, deny) = share_bits(args.share_access, args.share_deny, cx.minorversion)?;
     let want = args.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
     let fh = cx.cfh()?.clone();
     // Reclaims only in the grace period, by clients recorded before the
     // restart; new opens only after it, and after the client's
     // RECLAIM_COMPLETE (RFC 8881 §8.4.2.1, §18.51.3).
     let reclaim = matches!(args.claim, OpenClaim4::Previous(_));
-    // A reclaim of an open that had a read delegation asks it back.
+    // A reclaim of an open that had a delegation asks it back.
     let reclaims_deleg = matches!(
         args.claim,
-        OpenClaim4::Previous(OpenDelegationType4::OpenDelegateRead)
+        OpenClaim4::Previous(
+            OpenDelegationType4::OpenDelegateRead | OpenDelegationType4::OpenDelegateWrite
+        )
     );
     cx.srv.state().may_take_state(client, reclaim)?;
     let creates = matches!(
@@ -119,10 +122,10 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         cx.srv.state().check_delegation(client, &sid, &key)?;
     }
     // Writing, or denying others reads, conflicts with other clients'
-    // delegations (§10.4.6): they are recalled first.
-    if access & OPEN4_SHARE_ACCESS_WRITE != 0 || deny & OPEN4_SHARE_DENY_READ != 0 {
-        deleg::settle_open(cx, &key, &args.owner.owner).await?;
-    }
+    // delegations (§10.4.6), reading with write delegations: they are
+    // recalled first.
+    let reads = access & OPEN4_SHARE_ACCESS_WRITE == 0 && deny & OPEN4_SHARE_DENY_READ == 0;
+    deleg::settle_open(cx, &key, &args.owner.owner, reads).await?;
     let stateid = cx
         .srv
         .state()
@@ -188,16 +191,18 @@ enum Offer {
     No,
     /// CLAIM_NULL, CLAIM_FH.
     New,
-    /// CLAIM_PREVIOUS with a read delegation (§10.2.1): granted in the
-    /// grace period too.
+    /// CLAIM_PREVIOUS with a delegation (§10.2.1): granted in the grace
+    /// period too.
     Reclaim,
 }
 
 /// The delegation an OPEN answers with (RFC 8881 §18.16.3): a read
-/// delegation for an open for reading (CLAIM_NULL or CLAIM_FH, `offer`)
-/// when the client wants one or has no preference, its back channel works
-/// and the state grants it; else none, saying why (OPEN_DELEGATE_NONE_EXT)
-/// when the client asked for one or for none.
+/// delegation for an open for reading, a write delegation for one for
+/// writing (CLAIM_NULL or CLAIM_FH, `offer`; by a user who may read it
+/// too, since the holder reads and writes from its cache), when the client
+/// wants one of that kind or has no preference, its back channel works
+/// and the state grants it; else none, saying why
+/// (OPEN_DELEGATE_NONE_EXT) when the client asked for one or for none.
 async fn delegation(
     cx: &Compound,
     want: u32,
@@ -232,9 +237,19 @@ async fn delegation(
         return OpenDelegation4::None;
     }
     let reclaim = offer == Offer::Reclaim;
-    // Write delegations are not granted, nor read ones to a writer.
-    if access & OPEN4_SHARE_ACCESS_WRITE != 0 || want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG {
-        return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
+    // A write delegation for a writer, a read one for a reader (§10.4).
+    let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
+    match (write, want) {
+        (false, OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG) => {
+            return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype)
+        }
+        (true, OPEN4_SHARE_ACCESS_WANT_READ_DELEG) => {
+            return refuse(WhyNoDelegation4::Wnd4Contention)
+        }
+        (true, _) if !cx.srv.cfg.write_delegations => {
+            return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype)
+        }
+        _ => {}
     }
     // A delegation is only as good as its recall (§10.2).
     if !cx.session.as_ref().is_some_and(|s| s.callable()) {
@@ -246,34 +261,72 @@ async fn delegation(
     let Ok(client) = cx.clientid() else {
         return OpenDelegation4::None;
     };
-    // A local process writing the file must recall it too (guarded only
-    // when the state would grant it).
-    if let Some(w) = cx.srv.state().delegation_refusal(client, key, reclaim) {
+    let asker = (client, owner.clone());
+    // A local process writing the file must recall a read delegation too
+    // (guarded only when the state would grant it). A write delegation is
+    // not guarded: the server's own writes to the file would break a
+    // kernel lease.
+    if let Some(w) = cx
+        .srv
+        .state()
+        .delegation_refusal(&asker, key, write, reclaim)
+    {
         return refuse(w);
     }
-    if !deleg::guard(cx, key).await {
-        return refuse(WhyNoDelegation4::Wnd4Contention);
-    }
+    let guarded = if write {
+        // The holder reads from its cache what it writes: only for a
+        // user who may read the file (a write-only open was checked for
+        // writing alone).
+        if access == OPEN4_SHARE_ACCESS_WRITE && !may_read(cx, key).await {
+            return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
+        }
+        false
+    } else {
+        if !deleg::guard(cx, key).await {
+            return refuse(WhyNoDelegation4::Wnd4Contention);
+        }
+        true
+    };
+    // An empty ACE: the client asks the server (ACCESS) before it opens
+    // under the delegation for another user (§10.2).
+    let permissions = Nfsace4 {
+        type_: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+        ..Default::default()
+    };
     match cx
         .srv
         .state()
-        .offer_delegation(client, owner, key, wire, reclaim)
+        .offer_delegation(&asker, key, wire, write, reclaim)
     {
+        Ok(stateid) if write => OpenDelegation4::Write(OpenWriteDelegation4 {
+            stateid,
+            recall: false,
+            // No limit on how far the holder may extend the file from its
+            // cache (§10.4.1).
+            space_limit: NfsSpaceLimit4::Size(u64::MAX),
+            permissions,
+        }),
         Ok(stateid) => OpenDelegation4::Read(OpenReadDelegation4 {
             stateid,
             recall: false,
-            // An empty ACE: the client asks the server (ACCESS) before it
-            // opens under the delegation for another user (§10.2).
-            permissions: Nfsace4 {
-                type_: ACE4_ACCESS_ALLOWED_ACE_TYPE,
-                ..Default::default()
-            },
+            permissions,
         }),
         Err(w) => {
-            deleg::unguard(cx, key);
+            if guarded {
+                deleg::unguard(cx, key);
+            }
             refuse(w)
         }
     }
+}
+
+/// Whether the compound's user may read `key` (for a write delegation on
+/// an open for writing only).
+async fn may_read(cx: &Compound, key: &crate::nfs4::state::FileKey) -> bool {
+    let h = key.1.clone();
+    cx.vfs(key.0, move |v, c| v.access(c, &h, libc::R_OK))
+        .await
+        .unwrap_or(false)
 }
 
 /// Checks an existing file is a regular file the caller may open with

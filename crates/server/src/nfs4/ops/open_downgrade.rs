@@ -13,7 +13,7 @@ fn downgrade(cx: &mut Compound, args: OpenDowngrade4Args) -> Result<OpenDowngrad
     let key = cx.cfh()?.key();
     let client = cx.clientid()?;
     let sid = cx.resolve_stateid(&args.open_stateid)?;
-    let (access, deny) = share_bits(args.share_access, args.share_deny)?;
+    let (access, deny) = share_bits(args.share_access, args.share_deny, cx.minorversion)?;
     let open_stateid = cx.srv.state().downgrade(client, &sid, &key, access, deny)?;
     cx.cur_stateid = Some(open_stateid);
     Ok(OpenDowngrade4ResOk { open_stateid })

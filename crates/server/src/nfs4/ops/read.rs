@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::deleg;
 
 pub async fn run(cx: &mut Compound, args: Read4Args) -> Read4Res {
     read(cx, args).await.into()
@@ -14,6 +15,8 @@ async fn read(cx: &mut Compound, args: Read4Args) -> Result<Read4ResOk, NfsStat4
     let special = cx.check_io(&args.stateid, OPEN4_SHARE_ACCESS_READ)?;
     let count = args.count.min(cx.srv.cfg.max_io);
     let offset = args.offset;
+    // Another client's write delegation of the file is recalled (§10.4).
+    deleg::settle_io(cx, &fh.key(), &args.stateid, true).await?;
     // Data already in memory is read here, without a thread hand-off; a
     // special stateid's READ checks the object's type first (below).
     if !special {

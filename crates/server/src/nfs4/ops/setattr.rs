@@ -33,8 +33,9 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     if set.is_empty() {
         return Ok(mask);
     }
-    // Delegations of the file are recalled (§10.4.6).
-    deleg::settle(cx, &fh.key()).await?;
+    // Delegations of the file are recalled (§10.4.6), but for the write
+    // delegation whose holder sets them under its stateid.
+    deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         let a = v.getattr(&handle)?;

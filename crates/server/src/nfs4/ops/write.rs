@@ -41,8 +41,9 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
         return Err(NfsStat4::Nfs4errFbig);
     }
     // Delegations of the file are recalled (§10.4.6; nfs4::deleg says
-    // why the writer's own too).
-    deleg::settle(cx, &fh.key()).await?;
+    // why the writer's own read delegation too), but for the writer's own
+    // write delegation.
+    deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
     let handle = fh.handle.clone();
     let offset = args.offset;
     let data = args.data;

@@ -41,7 +41,7 @@ use clock::Clock;
 use session::BackChannel;
 pub use session::Session;
 use slots::{CacheMemory, SlotTable};
-pub use stateid::next_seqid;
+pub use stateid::{next_seqid, CbSeen};
 use tables::Tables;
 pub use waiters::{LockWaiters, Waiter};
 
@@ -71,6 +71,17 @@ pub struct DelegRecall {
     pub fh: NfsFh4,
 }
 
+/// A write delegation in force, for CB_GETATTR
+/// ([`State::write_delegation`]).
+#[derive(Debug, Clone)]
+pub struct WriteDeleg {
+    pub holder: ClientId4,
+    pub session: Option<Arc<Session>>,
+    pub stateid: StateId4,
+    pub fh: NfsFh4,
+    pub seen: Option<CbSeen>,
+}
+
 /// A session of `client` that can be called back now, if any.
 fn callable_session(
     t: &Tables,
@@ -84,6 +95,20 @@ fn callable_session(
         .filter_map(|id| sessions.get(id))
         .find(|s| s.callable())
         .cloned()
+}
+
+/// Who makes a change that may conflict with delegations (RFC 8881
+/// §10.4.6; `nfs4::deleg` says who conflicts with whom).
+#[derive(Debug, Clone)]
+pub enum Breaker {
+    /// Conflicts with every delegation of the file.
+    Anyone,
+    /// An OPEN by this client and open owner: its own delegations, read or
+    /// write, do not conflict.
+    Opener(OwnerKey),
+    /// I/O by this client under this stateid: the write delegation of the
+    /// stateid's open owner does not conflict (its holder writes through).
+    Io(ClientId4, StateId4),
 }
 
 /// Called with the file of a delegation that went.
@@ -177,6 +202,9 @@ pub struct State {
     /// Delegations in force (a copy of the tables' count, read without
     /// their lock: no conflict to look for when there are none).
     delegs_live: AtomicUsize,
+    /// Write delegations among them (READ and GETATTR look for one only
+    /// when some are).
+    wdelegs_live: AtomicUsize,
     /// Woken when delegations go (returned, revoked, freed with their
     /// client): requests waiting for a recall look again.
     deleg_gone: tokio::sync::Notify,
@@ -220,6 +248,7 @@ impl State {
             back_conns: Mutex::new(HashMap::new()),
             records,
             delegs_live: AtomicUsize::new(0),
+            wdelegs_live: AtomicUsize::new(0),
             deleg_gone: tokio::sync::Notify::new(),
             deleg_ended: std::sync::OnceLock::new(),
         }
@@ -289,6 +318,7 @@ impl State {
         let mut t = self.tables();
         let r = f(&mut t, now);
         self.delegs_live.store(t.delegs, Ordering::Relaxed);
+        self.wdelegs_live.store(t.wdelegs, Ordering::Relaxed);
         let ended = std::mem::take(&mut t.delegs_ended);
         if !t.dead_records.is_empty() {
             self.records.dead(std::mem::take(&mut t.dead_records));
@@ -678,24 +708,57 @@ impl State {
     /// being the file's filehandle as the client has it; else why not.
     pub fn offer_delegation(
         &self,
-        client: ClientId4,
-        owner: &Bytes,
+        asker: &OwnerKey,
         file: &FileKey,
         fh: Bytes,
+        write: bool,
         reclaim: bool,
     ) -> Result<StateId4, WhyNoDelegation4> {
-        self.with(|t, now| t.grant_deleg(client, owner, file, fh, reclaim, now))
+        let (client, owner) = asker;
+        self.with(|t, now| t.grant_deleg(*client, owner, file, fh, write, reclaim, now))
     }
 
     /// Why [`State::offer_delegation`] would refuse now, if it would.
     pub fn delegation_refusal(
         &self,
-        client: ClientId4,
+        asker: &OwnerKey,
         file: &FileKey,
+        write: bool,
         reclaim: bool,
     ) -> Option<WhyNoDelegation4> {
         let now = self.clock.now();
-        self.tables().deleg_refusal(client, file, reclaim, now)
+        self.tables()
+            .deleg_refusal(asker, file, write, reclaim, now)
+    }
+
+    /// Whether any write delegation is in force.
+    pub fn write_delegations_outstanding(&self) -> bool {
+        self.wdelegs_live.load(Ordering::Relaxed) > 0
+    }
+
+    /// The write delegation of `file`, if one is in force: a session of
+    /// its holder to send CB_GETATTR on (none if it cannot be called
+    /// back), its stateid, the file's filehandle as the holder knows it
+    /// and what the last CB_GETATTR learnt (RFC 8881 §10.4.3).
+    pub fn write_delegation(&self, file: &FileKey) -> Option<WriteDeleg> {
+        if !self.write_delegations_outstanding() {
+            return None;
+        }
+        let t = self.tables();
+        let (cid, stateid, fh, seen) = t.write_deleg(file)?;
+        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+        Some(WriteDeleg {
+            holder: cid,
+            session: callable_session(&t, &sessions, cid),
+            stateid,
+            fh: NfsFh4(fh),
+            seen,
+        })
+    }
+
+    /// Records what a CB_GETATTR learnt of a write delegation's file.
+    pub fn set_cb_seen(&self, stateid: &StateId4, seen: CbSeen) {
+        self.tables().set_cb_seen(&stateid.other, seen);
     }
 
     /// Whether any delegation is in force (no conflict to look for if not).
@@ -709,14 +772,14 @@ impl State {
         &self.deleg_gone
     }
 
-    /// The delegations of `file` a change conflicts with (RFC 8881
-    /// §10.4.6; all, or those not granted to `breaker`, an OPEN's client
-    /// and open owner): recalls to send, and whether the change must
+    /// The delegations of `file` a change by `breaker` conflicts with
+    /// (RFC 8881 §10.4.6; `reads`: it only reads, and only a write
+    /// delegation conflicts): recalls to send, and whether the change must
     /// wait. A holder with no session to call back on cannot be recalled:
     /// its delegation is revoked at once.
-    pub fn break_delegations(&self, file: &FileKey, breaker: Option<&OwnerKey>) -> Breaking {
+    pub fn break_delegations(&self, file: &FileKey, breaker: &Breaker, reads: bool) -> Breaking {
         self.with(|t, now| {
-            let (found, mut pending) = t.deleg_conflicts(file, breaker, now);
+            let (found, mut pending) = t.deleg_conflicts(file, breaker, reads, now);
             if found.is_empty() {
                 return Breaking {
                     recalls: Vec::new(),
@@ -738,7 +801,7 @@ impl State {
                 }
             }
             if revoked {
-                pending = t.deleg_conflicts(file, breaker, now).1;
+                pending = t.deleg_conflicts(file, breaker, reads, now).1;
             }
             Breaking { recalls, pending }
         })

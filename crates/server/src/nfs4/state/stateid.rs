@@ -26,9 +26,14 @@ pub enum StateKind {
         owner: Bytes,
         open: [u8; 12],
     },
-    /// A read delegation (RFC 8881 §10.2), held by its client whatever it
-    /// opens or closes until it is returned or revoked.
+    /// A read or write delegation (RFC 8881 §10.2), held by its client
+    /// whatever it opens or closes until it is returned or revoked.
     Deleg {
+        /// A write delegation (§10.4): the holder may write the file from
+        /// its cache; no other client may have it open.
+        write: bool,
+        /// What CB_GETATTR last learnt of a write delegation's file.
+        seen: Option<CbSeen>,
         /// The open owner whose OPEN was granted it: an OPEN of the same
         /// client and owner does not recall it (nfs4::deleg).
         owner: Bytes,
@@ -41,6 +46,18 @@ pub enum StateKind {
         /// until the client frees it with FREE_STATEID.
         revoked: bool,
     },
+}
+
+/// The attributes other clients are shown of a file under a write
+/// delegation after a CB_GETATTR found it modified in the holder's cache
+/// (RFC 8881 §10.4.3): the holder's change attribute as it reported it,
+/// and the size, change attribute and modification time presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CbSeen {
+    pub client_change: u64,
+    pub change: u64,
+    pub size: u64,
+    pub mtime: vfs::Timespec,
 }
 
 /// One stateid's record, under its client.

@@ -11,8 +11,10 @@ use proto::nfs4::*;
 
 use super::client::Client;
 use super::lease::ExpiryQueue;
-use super::stateid::{check_seqid, client_of, make_other, next_seqid, StateEntry, StateKind};
-use super::{FileKey, LockError, LockRequest, OwnerKey};
+use super::stateid::{
+    check_seqid, client_of, make_other, next_seqid, CbSeen, StateEntry, StateKind,
+};
+use super::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 use crate::locks::{FileLocks, Held, LockKind};
 use crate::nfs4::recovery::Grace;
 use crate::nfs4::state::waiters::{LockWaiters, Waiter};
@@ -27,6 +29,9 @@ pub(super) struct FileState {
     pub waiters: LockWaiters<OwnerKey>,
     /// Delegations of the file not revoked (of any client).
     pub delegs: HashSet<[u8; 12]>,
+    /// The write delegation among them, if one is (it is then the only
+    /// one, RFC 8881 §10.4).
+    pub wdeleg: Option<[u8; 12]>,
 }
 
 impl FileState {
@@ -76,6 +81,8 @@ pub(super) struct Tables {
     /// Delegations held and not revoked, and the most there may be.
     pub delegs: usize,
     pub max_delegs: usize,
+    /// Write delegations among them.
+    pub wdelegs: usize,
     /// Delegations being recalled: their client and when CB_RECALL was
     /// decided (revoked a lease later if still held, §10.4.6).
     recalls: HashMap<[u8; 12], (ClientId4, Duration)>,
@@ -108,6 +115,7 @@ impl Tables {
             max_clients: usize::MAX,
             delegs: 0,
             max_delegs: 0,
+            wdelegs: 0,
             recalls: HashMap::new(),
             recent_conflicts: HashMap::new(),
             delegs_ended: Vec::new(),
@@ -204,9 +212,8 @@ impl Tables {
                 }
                 StateKind::Lock { owner, .. } => f.locks.remove_owner(&(id, owner.clone())),
                 StateKind::Deleg { revoked, .. } => {
-                    if !revoked && f.delegs.remove(other) {
-                        self.delegs -= 1;
-                        self.delegs_ended.push(e.file.clone());
+                    if !revoked {
+                        self.unlist_deleg(&e.file, other);
                     }
                     self.recalls.remove(other);
                 }
@@ -339,10 +346,15 @@ impl Tables {
                     locks.push(other);
                 }
             }
-            StateKind::Deleg { .. } => {
+            StateKind::Deleg { write, .. } => {
                 c.delegs_by_file.insert(file.clone(), other);
-                self.files.entry(file).or_default().delegs.insert(other);
+                let f = self.files.entry(file).or_default();
+                f.delegs.insert(other);
                 self.delegs += 1;
+                if *write {
+                    f.wdeleg = Some(other);
+                    self.wdelegs += 1;
+                }
             }
         }
         c.states.insert(other, e);
@@ -357,11 +369,10 @@ impl Tables {
         let Some(e) = c.states.remove(other) else {
             return;
         };
-        let f = self.files.get_mut(&e.file);
         match e.kind {
             StateKind::Open { owner, .. } => {
                 c.opens_by_owner.remove(&(owner, e.file.clone()));
-                if let Some(f) = f {
+                if let Some(f) = self.files.get_mut(&e.file) {
                     f.opens.remove(other);
                 }
             }
@@ -372,7 +383,7 @@ impl Tables {
                 {
                     locks.retain(|l| l != other);
                 }
-                if let Some(f) = f {
+                if let Some(f) = self.files.get_mut(&e.file) {
                     f.locks.remove_owner(&(client, owner));
                 }
             }
@@ -382,9 +393,8 @@ impl Tables {
                 }
                 if revoked {
                     c.lease.add_revoked(-1);
-                } else if f.is_some_and(|f| f.delegs.remove(other)) {
-                    self.delegs -= 1;
-                    self.delegs_ended.push(e.file.clone());
+                } else {
+                    self.unlist_deleg(&e.file, other);
                 }
                 self.recalls.remove(other);
             }
@@ -804,8 +814,10 @@ impl Tables {
                 StateKind::Open { access, .. } => access,
                 _ => return Err(NfsStat4::Nfs4errBadStateid),
             },
-            // A read delegation's stateid reads (§10.2).
+            // A read delegation's stateid reads (§10.2), a write
+            // delegation's reads and writes (§10.4).
             StateKind::Deleg { revoked: true, .. } => return Err(NfsStat4::Nfs4errDelegRevoked),
+            StateKind::Deleg { write: true, .. } => OPEN4_SHARE_ACCESS_BOTH,
             StateKind::Deleg { .. } => OPEN4_SHARE_ACCESS_READ,
         };
         if access == OPEN4_SHARE_ACCESS_WRITE && open & OPEN4_SHARE_ACCESS_WRITE == 0 {
@@ -814,21 +826,22 @@ impl Tables {
         Ok(false)
     }
 
-    /// Grants `client` a read delegation of `file` (RFC 8881 §10.2), whose
-    /// filehandle as the client knows it is `fh`, unless: the grace period
-    /// runs, the client holds one of it already, the server holds its
-    /// most, the file was in a conflict lately, or it is open for writing
-    /// (by anyone) or a recall of it is under way.
+    /// Grants `client` a read or `write` delegation of `file` (RFC 8881
+    /// §10.2, §10.4), whose filehandle as the client knows it is `fh`,
+    /// unless [`Tables::deleg_refusal`] says why not.
+    #[allow(clippy::too_many_arguments)]
     pub fn grant_deleg(
         &mut self,
         client: ClientId4,
         owner: &Bytes,
         file: &FileKey,
         fh: Bytes,
+        write: bool,
         reclaim: bool,
         now: Duration,
     ) -> Result<StateId4, WhyNoDelegation4> {
-        if let Some(why) = self.deleg_refusal(client, file, reclaim, now) {
+        let asker = (client, owner.clone());
+        if let Some(why) = self.deleg_refusal(&asker, file, write, reclaim, now) {
             return Err(why);
         }
         self.insert_state(
@@ -837,6 +850,8 @@ impl Tables {
                 seqid: 1,
                 file: file.clone(),
                 kind: StateKind::Deleg {
+                    write,
+                    seen: None,
                     owner: owner.clone(),
                     fh,
                     recalled: None,
@@ -847,20 +862,29 @@ impl Tables {
         .map_err(|_| WhyNoDelegation4::Wnd4Resource)
     }
 
-    /// Why [`Tables::grant_deleg`] would refuse, if it would. A `reclaim`
-    /// (the delegation a CLAIM_PREVIOUS open says its client held before
-    /// the restart, RFC 8881 §10.2.1) may be granted in the grace period.
+    /// Why [`Tables::grant_deleg`] would refuse `asker` (an OPEN's client
+    /// and open owner), if it would: the grace period runs, the client
+    /// holds a delegation of the file already, the server holds its most,
+    /// the file was in a conflict lately or a recall of it is under way;
+    /// for a read delegation, the file is open for writing (by anyone) or
+    /// under a write delegation; for a write delegation, anyone else has
+    /// it open or holds a delegation of it (§10.4: the holder may write
+    /// from its cache, so no one else may be looking). A `reclaim` (the
+    /// delegation a CLAIM_PREVIOUS open says its client held before the
+    /// restart, §10.2.1) may be granted in the grace period.
     pub fn deleg_refusal(
         &self,
-        client: ClientId4,
+        asker: &OwnerKey,
         file: &FileKey,
+        write: bool,
         reclaim: bool,
         now: Duration,
     ) -> Option<WhyNoDelegation4> {
+        let (client, owner) = asker;
         if self.grace.active() && !reclaim {
             return Some(WhyNoDelegation4::Wnd4Contention);
         }
-        let Some(c) = self.clients.get(&client) else {
+        let Some(c) = self.clients.get(client) else {
             return Some(WhyNoDelegation4::Wnd4Resource);
         };
         let holds = c
@@ -881,47 +905,80 @@ impl Tables {
         {
             return Some(WhyNoDelegation4::Wnd4Contention);
         }
-        if let Some(f) = self.files.get(file) {
+        let f = self.files.get(file)?;
+        let contended = if write {
+            !f.delegs.is_empty()
+                || f.opens.iter().any(|o| {
+                    self.entry(o).is_ok_and(|(cid, e)| {
+                        cid != *client || e.owner().is_some_and(|eo| eo != owner)
+                    })
+                })
+        } else {
             // Any writer, the client itself included (as the Linux server,
             // whose lease needs a file no one has open for writing): a
             // read delegation is for a file that is not changing.
-            let contended = f.opens.iter().any(|o| {
-                self.entry(o).is_ok_and(|(_, e)| {
-                    matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
+            f.wdeleg.is_some()
+                || f.opens.iter().any(|o| {
+                    self.entry(o).is_ok_and(|(_, e)| {
+                        matches!(e.kind, StateKind::Open { access, .. } if access & OPEN4_SHARE_ACCESS_WRITE != 0)
+                    })
                 })
-            }) || f.delegs.iter().any(|o| self.recalls.contains_key(o));
-            if contended {
-                return Some(WhyNoDelegation4::Wnd4Contention);
-            }
-        }
-        None
+                || f.delegs.iter().any(|o| self.recalls.contains_key(o))
+        };
+        contended.then_some(WhyNoDelegation4::Wnd4Contention)
     }
 
-    /// The delegations of `file` that a change conflicts with (§10.4.6):
-    /// all of them, or those not granted to `breaker` (an OPEN's client
-    /// and open owner). Those of
-    /// expired clients go with their client (§8.4.3); the others are
-    /// marked recalled. Returns the ones to send CB_RECALL for now (their
-    /// client, stateid and filehandle), and whether any conflicting
-    /// delegation remains.
+    /// The open owner behind a stateid `client` presented for I/O: an
+    /// open's, a lock's open's, or the one a delegation was granted to.
+    fn io_owner(&self, client: ClientId4, sid: &StateId4) -> Option<Bytes> {
+        let (cid, e) = self.entry(&sid.other).ok()?;
+        if cid != client {
+            return None;
+        }
+        match &e.kind {
+            StateKind::Open { owner, .. } | StateKind::Deleg { owner, .. } => Some(owner.clone()),
+            StateKind::Lock { open, .. } => self.entry(open).ok()?.1.owner().cloned(),
+        }
+    }
+
+    /// The delegations of `file` that a change by `breaker` conflicts with
+    /// (§10.4.6; `reads`: the change only reads the file, and only a write
+    /// delegation conflicts). Those of expired clients go with their
+    /// client (§8.4.3); the others are marked recalled. Returns the ones
+    /// to send CB_RECALL for now (their client, stateid and filehandle),
+    /// and whether any conflicting delegation remains.
     pub fn deleg_conflicts(
         &mut self,
         file: &FileKey,
-        breaker: Option<&OwnerKey>,
+        breaker: &Breaker,
+        reads: bool,
         now: Duration,
     ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
         let Some(f) = self.files.get(file) else {
             return (Vec::new(), false);
         };
-        let ids: Vec<[u8; 12]> = f.delegs.iter().copied().collect();
+        let ids: Vec<[u8; 12]> = match (reads, f.wdeleg) {
+            (true, None) => return (Vec::new(), false),
+            (true, Some(w)) => vec![w],
+            (false, _) => f.delegs.iter().copied().collect(),
+        };
+        // Whose delegations do not conflict: an opener's own (read or
+        // write); a writer's own write delegation.
+        let (spared, writes_only) = match breaker {
+            Breaker::Anyone => (None, false),
+            Breaker::Opener(o) => (Some(o.clone()), false),
+            Breaker::Io(cid, sid) => (self.io_owner(*cid, sid).map(|o| (*cid, o)), true),
+        };
         let mut recall = Vec::new();
         let mut pending = false;
         for o in ids {
             let Ok((cid, e)) = self.entry(&o) else {
                 continue;
             };
-            let own = breaker.is_some_and(|(bc, bo)| {
-                *bc == cid && matches!(&e.kind, StateKind::Deleg { owner, .. } if owner == bo)
+            let own = spared.as_ref().is_some_and(|(bc, bo)| {
+                *bc == cid
+                    && matches!(&e.kind, StateKind::Deleg { owner, write, .. }
+                        if owner == bo && (*write || !writes_only))
             });
             if own {
                 continue;
@@ -951,6 +1008,33 @@ impl Tables {
             self.recent_conflicts.insert(file.clone(), now);
         }
         (recall, pending)
+    }
+
+    /// The write delegation of `file` in force, if one is: its client,
+    /// stateid, filehandle as the client knows it and what CB_GETATTR
+    /// last learnt (§10.4.3).
+    pub fn write_deleg(
+        &self,
+        file: &FileKey,
+    ) -> Option<(ClientId4, StateId4, Bytes, Option<CbSeen>)> {
+        let o = self.files.get(file)?.wdeleg?;
+        let (cid, e) = self.entry(&o).ok()?;
+        match &e.kind {
+            StateKind::Deleg { fh, seen, .. } => Some((cid, e.stateid(o), fh.clone(), *seen)),
+            _ => None,
+        }
+    }
+
+    /// Records what a CB_GETATTR learnt of the write delegation `other`.
+    pub fn set_cb_seen(&mut self, other: &[u8; 12], seen: CbSeen) {
+        let Ok((cid, _)) = self.entry(other) else {
+            return;
+        };
+        if let Ok(e) = self.entry_mut(cid, other) {
+            if let StateKind::Deleg { seen: s, .. } = &mut e.kind {
+                *s = Some(seen);
+            }
+        }
     }
 
     /// Under pressure (90% or more of the most delegations held), at most
@@ -998,15 +1082,28 @@ impl Tables {
         c.lease.add_revoked(1);
         let file = e.file.clone();
         self.recalls.remove(other);
-        if let Some(f) = self.files.get_mut(&file) {
-            if f.delegs.remove(other) {
-                self.delegs -= 1;
-                self.delegs_ended.push(file.clone());
-            }
-            if f.is_empty() {
-                self.files.remove(&file);
-            }
+        self.unlist_deleg(&file, other);
+        if self.files.get(&file).is_some_and(FileState::is_empty) {
+            self.files.remove(&file);
         }
+        true
+    }
+
+    /// Takes the delegation `other` off `file`'s state (returned, revoked,
+    /// gone with its client): it no longer conflicts. Whether it was on.
+    fn unlist_deleg(&mut self, file: &FileKey, other: &[u8; 12]) -> bool {
+        let Some(f) = self.files.get_mut(file) else {
+            return false;
+        };
+        if !f.delegs.remove(other) {
+            return false;
+        }
+        self.delegs -= 1;
+        if f.wdeleg == Some(*other) {
+            f.wdeleg = None;
+            self.wdelegs -= 1;
+        }
+        self.delegs_ended.push(file.clone());
         true
     }
 

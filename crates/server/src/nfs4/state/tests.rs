@@ -718,12 +718,12 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let o = Bytes::from_static(b"o");
     f.st.open(a, &o, &file(1), R, 0).unwrap();
     let d =
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
             .unwrap();
     assert!(f.st.delegations_outstanding());
     assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false),
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false),
         Err(WhyNoDelegation4::Wnd4NotSuppUpgrade),
         "a second delegation of the same file"
     );
@@ -731,18 +731,18 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     f.st.open(b, &o, &file(1), R, 0).unwrap();
     assert!(f
         .st
-        .offer_delegation(b, &ow(), &file(1), fh(1), false)
+        .offer_delegation(&(b, ow()), &file(1), fh(1), false, false)
         .is_ok());
     f.st.open(b, &o, &file(2), W, 0).unwrap();
     f.st.open(a, &o, &file(2), R, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(2), fh(2), false),
+        f.st.offer_delegation(&(a, ow()), &file(2), fh(2), false, false),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // Nor beside the client's own writer.
     f.st.open(a, &o, &file(3), R | W, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(3), fh(3), false),
+        f.st.offer_delegation(&(a, ow()), &file(3), fh(3), false, false),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // The stateid reads, and does not write; it is state still held.
@@ -756,7 +756,7 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let g = Fixture::new();
     let (c, _) = g.client("c");
     assert_eq!(
-        g.st.offer_delegation(c, &ow(), &file(1), fh(1), false),
+        g.st.offer_delegation(&(c, ow()), &file(1), fh(1), false, false),
         Err(WhyNoDelegation4::Wnd4Resource)
     );
 }
@@ -767,26 +767,39 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     let (a, _) = f.client("a");
     let (b, _) = f.client("b");
     let d =
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
             .unwrap();
     {
         let mut t = f.st.lock_tables();
-        let (recall, pending) = t.deleg_conflicts(&file(1), Some(&(b, ow())), f.clock.now());
+        let (recall, pending) =
+            t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), false, f.clock.now());
         assert_eq!(recall.len(), 1);
         assert_eq!((recall[0].0, recall[0].1, &recall[0].2), (a, d, &fh(1)));
         assert!(pending);
         // Recalled once; still in the way.
-        let (recall, pending) = t.deleg_conflicts(&file(1), Some(&(b, ow())), f.clock.now());
+        let (recall, pending) =
+            t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), false, f.clock.now());
         assert!(recall.is_empty() && pending);
         // The holder's own OPEN is no conflict; under another open owner,
         // or a change, is.
         assert!(
-            !t.deleg_conflicts(&file(1), Some(&(a, ow())), f.clock.now())
+            !t.deleg_conflicts(&file(1), &Breaker::Opener((a, ow())), false, f.clock.now())
                 .1
         );
         let other = (a, Bytes::from_static(b"p"));
-        assert!(t.deleg_conflicts(&file(1), Some(&other), f.clock.now()).1);
-        assert!(t.deleg_conflicts(&file(1), None, f.clock.now()).1);
+        assert!(
+            t.deleg_conflicts(
+                &file(1),
+                &Breaker::Opener(other.clone()),
+                false,
+                f.clock.now()
+            )
+            .1
+        );
+        assert!(
+            t.deleg_conflicts(&file(1), &Breaker::Anyone, false, f.clock.now())
+                .1
+        );
     }
     // Returned: nothing in the way, and the file is in contention for a
     // while.
@@ -797,13 +810,17 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     );
     f.st.delegreturn(a, &d, &file(1)).unwrap();
     assert!(!f.st.delegations_outstanding());
-    assert!(!f.st.break_delegations(&file(1), Some(&(b, ow()))).pending);
+    assert!(
+        !f.st
+            .break_delegations(&file(1), &Breaker::Opener((b, ow())), false)
+            .pending
+    );
     assert_eq!(
         f.st.test_stateids(a, &[d]),
         vec![NfsStat4::Nfs4errBadStateid]
     );
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false),
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     f.advance_to(tables::CONFLICT_QUIET + s(1));
@@ -811,7 +828,7 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     f.st.reap();
     assert!(f
         .st
-        .offer_delegation(a, &ow(), &file(1), fh(1), false)
+        .offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
         .is_ok());
 }
 
@@ -821,12 +838,13 @@ fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
     let (a, sa) = f.client("a");
     let (b, sb) = f.client("b");
     let d =
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
             .unwrap();
     let pending = |f: &Fixture| {
         let mut t = f.st.lock_tables();
         let now = f.clock.now();
-        t.deleg_conflicts(&file(1), Some(&(b, ow())), now).1
+        t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), false, now)
+            .1
     };
     assert!(pending(&f));
     // Both clients keep renewing; the holder never returns it.
@@ -874,16 +892,17 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
     // The fixture's sessions have no back channel: a recall cannot be
     // sent, so the delegation is revoked at once.
     let d =
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
             .unwrap();
-    let br = f.st.break_delegations(&file(1), Some(&(b, ow())));
+    let br =
+        f.st.break_delegations(&file(1), &Breaker::Opener((b, ow())), false);
     assert!(br.recalls.is_empty() && !br.pending);
     assert_eq!(
         f.st.test_stateids(a, &[d]),
         vec![NfsStat4::Nfs4errDelegRevoked]
     );
     // A courtesy client's delegation goes with the client (§8.4.3).
-    f.st.offer_delegation(c, &ow(), &file(2), fh(2), false)
+    f.st.offer_delegation(&(c, ow()), &file(2), fh(2), false, false)
         .unwrap();
     f.advance_to(L + s(1));
     f.st.sequence(&sa).unwrap();
@@ -891,7 +910,7 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
     let mut t = f.st.lock_tables();
     let now = f.clock.now();
     assert_eq!(
-        t.deleg_conflicts(&file(2), Some(&(b, ow())), now),
+        t.deleg_conflicts(&file(2), &Breaker::Opener((b, ow())), false, now),
         (Vec::new(), false)
     );
     assert!(!t.clients.contains_key(&c));
@@ -909,12 +928,105 @@ fn a_delegation_is_reclaimed_in_the_grace_period_and_none_is_new() {
     };
     let a = f.reclaiming("a");
     assert_eq!(
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), false),
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false),
         Err(WhyNoDelegation4::Wnd4Contention),
         "a new delegation in the grace period"
     );
     let d =
-        f.st.offer_delegation(a, &ow(), &file(1), fh(1), true)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, true)
             .unwrap();
     assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
+}
+
+#[test]
+fn a_write_delegation_is_exclusive_and_spares_its_holders_io() {
+    let f = deleg_fixture();
+    let (a, _) = f.client("a");
+    let (b, _) = f.client("b");
+    let o = ow();
+    let open = f.st.open(a, &o, &file(1), R | W, 0).unwrap();
+    // Another open owner of the same client has it open: no write
+    // delegation (it may be another cache on the client).
+    f.st.open(a, &Bytes::from_static(b"p"), &file(2), R, 0)
+        .unwrap();
+    f.st.open(a, &o, &file(2), R | W, 0).unwrap();
+    assert_eq!(
+        f.st.offer_delegation(&(a, ow()), &file(2), fh(2), true, false),
+        Err(WhyNoDelegation4::Wnd4Contention)
+    );
+    let d =
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), true, false)
+            .unwrap();
+    assert!(f.st.write_delegations_outstanding());
+    // Its stateid reads and writes.
+    assert_eq!(f.st.check_io(a, &d, &file(1), W), Ok(false));
+    // Nothing else beside it: another client's read delegation.
+    f.st.open(b, &o, &file(1), R, 0).unwrap();
+    assert_eq!(
+        f.st.offer_delegation(&(b, ow()), &file(1), fh(1), false, false),
+        Err(WhyNoDelegation4::Wnd4Contention)
+    );
+    let now = f.clock.now();
+    let mut t = f.st.lock_tables();
+    // The holder's I/O, under the delegation or its open, is no conflict;
+    // a read by anyone else is, and any change by another.
+    for sid in [d, open] {
+        assert!(
+            !t.deleg_conflicts(&file(1), &Breaker::Io(a, sid), false, now)
+                .1
+        );
+        assert!(
+            !t.deleg_conflicts(&file(1), &Breaker::Io(a, sid), true, now)
+                .1
+        );
+    }
+    let (recall, pending) = t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), true, now);
+    assert!(pending);
+    assert_eq!((recall.len(), recall[0].1), (1, d));
+    assert!(t.deleg_conflicts(&file(1), &Breaker::Anyone, false, now).1);
+    // CB_GETATTR's findings are kept with it.
+    let (holder, sid, wire, seen) = t.write_deleg(&file(1)).unwrap();
+    assert_eq!((holder, sid, wire, seen), (a, d, fh(1), None));
+    let s = CbSeen {
+        client_change: 5,
+        change: 9,
+        size: 10,
+        mtime: vfs::Timespec { sec: 1, nsec: 2 },
+    };
+    t.set_cb_seen(&d.other, s);
+    assert_eq!(t.write_deleg(&file(1)).unwrap().3, Some(s));
+    drop(t);
+    // Returned: no write delegation left, and reads conflict with nothing.
+    f.st.delegreturn(a, &d, &file(1)).unwrap();
+    assert!(!f.st.write_delegations_outstanding());
+    assert!(f.st.write_delegation(&file(1)).is_none());
+    assert!(
+        !f.st
+            .break_delegations(&file(1), &Breaker::Anyone, true)
+            .pending
+    );
+}
+
+#[test]
+fn a_read_delegation_does_not_conflict_with_reads() {
+    let f = deleg_fixture();
+    let (a, _) = f.client("a");
+    let (b, _) = f.client("b");
+    f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        .unwrap();
+    let now = f.clock.now();
+    let mut t = f.st.lock_tables();
+    assert!(!t.deleg_conflicts(&file(1), &Breaker::Anyone, true, now).1);
+    assert!(
+        !t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), true, now)
+            .1
+    );
+    // The holder's own write recalls its read delegation.
+    let sid = t
+        .grant_deleg(b, &ow(), &file(1), fh(1), false, false, now)
+        .unwrap();
+    assert!(
+        t.deleg_conflicts(&file(1), &Breaker::Io(b, sid), false, now)
+            .1
+    );
 }
