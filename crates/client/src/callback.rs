@@ -1,6 +1,6 @@
 //! The client's callback service (RFC 8881 §20): CB_NULL and CB_COMPOUND
 //! with CB_SEQUENCE, CB_RECALL, CB_RECALL_ANY and CB_NOTIFY_LOCK
-//! (recorded), and CB_GETATTR (answered with attributes a test set for
+//! and CB_NOTIFY (recorded), and CB_GETATTR (answered with attributes a test set for
 //! the file, [`CallbackState::set_attrs`]); other
 //! callback operations are answered NFS4ERR_NOTSUPP. A recalled delegation is returned asynchronously with
 //! DELEGRETURN over the fore channel.
@@ -46,6 +46,7 @@ pub struct CallbackState {
     /// What CB_GETATTR answers, per filehandle.
     attrs: Mutex<std::collections::HashMap<NfsFh4, Attrs>>,
     getattrs: Mutex<Vec<CbGetattr4Args>>,
+    notifies: Mutex<Vec<CbNotify4Args>>,
     cb_nulls: AtomicU64,
     cb_compounds: AtomicU64,
     delegreturns: AtomicU64,
@@ -64,6 +65,7 @@ impl CallbackState {
             recall_anys: Mutex::new(Vec::new()),
             attrs: Mutex::new(Default::default()),
             getattrs: Mutex::new(Vec::new()),
+            notifies: Mutex::new(Vec::new()),
             cb_nulls: AtomicU64::new(0),
             cb_compounds: AtomicU64::new(0),
             delegreturns: AtomicU64::new(0),
@@ -100,6 +102,15 @@ impl CallbackState {
     /// Every CB_GETATTR received so far.
     pub fn getattrs(&self) -> Vec<CbGetattr4Args> {
         self.getattrs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Every CB_NOTIFY received so far (RFC 8881 §20.4): changes to a
+    /// directory this client holds a delegation of.
+    pub fn notifies(&self) -> Vec<CbNotify4Args> {
+        self.notifies
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -251,6 +262,14 @@ impl CallbackState {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(a);
                 NfsCbResOp4::CbGetattr(res)
+            }
+            (_, NfsCbArgOp4::CbNotify(a)) => {
+                debug!(fh = ?a.fh, n = a.changes.len(), "CB_NOTIFY");
+                self.notifies
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(a);
+                NfsCbResOp4::CbNotify(Res4::Ok(()))
             }
             (_, NfsCbArgOp4::CbNotifyLock(a)) => {
                 debug!(owner = ?a.lock_owner, "CB_NOTIFY_LOCK");

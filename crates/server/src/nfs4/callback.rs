@@ -167,7 +167,11 @@ pub fn recall_any(session: std::sync::Arc<Session>, keep: u32) {
     tokio::spawn(async move {
         let op = NfsCbArgOp4::CbRecallAny(CbRecallAny4Args {
             objects_to_keep: keep,
-            type_mask: Bitmap4::from_attrs(&[RCA4_TYPE_MASK_RDATA_DLG, RCA4_TYPE_MASK_WDATA_DLG]),
+            type_mask: Bitmap4::from_attrs(&[
+                RCA4_TYPE_MASK_RDATA_DLG,
+                RCA4_TYPE_MASK_WDATA_DLG,
+                RCA4_TYPE_MASK_DIR_DLG,
+            ]),
         });
         match cb_compound(&session, vec![op]).await {
             Ok(r) => debug!(session = ?session.id, status = ?r.status, keep, "CB_RECALL_ANY"),
@@ -202,6 +206,51 @@ pub async fn getattr(
         Some(NfsCbResOp4::CbGetattr(Res4::Err(e))) => Err(CbError::Status(*e)),
         _ => Err(CbError::Status(res.status)),
     }
+}
+
+/// Sends the notifications queued for the directory delegation `other`
+/// (CB_NOTIFY, RFC 8881 §20.4) from a task of its own, in order, as many
+/// in each CB_NOTIFY as have queued by then, until none is left; `wait`:
+/// first waits the delegation's attribute delay, so that later changes go
+/// in the same call. A holder that cannot be reached has the delegation
+/// revoked.
+pub fn notify_dir(srv: &Arc<Nfs4Server>, session: Arc<Session>, other: [u8; 12], wait: bool) {
+    let srv = Arc::downgrade(srv);
+    tokio::spawn(async move {
+        if wait {
+            let delay = match srv.upgrade() {
+                Some(srv) => srv.state().dir_attr_delay(&other),
+                None => return,
+            };
+            tokio::time::sleep(delay.min(super::dirdeleg::MAX_ATTR_DELAY)).await;
+        }
+        loop {
+            let Some(next) = srv.upgrade().and_then(|s| s.state().take_dir_notes(&other)) else {
+                return;
+            };
+            let (stateid, fh, changes) = next;
+            let n = changes.len();
+            let op = NfsCbArgOp4::CbNotify(CbNotify4Args {
+                stateid,
+                fh,
+                changes,
+            });
+            match cb_compound(&session, vec![op]).await {
+                Ok(r) => debug!(session = ?session.id, status = ?r.status, n, "CB_NOTIFY"),
+                Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
+                    debug!(session = ?session.id, "CB_NOTIFY failed: {e}; delegation revoked");
+                    session.cb_down.store(true, Ordering::Relaxed);
+                    if let Some(srv) = srv.upgrade() {
+                        srv.state().revoke_delegation(&stateid);
+                        // Drains the queue and ends this sender.
+                        srv.state().take_dir_notes(&other);
+                    }
+                    return;
+                }
+                Err(e) => debug!(session = ?session.id, "CB_NOTIFY: {e}"),
+            }
+        }
+    });
 }
 
 /// Sends CB_RECALL (RFC 8881 §20.2) in the background. A recall that

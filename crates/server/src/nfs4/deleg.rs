@@ -85,12 +85,23 @@ async fn settle_for(
     if quiet {
         return Ok(());
     }
+    wait_out(cx, || state.break_delegations(file, &breaker, reads)).await
+}
+
+/// Recalls the delegations `breaking` finds in the way, again and again
+/// (each is recalled once) until none is, waiting for their return up to
+/// [`super::Nfs4Config::recall_wait`]: then NFS4ERR_DELAY.
+pub async fn wait_out(
+    cx: &Compound,
+    breaking: impl Fn() -> super::state::Breaking,
+) -> Result<(), NfsStat4> {
+    let state = cx.srv.state();
     let deadline = Instant::now() + cx.srv.cfg.recall_wait;
     loop {
         let gone = state.deleg_gone().notified();
         tokio::pin!(gone);
         gone.as_mut().enable();
-        let b = state.break_delegations(file, &breaker, reads);
+        let b = breaking();
         for r in b.recalls {
             callback::recall(&cx.srv, r);
         }

@@ -5,6 +5,7 @@ pub mod callback;
 pub mod check;
 pub mod compound;
 pub mod deleg;
+pub mod dirdeleg;
 pub mod dirs;
 pub mod errors;
 pub mod exclusive;

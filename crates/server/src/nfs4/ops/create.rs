@@ -8,6 +8,7 @@ use proto::nfs4::*;
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Create4Args) -> Create4Res {
@@ -48,6 +49,9 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
     if set.mode.is_none() {
         set.mode = Some(default_mode(&kind));
     }
+    // Other clients' delegations of the directory (§10.9).
+    dirdeleg::settle(cx, &dir.key(), NotifyType4::AddEntry).await?;
+    let added = name.clone();
     let h = dir.handle.clone();
     let (obj, cinfo) = cx
         .vfs(dir.export, move |fs, c| {
@@ -58,6 +62,7 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
             Ok((obj, change_info(before.change, after.change)))
         })
         .await?;
+    dirdeleg::added(cx, &dir.key(), &added);
     let fh = cx.make_child_fh(dir.export, obj.0, &obj.1, &dir.handle);
     cx.set_cfh(fh);
     Ok(Create4ResOk { cinfo, attrset })

@@ -6,6 +6,7 @@ use proto::nfs4::*;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
+use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Link4Args) -> Link4Res {
@@ -22,6 +23,9 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
     cx.check_writable(&dir)?;
     // Delegations of the file are recalled (§10.4.6).
     deleg::settle(cx, &src.key()).await?;
+    // And other clients' delegations of the directory (§10.9).
+    dirdeleg::settle(cx, &dir.key(), NotifyType4::AddEntry).await?;
+    let added = name.clone();
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx
         .vfs(dir.export, move |fs, c| {
@@ -35,5 +39,6 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
             Ok(change_info(before.change, after.change))
         })
         .await?;
+    dirdeleg::added(cx, &dir.key(), &added);
     Ok(Link4ResOk { cinfo })
 }

@@ -31,6 +31,7 @@ pub mod destroy_clientid;
 pub mod destroy_session;
 pub mod exchange_id;
 pub mod free_stateid;
+pub mod get_dir_delegation;
 pub mod getattr;
 pub mod getfh;
 pub mod getxattr;
@@ -209,10 +210,13 @@ const CINFO: usize = 4 + 8 + 8;
 const BITMAP: usize = 4 + 3 * 4;
 /// `LOCK4denied` with the longest owner (RFC 8881 §18.10.2).
 const DENIED: usize = 8 + 8 + 4 + 8 + 4 + NFS4_OPAQUE_LIMIT;
-/// `open_delegation4` as sent: no delegation, with a reason.
-const NO_DELEG: usize = 4 + 4 + 4;
+/// `open_delegation4` as sent, at its largest: a write delegation (its
+/// space limit, and an ACE with an empty name).
+const DELEG: usize = 4 + STATEID + 4 + (4 + 8) + (4 + 4 + 4 + 4);
 /// `OPEN4resok` as sent.
-const OPEN_OK: usize = STATEID + CINFO + 4 + BITMAP + NO_DELEG;
+const OPEN_OK: usize = STATEID + CINFO + 4 + BITMAP + DELEG;
+/// `GET_DIR_DELEGATION4res_non_fatal` granted.
+const GDD_OK: usize = 4 + VERF + STATEID + 3 * BITMAP;
 /// `BIND_CONN_TO_SESSION4resok`.
 const BIND_CONN_OK: usize = SESSIONID + 4 + 4;
 /// `CREATE_SESSION4resok`.
@@ -327,7 +331,7 @@ pub static OPS: [OpDesc; 73] = [
     op(N::CreateSession, "CREATE_SESSION", h::create_session, ALONE | MODIFIES, fixed(RES + CREATE_SESSION_OK)),
     op(N::DestroySession, "DESTROY_SESSION", h::destroy_session, ALONE | MODIFIES | QUICK, fixed(RES)),
     op(N::FreeStateId, "FREE_STATEID", h::free_stateid, MODIFIES | QUICK, fixed(RES)),
-    no(N::GetDirDelegation, "GET_DIR_DELEGATION", NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
+    op(N::GetDirDelegation, "GET_DIR_DELEGATION", h::get_dir_delegation, NEEDS_FH | MODIFIES, fixed(RES + GDD_OK)),
     no(N::GetDeviceInfo, "GETDEVICEINFO", 0, fixed(RES + PNFS)),
     no(N::GetDeviceList, "GETDEVICELIST", NEEDS_FH, fixed(RES + PNFS)),
     no(N::LayoutCommit, "LAYOUTCOMMIT", NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + 8)),
@@ -403,6 +407,7 @@ handlers! {
     destroy_session: DestroySession(a),
     exchange_id: ExchangeId(a),
     free_stateid: FreeStateId(a),
+    get_dir_delegation: GetDirDelegation(a),
     getattr: GetAttr(a),
     getfh: GetFh,
     getxattr: GetXattr(a),

@@ -24,6 +24,7 @@ use crate::nfs4::attrs;
 use crate::nfs4::check::{regular, share_bits};
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
+use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::pseudo_child;
 use crate::nfs4::stable;
 
@@ -99,6 +100,16 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             };
             match fast {
                 Some(t) => t?,
+                None if creates => {
+                    // Other clients' delegations of the directory (§10.9).
+                    let dir = fh.key();
+                    dirdeleg::settle(cx, &dir, NotifyType4::AddEntry).await?;
+                    let t = by_name(cx, &fh, name.clone(), &args.openhow, access).await?;
+                    if t.cinfo.before != t.cinfo.after {
+                        dirdeleg::added(cx, &dir, &name);
+                    }
+                    t
+                }
                 None => by_name(cx, &fh, name, &args.openhow, access).await?,
             }
         }

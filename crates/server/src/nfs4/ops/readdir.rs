@@ -18,13 +18,11 @@ use proto::nfs4::*;
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{parent_hint, Compound};
+use crate::nfs4::dirs::COOKIEVERF;
 use crate::nfs4::errors::from_errno;
 use crate::nfs4::filehandle::FhTarget;
 use crate::nfs4::pseudo::Child;
 use crate::nfs4::Nfs4Server;
-
-/// The cookie verifier this server hands out (RFC 8881 §18.23.3).
-const COOKIEVERF: Verifier4 = [0; NFS4_VERIFIER_SIZE];
 
 /// The fixed part of `READDIR4resok`: the verifier, the list's final
 /// "no more entries" and `eof`.

@@ -6,6 +6,7 @@ use proto::nfs4::*;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
+use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Remove4Args) -> Remove4Res {
@@ -18,6 +19,11 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     let name = check_name(&args.target)?;
     // Delegations of the file are recalled (§10.4.6).
     deleg::settle_name(cx, &dir, &name).await?;
+    // And other clients' delegations of the directory (§10.9).
+    let kind = NotifyType4::RemoveEntry;
+    dirdeleg::settle(cx, &dir.key(), kind).await?;
+    let cookie = dirdeleg::cookie_of(cx, &dir, &name, kind).await;
+    let gone = name.clone();
     let h = dir.handle.clone();
     let cinfo = cx
         .vfs(dir.export, move |fs, c| {
@@ -28,5 +34,6 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
             Ok(change_info(before.change, after.change))
         })
         .await?;
+    dirdeleg::removed(cx, &dir.key(), &gone, cookie);
     Ok(Remove4ResOk { cinfo })
 }

@@ -10,6 +10,7 @@ use proto::nfs4::*;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
+use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::change_info;
 
 pub async fn run(cx: &mut Compound, args: Rename4Args) -> Rename4Res {
@@ -29,6 +30,22 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     // recalled (§10.4.6).
     deleg::settle_name(cx, &source, &oldname).await?;
     deleg::settle_name(cx, &target, &newname).await?;
+    // And other clients' delegations of the directories (§10.9): a
+    // rename within one, or a removal from one and an addition to the
+    // other.
+    let within = source.handle == target.handle;
+    let (from, into) = (source.key(), target.key());
+    let out = if within {
+        NotifyType4::RenameEntry
+    } else {
+        NotifyType4::RemoveEntry
+    };
+    dirdeleg::settle(cx, &from, out).await?;
+    if !within {
+        dirdeleg::settle(cx, &into, NotifyType4::AddEntry).await?;
+    }
+    let cookie = dirdeleg::cookie_of(cx, &source, &oldname, out).await;
+    let names = (oldname.clone(), newname.clone());
     let (sh, th) = (source.handle, target.handle.clone());
     let (source_cinfo, target_cinfo) = cx
         .vfs(target.export, move |fs, c| {
@@ -65,6 +82,16 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
             ))
         })
         .await?;
+    // A rename onto another link to the same file changed nothing.
+    if source_cinfo.before != source_cinfo.after {
+        let (old, new) = &names;
+        if within {
+            dirdeleg::renamed(cx, &from, old, cookie, new);
+        } else {
+            dirdeleg::removed(cx, &from, old, cookie);
+            dirdeleg::added(cx, &into, new);
+        }
+    }
     Ok(Rename4ResOk {
         source_cinfo,
         target_cinfo,

@@ -5,6 +5,7 @@ use proto::nfs4::*;
 use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::deleg;
+use crate::nfs4::dirdeleg;
 use crate::nfs4::stable;
 
 pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
@@ -36,6 +37,8 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     // Delegations of the file are recalled (§10.4.6), but for the write
     // delegation whose holder sets them under its stateid.
     deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
+    // A directory's: other clients' delegations of it (§10.9).
+    dirdeleg::settle(cx, &fh.key(), NotifyType4::ChangeDirAttrs).await?;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         let a = v.getattr(&handle)?;
@@ -60,5 +63,6 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     if sized {
         stable::barrier(cx, fh.export, &fh.handle).await?;
     }
+    dirdeleg::attrs_changed(cx, &fh).await;
     Ok(mask)
 }

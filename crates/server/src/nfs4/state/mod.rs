@@ -41,7 +41,7 @@ use clock::Clock;
 use session::BackChannel;
 pub use session::Session;
 use slots::{CacheMemory, SlotTable};
-pub use stateid::{next_seqid, CbSeen};
+pub use stateid::{next_seqid, CbSeen, DirWatch};
 use tables::Tables;
 pub use waiters::{LockWaiters, Waiter};
 
@@ -70,6 +70,10 @@ pub struct DelegRecall {
     pub stateid: StateId4,
     pub fh: NfsFh4,
 }
+
+/// A directory delegation's CB_NOTIFY sender to start: a session of its
+/// holder and the delegation's stateid `other`.
+pub type DirSender = (Arc<Session>, [u8; 12]);
 
 /// A write delegation in force, for CB_GETATTR
 /// ([`State::write_delegation`]).
@@ -778,33 +782,134 @@ impl State {
     /// wait. A holder with no session to call back on cannot be recalled:
     /// its delegation is revoked at once.
     pub fn break_delegations(&self, file: &FileKey, breaker: &Breaker, reads: bool) -> Breaking {
+        self.breaking(|t, now| t.deleg_conflicts(file, breaker, reads, now))
+    }
+
+    /// The recalls of the delegations `find` says are in the way, and
+    /// whether any still is once those that cannot be called back are
+    /// revoked.
+    fn breaking(
+        &self,
+        find: impl Fn(&mut Tables, Duration) -> (Vec<(ClientId4, StateId4, Bytes)>, bool),
+    ) -> Breaking {
         self.with(|t, now| {
-            let (found, mut pending) = t.deleg_conflicts(file, breaker, reads, now);
+            let (found, mut pending) = find(t, now);
             if found.is_empty() {
                 return Breaking {
                     recalls: Vec::new(),
                     pending,
                 };
             }
-            let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-            let mut recalls = Vec::new();
-            let mut revoked = false;
-            for (cid, stateid, fh) in found {
-                let session = callable_session(t, &sessions, cid);
-                match session {
-                    Some(session) => recalls.push(DelegRecall {
-                        session,
-                        stateid,
-                        fh: NfsFh4(fh),
-                    }),
-                    None => revoked |= t.revoke(&stateid.other),
-                }
-            }
+            let (recalls, revoked) = self.recalls_of(t, found);
             if revoked {
-                pending = t.deleg_conflicts(file, breaker, reads, now).1;
+                pending = find(t, now).1;
             }
             Breaking { recalls, pending }
         })
+    }
+
+    /// The CB_RECALLs of delegations found in conflict: a session of each
+    /// holder to call back on; one with none is revoked at once (and the
+    /// second value says some was).
+    fn recalls_of(
+        &self,
+        t: &mut Tables,
+        found: Vec<(ClientId4, StateId4, Bytes)>,
+    ) -> (Vec<DelegRecall>, bool) {
+        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+        let mut recalls = Vec::new();
+        let mut revoked = false;
+        for (cid, stateid, fh) in found {
+            match callable_session(t, &sessions, cid) {
+                Some(session) => recalls.push(DelegRecall {
+                    session,
+                    stateid,
+                    fh: NfsFh4(fh),
+                }),
+                None => revoked |= t.revoke(&stateid.other),
+            }
+        }
+        (recalls, revoked)
+    }
+
+    /// Whether a client other than `client` holds a delegation of the
+    /// directory `dir` that asks to be told of changes of `kind`.
+    pub fn dir_watched(&self, dir: &FileKey, client: ClientId4, kind: NotifyType4) -> bool {
+        if !self.delegations_outstanding() {
+            return false;
+        }
+        self.tables().dir_watched(dir, client, kind)
+    }
+
+    /// GET_DIR_DELEGATION (RFC 8881 §18.39): a delegation of the directory
+    /// `dir` for `client`, notified of what `watch` says.
+    pub fn offer_dir_delegation(
+        &self,
+        client: ClientId4,
+        dir: &FileKey,
+        fh: Bytes,
+        watch: DirWatch,
+    ) -> Result<StateId4, WhyNoDelegation4> {
+        self.with(|t, now| t.grant_dir_deleg(client, dir, fh, watch, now))
+    }
+
+    /// The directory delegations of `dir` a change of `kind` by `client`
+    /// conflicts with (§10.9.1, [`Tables::dir_conflicts`]): recalls to
+    /// send, and whether the change must wait.
+    pub fn break_dir_delegations(
+        &self,
+        dir: &FileKey,
+        client: ClientId4,
+        kind: NotifyType4,
+    ) -> Breaking {
+        self.breaking(|t, now| t.dir_conflicts(dir, client, kind, now))
+    }
+
+    /// Queues a notification of a change of `kind` by `client` to the
+    /// directory delegations of `dir` that asked for it
+    /// ([`Tables::dir_notify`]): the senders to start (a session of the
+    /// holder and the delegation's `other`; none if it cannot be called
+    /// back, and its delegation is revoked) and recalls to send.
+    pub fn notify_dir(
+        &self,
+        dir: &FileKey,
+        client: ClientId4,
+        kind: NotifyType4,
+        note: &dyn Fn(&DirWatch) -> Notify4,
+    ) -> (Vec<DirSender>, Vec<DelegRecall>) {
+        if !self.delegations_outstanding() {
+            return (Vec::new(), Vec::new());
+        }
+        self.with(|t, now| {
+            let out = t.dir_notify(dir, client, kind, note, now);
+            let (recalls, _) = self.recalls_of(t, out.recalls);
+            let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+            let mut senders = Vec::new();
+            for (cid, other) in out.start {
+                match callable_session(t, &sessions, cid) {
+                    Some(s) => senders.push((s, other)),
+                    None => {
+                        t.revoke(&other);
+                    }
+                }
+            }
+            (senders, recalls)
+        })
+    }
+
+    /// The notifications queued for the directory delegation `other`
+    /// ([`Tables::take_dir_notes`]) with its stateid and filehandle.
+    pub fn take_dir_notes(&self, other: &[u8; 12]) -> Option<(StateId4, NfsFh4, Vec<Notify4>)> {
+        self.with(|t, _| {
+            t.take_dir_notes(other)
+                .map(|(sid, fh, notes)| (sid, NfsFh4(fh), notes))
+        })
+    }
+
+    /// How long a change of the attributes of the directory of delegation
+    /// `other` may wait to be sent with later ones.
+    pub fn dir_attr_delay(&self, other: &[u8; 12]) -> Duration {
+        self.tables().dir_attr_delay(other)
     }
 
     /// CB_RECALL_ANYs to send now ([`Tables::recall_any`]): a session of

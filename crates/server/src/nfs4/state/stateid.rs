@@ -34,6 +34,9 @@ pub enum StateKind {
         write: bool,
         /// What CB_GETATTR last learnt of a write delegation's file.
         seen: Option<CbSeen>,
+        /// A directory delegation (§10.9): what its holder is notified of
+        /// instead of having it recalled.
+        dir: Option<Box<DirWatch>>,
         /// The open owner whose OPEN was granted it: an OPEN of the same
         /// client and owner does not recall it (nfs4::deleg).
         owner: Bytes,
@@ -58,6 +61,30 @@ pub struct CbSeen {
     pub change: u64,
     pub size: u64,
     pub mtime: vfs::Timespec,
+}
+
+/// A directory delegation's notifications (RFC 8881 §10.9, §20.4): the
+/// changes by other clients its holder asked to be told of, and those
+/// queued for its CB_NOTIFY sender.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirWatch {
+    /// The `notify_type4` values granted, as bits.
+    pub types: u32,
+    /// The directory attributes a NOTIFY4_CHANGE_DIR_ATTRS carries.
+    pub dir_attrs: Bitmap4,
+    /// How long a change of the directory's attributes may wait, to be
+    /// sent with later ones (`gdda_dir_attr_delay`).
+    pub attr_delay: std::time::Duration,
+    /// Notifications not sent yet, oldest first.
+    pub queue: Vec<Notify4>,
+    /// A sender is draining `queue`.
+    pub sending: bool,
+}
+
+impl DirWatch {
+    pub fn wants(&self, kind: NotifyType4) -> bool {
+        self.types & (1 << kind as u32) != 0
+    }
 }
 
 /// One stateid's record, under its client.

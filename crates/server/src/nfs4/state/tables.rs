@@ -12,7 +12,7 @@ use proto::nfs4::*;
 use super::client::Client;
 use super::lease::ExpiryQueue;
 use super::stateid::{
-    check_seqid, client_of, make_other, next_seqid, CbSeen, StateEntry, StateKind,
+    check_seqid, client_of, make_other, next_seqid, CbSeen, DirWatch, StateEntry, StateKind,
 };
 use super::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 use crate::locks::{FileLocks, Held, LockKind};
@@ -47,8 +47,21 @@ impl FileState {
 /// (RFC 8881 §10.2: a file in contention is a poor candidate).
 pub(super) const CONFLICT_QUIET: Duration = Duration::from_secs(10);
 
+/// Notifications queued at most per directory delegation; past it a
+/// change notifies that holder of nothing more (its sender catches up).
+pub(super) const MAX_QUEUED_NOTES: usize = 1024;
+
 /// How often CB_RECALL_ANY goes out while delegations are scarce.
 pub(super) const RECALL_ANY_EVERY: Duration = Duration::from_secs(10);
+
+/// What [`Tables::dir_notify`] did.
+#[derive(Debug, Default)]
+pub(super) struct DirNotified {
+    /// Directory delegations whose CB_NOTIFY sender must start.
+    pub start: Vec<(ClientId4, [u8; 12])>,
+    /// Recalls to send (client, stateid, filehandle).
+    pub recalls: Vec<(ClientId4, StateId4, Bytes)>,
+}
 
 /// An owner's client records: at most one confirmed and one unconfirmed
 /// (RFC 8881 §18.35.4).
@@ -852,6 +865,7 @@ impl Tables {
                 kind: StateKind::Deleg {
                     write,
                     seen: None,
+                    dir: None,
                     owner: owner.clone(),
                     fh,
                     recalled: None,
@@ -969,18 +983,46 @@ impl Tables {
             Breaker::Opener(o) => (Some(o.clone()), false),
             Breaker::Io(cid, sid) => (self.io_owner(*cid, sid).map(|o| (*cid, o)), true),
         };
+        let breaker_client = match breaker {
+            Breaker::Anyone => None,
+            Breaker::Opener((c, _)) | Breaker::Io(c, _) => Some(*c),
+        };
+        self.recall_conflicting(file, ids, now, |cid, e| {
+            // A directory delegation: its own client's changes, and
+            // changes of the directory's attributes (`dir_conflicts`
+            // decides), are no conflict.
+            let is_dir = matches!(&e.kind, StateKind::Deleg { dir: Some(_), .. });
+            if is_dir && (writes_only || breaker_client == Some(cid)) {
+                return false;
+            }
+            let own = spared.as_ref().is_some_and(|(bc, bo)| {
+                *bc == cid
+                    && matches!(&e.kind, StateKind::Deleg { owner, write, .. }
+                        if owner == bo && (*write || !writes_only))
+            });
+            !own
+        })
+    }
+
+    /// Of the delegations `ids` of `file`, those `conflicts` says are in
+    /// the way: an expired client's go with it (§8.4.3); the others are
+    /// marked recalled, once. Returns those to send CB_RECALL for now
+    /// (client, stateid, filehandle), and whether any remains in the way;
+    /// a conflict makes the file one not delegated for a while.
+    fn recall_conflicting(
+        &mut self,
+        file: &FileKey,
+        ids: Vec<[u8; 12]>,
+        now: Duration,
+        conflicts: impl Fn(ClientId4, &StateEntry) -> bool,
+    ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
         let mut recall = Vec::new();
         let mut pending = false;
         for o in ids {
             let Ok((cid, e)) = self.entry(&o) else {
                 continue;
             };
-            let own = spared.as_ref().is_some_and(|(bc, bo)| {
-                *bc == cid
-                    && matches!(&e.kind, StateKind::Deleg { owner, write, .. }
-                        if owner == bo && (*write || !writes_only))
-            });
-            if own {
+            if !conflicts(cid, e) {
                 continue;
             }
             if self.client_expired(cid, now) {
@@ -988,26 +1030,38 @@ impl Tables {
                 continue;
             }
             pending = true;
-            let Ok(e) = self.entry_mut(cid, &o) else {
-                continue;
-            };
-            let seqid = e.seqid;
-            if let StateKind::Deleg {
-                fh,
-                recalled: recalled @ None,
-                ..
-            } = &mut e.kind
-            {
-                *recalled = Some(now);
-                let fh = fh.clone();
-                self.recalls.insert(o, (cid, now));
-                recall.push((cid, StateId4 { seqid, other: o }, fh));
+            if let Some(r) = self.mark_recalled(cid, o, now) {
+                recall.push(r);
             }
         }
         if pending {
             self.recent_conflicts.insert(file.clone(), now);
         }
         (recall, pending)
+    }
+
+    /// Marks the delegation `o` of `cid` recalled, unless it was: then the
+    /// recall to send (client, stateid, filehandle).
+    fn mark_recalled(
+        &mut self,
+        cid: ClientId4,
+        o: [u8; 12],
+        now: Duration,
+    ) -> Option<(ClientId4, StateId4, Bytes)> {
+        let e = self.entry_mut(cid, &o).ok()?;
+        let seqid = e.seqid;
+        let StateKind::Deleg {
+            fh,
+            recalled: recalled @ None,
+            ..
+        } = &mut e.kind
+        else {
+            return None;
+        };
+        *recalled = Some(now);
+        let fh = fh.clone();
+        self.recalls.insert(o, (cid, now));
+        Some((cid, StateId4 { seqid, other: o }, fh))
     }
 
     /// The write delegation of `file` in force, if one is: its client,
@@ -1022,6 +1076,169 @@ impl Tables {
         match &e.kind {
             StateKind::Deleg { fh, seen, .. } => Some((cid, e.stateid(o), fh.clone(), *seen)),
             _ => None,
+        }
+    }
+
+    /// Grants `client` a delegation of the directory `dir` (RFC 8881
+    /// §10.9, GET_DIR_DELEGATION), whose filehandle as the client knows it
+    /// is `fh`, with the notifications `watch` says; refused (with why) in
+    /// the grace period, when it holds one of it already, the server holds
+    /// its most, or the directory was in a conflict lately.
+    pub fn grant_dir_deleg(
+        &mut self,
+        client: ClientId4,
+        dir: &FileKey,
+        fh: Bytes,
+        watch: DirWatch,
+        now: Duration,
+    ) -> Result<StateId4, WhyNoDelegation4> {
+        let asker = (client, Bytes::new());
+        if let Some(why) = self.deleg_refusal(&asker, dir, false, false, now) {
+            return Err(why);
+        }
+        self.insert_state(
+            client,
+            StateEntry {
+                seqid: 1,
+                file: dir.clone(),
+                kind: StateKind::Deleg {
+                    write: false,
+                    seen: None,
+                    dir: Some(Box::new(watch)),
+                    owner: Bytes::new(),
+                    fh,
+                    recalled: None,
+                    revoked: false,
+                },
+            },
+        )
+        .map_err(|_| WhyNoDelegation4::Wnd4Resource)
+    }
+
+    /// The directory delegations of `dir` a change of `kind` by `client`
+    /// conflicts with (§10.9.1): those of other clients that did not ask to
+    /// be notified of it. They are recalled like file delegations
+    /// ([`Tables::deleg_conflicts`]); returns the recalls to send and
+    /// whether any remains.
+    pub fn dir_conflicts(
+        &mut self,
+        dir: &FileKey,
+        client: ClientId4,
+        kind: NotifyType4,
+        now: Duration,
+    ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
+        let Some(f) = self.files.get(dir) else {
+            return (Vec::new(), false);
+        };
+        let ids: Vec<[u8; 12]> = f.delegs.iter().copied().collect();
+        self.recall_conflicting(dir, ids, now, |cid, e| {
+            matches!(&e.kind, StateKind::Deleg { dir: Some(w), .. } if cid != client && !w.wants(kind))
+        })
+    }
+
+    /// Queues a notification of `kind` (made by `note` for each holder's
+    /// watch) for the directory delegations of `dir` held by clients other
+    /// than `client` that asked for it (§20.4). Returns those whose sender
+    /// must be started (their client and stateid's `other`), and the
+    /// recalls to send of those whose queue is full.
+    pub fn dir_notify(
+        &mut self,
+        dir: &FileKey,
+        client: ClientId4,
+        kind: NotifyType4,
+        note: &dyn Fn(&DirWatch) -> Notify4,
+        now: Duration,
+    ) -> DirNotified {
+        let mut out = DirNotified::default();
+        let Some(f) = self.files.get(dir) else {
+            return out;
+        };
+        let ids: Vec<[u8; 12]> = f.delegs.iter().copied().collect();
+        for o in ids {
+            let Some(cid) = client_of(self.epoch, &o).filter(|c| *c != client) else {
+                continue;
+            };
+            let Ok(e) = self.entry_mut(cid, &o) else {
+                continue;
+            };
+            let StateKind::Deleg {
+                dir: Some(w),
+                recalled: None,
+                ..
+            } = &mut e.kind
+            else {
+                continue;
+            };
+            if !w.wants(kind) {
+                continue;
+            }
+            // Bounded: a holder whose notifications pile up has its
+            // delegation recalled instead.
+            if w.queue.len() >= MAX_QUEUED_NOTES {
+                out.recalls.extend(self.mark_recalled(cid, o, now));
+                continue;
+            }
+            w.queue.push(note(w));
+            if !w.sending {
+                w.sending = true;
+                out.start.push((cid, o));
+            }
+        }
+        out
+    }
+
+    /// The notifications queued for the directory delegation `other`, for
+    /// its sender, with the delegation's stateid and filehandle; none (and
+    /// the sender stops) once the queue is empty or the delegation gone.
+    pub fn take_dir_notes(&mut self, other: &[u8; 12]) -> Option<(StateId4, Bytes, Vec<Notify4>)> {
+        let cid = client_of(self.epoch, other)?;
+        let e = self.entry_mut(cid, other).ok()?;
+        let seqid = e.seqid;
+        let StateKind::Deleg {
+            dir: Some(w),
+            fh,
+            revoked,
+            ..
+        } = &mut e.kind
+        else {
+            return None;
+        };
+        if w.queue.is_empty() || *revoked {
+            w.sending = false;
+            w.queue.clear();
+            return None;
+        }
+        let notes = std::mem::take(&mut w.queue);
+        Some((
+            StateId4 {
+                seqid,
+                other: *other,
+            },
+            fh.clone(),
+            notes,
+        ))
+    }
+
+    /// [`super::State::dir_watched`].
+    pub fn dir_watched(&self, dir: &FileKey, client: ClientId4, kind: NotifyType4) -> bool {
+        self.files.get(dir).is_some_and(|f| {
+            f.delegs.iter().any(|o| {
+                self.entry(o).is_ok_and(|(cid, e)| {
+                    cid != client
+                        && matches!(&e.kind, StateKind::Deleg { dir: Some(w), .. } if w.wants(kind))
+                })
+            })
+        })
+    }
+
+    /// The attribute-change delay of the directory delegation `other`.
+    pub fn dir_attr_delay(&self, other: &[u8; 12]) -> Duration {
+        match self.entry(other) {
+            Ok((_, e)) => match &e.kind {
+                StateKind::Deleg { dir: Some(w), .. } => w.attr_delay,
+                _ => Duration::ZERO,
+            },
+            Err(_) => Duration::ZERO,
         }
     }
 

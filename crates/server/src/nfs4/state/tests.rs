@@ -1030,3 +1030,59 @@ fn a_read_delegation_does_not_conflict_with_reads() {
             .1
     );
 }
+
+#[test]
+fn a_directory_delegation_is_told_of_what_it_asked_and_recalled_for_the_rest() {
+    let f = deleg_fixture();
+    let (a, _) = f.client("a");
+    let (b, _) = f.client("b");
+    let watch = DirWatch {
+        types: 1 << NotifyType4::AddEntry as u32,
+        ..Default::default()
+    };
+    let d =
+        f.st.offer_dir_delegation(a, &file(9), fh(9), watch)
+            .unwrap();
+    let note = |_: &DirWatch| Notify4::one(NotifyType4::AddEntry as u32, &1u32);
+    let now = f.clock.now();
+    let mut t = f.st.lock_tables();
+    // Its own client's changes: neither told nor recalled.
+    assert!(
+        !t.dir_conflicts(&file(9), a, NotifyType4::RemoveEntry, now)
+            .1
+    );
+    assert!(t
+        .dir_notify(&file(9), a, NotifyType4::AddEntry, &note, now)
+        .start
+        .is_empty());
+    assert!(!t.dir_watched(&file(9), a, NotifyType4::AddEntry));
+    assert!(t.dir_watched(&file(9), b, NotifyType4::AddEntry));
+    // Another's addition is queued (one sender), a second one too.
+    let n = t.dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now);
+    assert_eq!(n.start, vec![(a, d.other)]);
+    assert!(t
+        .dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now)
+        .start
+        .is_empty());
+    let (sid, wire, notes) = t.take_dir_notes(&d.other).unwrap();
+    assert_eq!((sid, wire, notes.len()), (d, fh(9), 2));
+    assert!(t.take_dir_notes(&d.other).is_none(), "the sender stops");
+    // Nor is it in the way of changes of files, or of I/O on it.
+    assert!(
+        !t.deleg_conflicts(&file(9), &Breaker::Io(b, d), false, now)
+            .1
+    );
+    assert!(
+        !t.deleg_conflicts(&file(9), &Breaker::Opener((a, ow())), false, now)
+            .1
+    );
+    // Too many queued: recalled instead.
+    for _ in 0..tables::MAX_QUEUED_NOTES {
+        t.dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now);
+    }
+    let n = t.dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now);
+    assert_eq!(n.recalls.len(), 1);
+    // A removal was not asked for: recalled (once), and in the way.
+    let (recall, pending) = t.dir_conflicts(&file(9), b, NotifyType4::RemoveEntry, now);
+    assert!(recall.is_empty() && pending, "recalled already");
+}
