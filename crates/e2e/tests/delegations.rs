@@ -413,3 +413,89 @@ async fn scarce_delegations_are_asked_back_with_cb_recall_any() {
     })
     .await
 }
+
+/// OPEN of `fh` (CLAIM_DELEG_PREV_FH) or of `name` in `dir`
+/// (CLAIM_DELEGATE_PREV) for reading: a delegation the server kept across
+/// the client's own restart.
+async fn open_prev(
+    c: &client::Client,
+    at: &NfsFh4,
+    name: Option<&str>,
+) -> client::Result<Vec<NfsResOp4>> {
+    let claim = match name {
+        Some(n) => OpenClaim4::DelegatePrev(common::b(n)),
+        None => OpenClaim4::DelegPrevFh,
+    };
+    c.compound(vec![
+        putfh(at),
+        NfsArgOp4::Open(Open4Args {
+            seqid: 0,
+            share_access: OPEN4_SHARE_ACCESS_READ,
+            share_deny: 0,
+            owner: OpenOwner4 {
+                clientid: c.clientid(),
+                owner: common::b("after-restart"),
+            },
+            openhow: OpenFlag4::NoCreate,
+            claim,
+        }),
+    ])
+    .await
+}
+
+/// A client that restarted (a new verifier; the server ran on) finds its
+/// delegations kept a lease (RFC 8881 §10.2.1): CLAIM_DELEG_PREV_FH and
+/// CLAIM_DELEGATE_PREV get them back before its RECLAIM_COMPLETE; one that
+/// another client's change came between is gone (NFS4ERR_RECLAIM_BAD).
+#[tokio::test]
+async fn delegations_outlive_the_clients_own_restart() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let a_opts = options();
+        let a = srv.client_with(a_opts.clone()).await;
+        let root = a.root_fh().await.unwrap();
+        let (p1, _) = delegated(&a, &root, "p1").await;
+        delegated(&a, &root, "p2").await;
+        let (p3, _) = delegated(&a, &root, "p3").await;
+        drop(a);
+        // The restarted client: the same owner, a new verifier.
+        let mut again = a_opts.reclaiming();
+        again.verifier = Some([7; NFS4_VERIFIER_SIZE]);
+        let a = srv.client_with(again).await;
+        // Another client writes p3 meanwhile: nothing to recall (the old
+        // instance is gone), but p3's delegation is no longer kept.
+        let b = srv.client().await;
+        let w = b.open(&root, "p3", OpenOpts::write()).await.unwrap();
+        b.close(&w.fh, w.stateid).await.unwrap();
+
+        let res = open_prev(&a, &p1.fh, None).await.unwrap();
+        match &res[1] {
+            NfsResOp4::Open(Res4::Ok(ok)) => {
+                read_deleg(&ok.delegation);
+            }
+            other => panic!("{other:?}"),
+        }
+        let res = open_prev(&a, &root, Some("p2")).await.unwrap();
+        match &res[1] {
+            NfsResOp4::Open(Res4::Ok(ok)) => {
+                read_deleg(&ok.delegation);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            failed_at(open_prev(&a, &p3.fh, None).await),
+            (1, NfsStat4::Nfs4errReclaimBad)
+        );
+        assert_eq!(
+            failed_at(open_prev(&a, &p1.fh, None).await),
+            (1, NfsStat4::Nfs4errReclaimBad),
+            "reclaimed once"
+        );
+        a.reclaim_complete().await.unwrap();
+        assert_eq!(
+            failed_at(open_prev(&a, &root, Some("p2")).await),
+            (1, NfsStat4::Nfs4errNoGrace)
+        );
+    })
+    .await
+}

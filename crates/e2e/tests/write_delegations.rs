@@ -171,7 +171,7 @@ async fn open_arguments_say_what_open_supports_in_nfsv4_2() {
         assert_eq!(bits(&oa.share_access), vec![1, 2, 3]);
         assert_eq!(bits(&oa.share_deny), vec![0, 1, 2, 3]);
         assert_eq!(bits(&oa.share_access_want), vec![3, 4, 5]);
-        assert_eq!(bits(&oa.open_claim), vec![0, 1, 2, 4, 5]);
+        assert_eq!(bits(&oa.open_claim), vec![0, 1, 2, 3, 4, 5, 6]);
         assert_eq!(bits(&oa.create_mode), vec![0, 1, 2, 3]);
 
         let c41 = srv.client().await;

@@ -67,9 +67,8 @@ pub const SUPPORTED: &[u32] = &[
 pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT, FATTR4_OPEN_ARGUMENTS];
 
 /// What OPEN supports (RFC 9754 §4.1; `ops::open`): every share access
-/// and deny, the want flags it honours, every claim but those of a
-/// client's own restart (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH) and
-/// every create mode.
+/// and deny, the want flags it honours, every claim and every create
+/// mode.
 fn open_arguments() -> OpenArguments4 {
     OpenArguments4 {
         share_access: Bitmap4::from_attrs(&[
@@ -92,8 +91,10 @@ fn open_arguments() -> OpenArguments4 {
             OPEN_ARGS_OPEN_CLAIM_NULL,
             OPEN_ARGS_OPEN_CLAIM_PREVIOUS,
             OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR,
+            OPEN_ARGS_OPEN_CLAIM_DELEGATE_PREV,
             OPEN_ARGS_OPEN_CLAIM_FH,
             OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH,
+            OPEN_ARGS_OPEN_CLAIM_DELEG_PREV_FH,
         ]),
         create_mode: Bitmap4::from_attrs(&[
             OPEN_ARGS_CREATEMODE_UNCHECKED4,

@@ -7,8 +7,11 @@
 //! and CLAIM_DELEG_CUR_FH (an open under a delegation the client holds, by
 //! name or by the current filehandle). Delegations are not kept across a
 //! restart: a CLAIM_PREVIOUS reclaim of an open that had a delegation gets
-//! one again if it can (§10.2.1), and CLAIM_DELEGATE_PREV and
-//! CLAIM_DELEG_PREV_FH (for a client's own restart) are not supported.
+//! one again if it can (§10.2.1). Across a client's own restart the server
+//! keeps its delegations a lease, unless a conflict comes first
+//! (`state::Tables::keep_prev_delegs`): CLAIM_DELEGATE_PREV (by name) and
+//! CLAIM_DELEG_PREV_FH open the file and get a delegation again;
+//! NFS4ERR_RECLAIM_BAD when none was kept.
 //!
 //! Delegations (§10.2, §10.4): an open for reading may be granted a read
 //! delegation, one for writing a write delegation
@@ -59,7 +62,16 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             OpenDelegationType4::OpenDelegateRead | OpenDelegationType4::OpenDelegateWrite
         )
     );
-    cx.srv.state().may_take_state(client, reclaim)?;
+    // A client reclaiming, after its own restart, a delegation the server
+    // kept for it (§10.2.1): before its RECLAIM_COMPLETE, outside any
+    // grace period (`state::Tables::take_prev_deleg` checks).
+    let prev_claim = matches!(
+        args.claim,
+        OpenClaim4::DelegatePrev(_) | OpenClaim4::DelegPrevFh
+    );
+    if !prev_claim {
+        cx.srv.state().may_take_state(client, reclaim)?;
+    }
     let creates = matches!(
         (&args.claim, &args.openhow),
         (OpenClaim4::Null(_), OpenFlag4::Create(_))
@@ -81,7 +93,10 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     if creates || access & OPEN4_SHARE_ACCESS_WRITE != 0 {
         cx.check_writable(&fh)?;
     }
-    let by_name_claim = matches!(args.claim, OpenClaim4::Null(_) | OpenClaim4::DelegateCur(_));
+    let by_name_claim = matches!(
+        args.claim,
+        OpenClaim4::Null(_) | OpenClaim4::DelegateCur(_) | OpenClaim4::DelegatePrev(_)
+    );
     // An open under the client's own delegation (§18.16.3).
     let under_deleg = match &args.claim {
         OpenClaim4::DelegateCur(d) => Some(d.delegate_stateid),
@@ -117,17 +132,24 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             let name = check_name(&d.file)?;
             by_name(cx, &fh, name, &OpenFlag4::NoCreate, access).await?
         }
-        OpenClaim4::Fh | OpenClaim4::Previous(_) | OpenClaim4::DelegCurFh(_) => {
+        OpenClaim4::DelegatePrev(name) => {
+            let name = check_name(&name)?;
+            by_name(cx, &fh, name, &OpenFlag4::NoCreate, access).await?
+        }
+        OpenClaim4::Fh
+        | OpenClaim4::Previous(_)
+        | OpenClaim4::DelegCurFh(_)
+        | OpenClaim4::DelegPrevFh => {
             match read_only.then(|| existing_nowait(cx, &fh, None)).flatten() {
                 Some(t) => t?,
                 None => by_fh(cx, &fh, access).await?,
             }
         }
-        OpenClaim4::DelegatePrev(_) | OpenClaim4::DelegPrevFh => {
-            return Err(NfsStat4::Nfs4errNotsupp)
-        }
     };
     let key = (fh.export, target.handle.clone());
+    if prev_claim {
+        cx.srv.state().take_prev_delegation(client, &key)?;
+    }
     if let Some(sid) = under_deleg {
         let sid = cx.resolve_stateid(&sid)?;
         cx.srv.state().check_delegation(client, &sid, &key)?;
@@ -178,6 +200,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
     let offer = match (reclaim, under_deleg) {
+        _ if prev_claim => Offer::Reclaim,
         (_, Some(_)) => Offer::No,
         (true, None) if reclaims_deleg => Offer::Reclaim,
         (true, None) => Offer::No,

@@ -321,7 +321,9 @@ impl State {
         let now = self.clock.now();
         let mut t = self.tables();
         let r = f(&mut t, now);
-        self.delegs_live.store(t.delegs, Ordering::Relaxed);
+        // Kept delegations count: a conflict must forget them.
+        self.delegs_live
+            .store(t.delegs + t.prev_count, Ordering::Relaxed);
         self.wdelegs_live.store(t.wdelegs, Ordering::Relaxed);
         let ended = std::mem::take(&mut t.delegs_ended);
         if !t.dead_records.is_empty() {
@@ -440,6 +442,9 @@ impl State {
             if !c.confirmed {
                 let old = t.owners.get(&c.owner).and_then(|r| r.confirmed);
                 if let Some(old) = old.filter(|o| *o != id) {
+                    // The client restarted: its delegations are kept for
+                    // it to reclaim (RFC 8881 §10.2.1).
+                    t.keep_prev_delegs(old, now);
                     t.purge_client(old);
                 }
                 t.confirm(id);
@@ -720,6 +725,16 @@ impl State {
     ) -> Result<StateId4, WhyNoDelegation4> {
         let (client, owner) = asker;
         self.with(|t, now| t.grant_deleg(*client, owner, file, fh, write, reclaim, now))
+    }
+
+    /// The delegation of `file` kept for `client` from before its restart
+    /// ([`Tables::take_prev_deleg`]): whether it was a write delegation.
+    pub fn take_prev_delegation(
+        &self,
+        client: ClientId4,
+        file: &FileKey,
+    ) -> Result<bool, NfsStat4> {
+        self.with(|t, now| t.take_prev_deleg(client, file, now))
     }
 
     /// Why [`State::offer_delegation`] would refuse now, if it would.

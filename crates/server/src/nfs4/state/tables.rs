@@ -109,6 +109,23 @@ pub(super) struct Tables {
     pub delegs_ended: Vec<FileKey>,
     /// When CB_RECALL_ANY last went out.
     last_recall_any: Option<Duration>,
+    /// The delegations of client instances replaced by a restart of their
+    /// client (a new EXCHANGE_ID verifier), kept a lease for the new
+    /// instance to reclaim (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH; RFC
+    /// 8881 §10.2.1, §18.16.3), by file; forgotten at a conflict.
+    prev_delegs: HashMap<FileKey, Vec<PrevDeleg>>,
+    /// How many `prev_delegs` holds.
+    pub prev_count: usize,
+}
+
+/// A delegation kept for its client's next instance.
+#[derive(Debug, Clone)]
+struct PrevDeleg {
+    /// The client owner (`co_ownerid`).
+    owner: Bytes,
+    write: bool,
+    /// Kept until then.
+    until: Duration,
 }
 
 impl Tables {
@@ -133,6 +150,8 @@ impl Tables {
             recent_conflicts: HashMap::new(),
             delegs_ended: Vec::new(),
             last_recall_any: None,
+            prev_delegs: HashMap::new(),
+            prev_count: 0,
         }
     }
 
@@ -267,6 +286,13 @@ impl Tables {
         }
         self.recent_conflicts
             .retain(|_, at| now < *at + CONFLICT_QUIET);
+        if self.prev_count > 0 {
+            self.prev_delegs.retain(|_, v| {
+                v.retain(|p| now < p.until);
+                !v.is_empty()
+            });
+            self.prev_count = self.prev_delegs.values().map(Vec::len).sum();
+        }
         let mut n = 0;
         while let Some((_, id)) = self.expiry.pop_due(now) {
             let Some(c) = self.clients.get(&id) else {
@@ -968,6 +994,9 @@ impl Tables {
         reads: bool,
         now: Duration,
     ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
+        if self.prev_count > 0 {
+            self.forget_prev(file, reads);
+        }
         let Some(f) = self.files.get(file) else {
             return (Vec::new(), false);
         };
@@ -1002,6 +1031,85 @@ impl Tables {
             });
             !own
         })
+    }
+
+    /// Forgets the kept delegations of `file` a change conflicts with (a
+    /// read: the write ones): they cannot be reclaimed after it.
+    fn forget_prev(&mut self, file: &FileKey, reads: bool) {
+        let Some(v) = self.prev_delegs.get_mut(file) else {
+            return;
+        };
+        let before = v.len();
+        v.retain(|p| reads && !p.write);
+        self.prev_count -= before - v.len();
+        if v.is_empty() {
+            self.prev_delegs.remove(file);
+        }
+    }
+
+    /// Keeps the file delegations in force of `old`, a client record its
+    /// client's restart replaces, for the new instance to reclaim within a
+    /// lease (within the most delegations the server holds).
+    pub fn keep_prev_delegs(&mut self, old: ClientId4, now: Duration) {
+        let Some(c) = self.clients.get(&old) else {
+            return;
+        };
+        let until = now + self.lease;
+        for e in c.states.values() {
+            if self.prev_count >= self.max_delegs {
+                break;
+            }
+            if let StateKind::Deleg {
+                write,
+                dir: None,
+                revoked: false,
+                ..
+            } = &e.kind
+            {
+                self.prev_delegs
+                    .entry(e.file.clone())
+                    .or_default()
+                    .push(PrevDeleg {
+                        owner: c.owner.clone(),
+                        write: *write,
+                        until,
+                    });
+                self.prev_count += 1;
+            }
+        }
+    }
+
+    /// Takes the delegation of `file` kept for `client`'s owner, if one is
+    /// (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH): whether it was a write
+    /// delegation; NFS4ERR_RECLAIM_BAD if none is (any more).
+    pub fn take_prev_deleg(
+        &mut self,
+        client: ClientId4,
+        file: &FileKey,
+        now: Duration,
+    ) -> Result<bool, NfsStat4> {
+        let c = self
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?;
+        // Reclaims come before the client's RECLAIM_COMPLETE (§18.51.3).
+        if c.reclaim_complete {
+            return Err(NfsStat4::Nfs4errNoGrace);
+        }
+        let v = self
+            .prev_delegs
+            .get_mut(file)
+            .ok_or(NfsStat4::Nfs4errReclaimBad)?;
+        let i = v
+            .iter()
+            .position(|p| p.owner == c.owner && now < p.until)
+            .ok_or(NfsStat4::Nfs4errReclaimBad)?;
+        let write = v.swap_remove(i).write;
+        self.prev_count -= 1;
+        if v.is_empty() {
+            self.prev_delegs.remove(file);
+        }
+        Ok(write)
     }
 
     /// Of the delegations `ids` of `file`, those `conflicts` says are in

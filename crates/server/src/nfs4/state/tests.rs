@@ -1086,3 +1086,32 @@ fn a_directory_delegation_is_told_of_what_it_asked_and_recalled_for_the_rest() {
     let (recall, pending) = t.dir_conflicts(&file(9), b, NotifyType4::RemoveEntry, now);
     assert!(recall.is_empty() && pending, "recalled already");
 }
+
+#[test]
+fn delegations_kept_across_a_client_restart_last_a_lease() {
+    let f = deleg_fixture();
+    let (a, _) = f.client("a");
+    f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        .unwrap();
+    f.st.offer_delegation(&(a, ow()), &file(2), fh(2), false, false)
+        .unwrap();
+    // The client restarts: the same owner, a new verifier.
+    let p = Principal::Sys { uid: 0, gid: 0 };
+    let x = f.st.exchange_id(&Fixture::owner("a", 2), p, false).unwrap();
+    f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
+        .unwrap();
+    let a2 = x.clientid;
+    assert!(f.st.delegations_outstanding(), "kept ones count");
+    assert_eq!(f.st.take_prev_delegation(a2, &file(1)), Ok(false));
+    assert_eq!(
+        f.st.take_prev_delegation(a2, &file(1)),
+        Err(NfsStat4::Nfs4errReclaimBad)
+    );
+    // A lease later the other is gone.
+    f.advance_to(f.clock.now() + L + Duration::from_secs(1));
+    f.st.reap();
+    assert_eq!(
+        f.st.take_prev_delegation(a2, &file(2)),
+        Err(NfsStat4::Nfs4errReclaimBad)
+    );
+}
