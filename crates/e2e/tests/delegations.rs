@@ -446,7 +446,8 @@ async fn open_prev(
 /// A client that restarted (a new verifier; the server ran on) finds its
 /// delegations kept a lease (RFC 8881 §10.2.1): CLAIM_DELEG_PREV_FH and
 /// CLAIM_DELEGATE_PREV get them back before its RECLAIM_COMPLETE; one that
-/// another client's change came between is gone (NFS4ERR_RECLAIM_BAD).
+/// another client's change came between is gone (NFS4ERR_RECLAIM_BAD), and
+/// so are the rest after DELEGPURGE.
 #[tokio::test]
 async fn delegations_outlive_the_clients_own_restart() {
     within(async {
@@ -457,6 +458,7 @@ async fn delegations_outlive_the_clients_own_restart() {
         let (p1, _) = delegated(&a, &root, "p1").await;
         delegated(&a, &root, "p2").await;
         let (p3, _) = delegated(&a, &root, "p3").await;
+        let (p4, _) = delegated(&a, &root, "p4").await;
         drop(a);
         // The restarted client: the same owner, a new verifier.
         let mut again = a_opts.reclaiming();
@@ -490,6 +492,16 @@ async fn delegations_outlive_the_clients_own_restart() {
             failed_at(open_prev(&a, &p1.fh, None).await),
             (1, NfsStat4::Nfs4errReclaimBad),
             "reclaimed once"
+        );
+        // DELEGPURGE: the client will reclaim no more.
+        a.compound(vec![NfsArgOp4::DelegPurge(DelegPurge4Args {
+            clientid: a.clientid(),
+        })])
+        .await
+        .unwrap();
+        assert_eq!(
+            failed_at(open_prev(&a, &p4.fh, None).await),
+            (1, NfsStat4::Nfs4errReclaimBad)
         );
         a.reclaim_complete().await.unwrap();
         assert_eq!(

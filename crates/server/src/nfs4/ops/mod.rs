@@ -26,6 +26,7 @@ pub mod copy;
 pub mod create;
 pub mod create_session;
 pub mod deallocate;
+pub mod delegpurge;
 pub mod delegreturn;
 pub mod destroy_clientid;
 pub mod destroy_session;
@@ -292,7 +293,7 @@ pub static OPS: [OpDesc; 73] = [
     op(N::Close, "CLOSE", h::close, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
     op(N::Commit, "COMMIT", h::commit, NEEDS_FH, fixed(RES + VERF)),
     op(N::Create, "CREATE", h::create, NEEDS_FH | MODIFIES, fixed(RES + CINFO + BITMAP)),
-    no(N::DelegPurge, "DELEGPURGE", MODIFIES, fixed(RES)),
+    op(N::DelegPurge, "DELEGPURGE", h::delegpurge, MODIFIES | QUICK, fixed(RES)),
     op(N::DelegReturn, "DELEGRETURN", h::delegreturn, NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
     op(N::GetAttr, "GETATTR", h::getattr, NEEDS_FH | QUICK, Size::Of(getattr_size)),
     op(N::GetFh, "GETFH", h::getfh, NEEDS_FH | QUICK, fixed(RES + 4 + NFS4_FHSIZE)),
@@ -402,6 +403,7 @@ handlers! {
     create: Create(a),
     create_session: CreateSession(a),
     deallocate: Deallocate(a),
+    delegpurge: DelegPurge(a),
     delegreturn: DelegReturn(a),
     destroy_clientid: DestroyClientId(a),
     destroy_session: DestroySession(a),

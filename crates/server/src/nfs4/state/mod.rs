@@ -737,6 +737,12 @@ impl State {
         self.with(|t, now| t.take_prev_deleg(client, file, now))
     }
 
+    /// DELEGPURGE (RFC 8881 §18.5): forgets the delegations kept for
+    /// `client` from before its restart.
+    pub fn purge_prev_delegations(&self, client: ClientId4) -> Result<(), NfsStat4> {
+        self.with(|t, _| t.purge_prev(client))
+    }
+
     /// Why [`State::offer_delegation`] would refuse now, if it would.
     pub fn delegation_refusal(
         &self,

@@ -1112,6 +1112,24 @@ impl Tables {
         Ok(write)
     }
 
+    /// DELEGPURGE: forgets every delegation kept for `client`'s owner.
+    pub fn purge_prev(&mut self, client: ClientId4) -> Result<(), NfsStat4> {
+        let owner = self
+            .clients
+            .get(&client)
+            .ok_or(NfsStat4::Nfs4errStaleClientid)?
+            .owner
+            .clone();
+        if self.prev_count > 0 {
+            self.prev_delegs.retain(|_, v| {
+                v.retain(|p| p.owner != owner);
+                !v.is_empty()
+            });
+            self.prev_count = self.prev_delegs.values().map(Vec::len).sum();
+        }
+        Ok(())
+    }
+
     /// Of the delegations `ids` of `file`, those `conflicts` says are in
     /// the way: an expired client's go with it (§8.4.3); the others are
     /// marked recalled, once. Returns those to send CB_RECALL for now
