@@ -654,7 +654,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 24);
+        assert_eq!(checked, 25);
     }
 
     /// An operation's module uses shared modules, never another
