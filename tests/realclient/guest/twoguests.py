@@ -59,6 +59,10 @@ PLAN = [
     ("deleg_granted", "A"),        # A's second open of a file it reads goes to no server
     ("deleg_recall", "B"),         # B's open for writing recalls it, in bounded time
     ("deleg_data", "A"),           # A, which held it, then reads what B wrote; it was returned
+    # write delegations (RC_EXPECT_DELEG=1: the server must grant them)
+    ("wdeleg_granted", "A"),       # A's second open of a file it created and writes goes to no server
+    ("wdeleg_getattr", "B"),       # B's stat sees the size of what A wrote, cached or not (CB_GETATTR)
+    ("wdeleg_data", "B"),          # B's open recalls it: A writes back and returns it, B reads A's data
     # the server restarts (two-guests.sh --restart-cmd) while A holds a lock:
     ("grace_lock_kept", "B"),      # B's request after the restart is refused: A reclaimed the lock first
     ("grace_reclaimed", "A"),      # A's lock and open survive the restart; B gets the lock once A unlocks
@@ -608,6 +612,66 @@ def ph_deleg(c):
     c.barrier("d-done")
 
 
+def ph_wdeleg(c):
+    """RFC 8881 §10.4: A creates a file and writes it, keeping it open:
+    alone with it, A holds a write delegation (its second open sends no
+    OPEN) and may keep what it wrote in its cache. B's stat then sees A's
+    size (the server asks A with CB_GETATTR, §10.4.3). A then closes the
+    file (close-to-open: what B may then read), still holding the
+    delegation; B's open recalls it, and B reads A's data."""
+    p = c.p("wdeleg")
+    size = 200 * KiB + 123
+    if ROLE == "A":
+        data = os.urandom(size)
+        fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        n0 = op_count(c.mp, "OPEN")
+        fd2 = os.open(p, os.O_RDWR)
+        delegated = op_count(c.mp, "OPEN") == n0
+        os.close(fd2)
+        if delegated:
+            c.res("wdeleg_granted", True, "A's second open of the file it created sent no OPEN: a write delegation")
+        elif EXPECT_DELEG:
+            c.res("wdeleg_granted", False, "A's second open sent an OPEN: no write delegation was granted")
+        else:
+            c.skip("wdeleg_granted", "the server granted no write delegation (RC_EXPECT_DELEG=0)")
+        w0 = op_count(c.mp, "WRITE")
+        os.write(fd, data)
+        cached = op_count(c.mp, "WRITE") == w0
+        c.post("w-held", "%d %d %s" % (1 if delegated else 0, 1 if cached else 0, sha(data)))
+        c.wait("w-statted")
+        still = op_count(c.mp, "WRITE") == w0
+        c.post("w-still", "1" if still else "0")
+        r0 = op_count(c.mp, "DELEGRETURN")
+        os.close(fd)
+        returned = op_count(c.mp, "DELEGRETURN") > r0
+        c.post("w-closed", "1" if returned else "0")
+        c.barrier("w-done")
+        return
+    held, cached, want = c.wait("w-held").split()
+    st = os.stat(p)
+    c.post("w-statted")
+    still = c.wait("w-still").strip() == "1"
+    where = ("still in A's cache: the server asked A" if cached == "1" and still
+             else "A had written it back")
+    if held == "1":
+        c.res("wdeleg_getattr", st.st_size == size,
+              "B's stat saw %d bytes, A's size (%s)" % (st.st_size, where) if st.st_size == size else
+              "B's stat saw %d bytes; A wrote %d (%s)" % (st.st_size, size, where))
+    else:
+        c.skip("wdeleg_getattr", "A held no write delegation")
+    returned = c.wait("w-closed").strip() == "1"
+    t0 = time.monotonic()
+    got = S.read_file(p)
+    took = time.monotonic() - t0
+    ok = sha(got) == want
+    how = ("A returned its delegation at close" if returned
+           else "B's open recalled A's delegation" if held == "1" else "no delegation")
+    c.res("wdeleg_data", ok,
+          "B read A's %d bytes in %.2fs (%s)" % (len(got), took, how) if ok else
+          "B read %d bytes, sha %s...; A wrote %d, sha %s... (%s)" % (len(got), sha(got)[:12], size, want[:12], how))
+    c.barrier("w-done")
+
+
 def ph_grace(c):
     """RFC 8881 §8.4.2.1: after a server restart, the lock A held is
     reclaimed by A before B can have it, however soon B asks."""
@@ -669,7 +733,7 @@ def ph_grace(c):
     c.post("g3-locked", "ok" if ok else "refused (%s) for %.0fs" % (errname(last), secs))
 
 
-PHASES = [ph_setup, ph_fcntl, ph_flock, ph_excl, ph_cto, ph_deleg, ph_grace]
+PHASES = [ph_setup, ph_fcntl, ph_flock, ph_excl, ph_cto, ph_deleg, ph_wdeleg, ph_grace]
 
 
 def run_version(v):
