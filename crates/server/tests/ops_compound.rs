@@ -245,7 +245,6 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
         body: Bytes::new(),
     };
     vec![
-        NfsArgOp4::DelegPurge(DelegPurge4Args { clientid }),
         NfsArgOp4::OpenAttr(OpenAttr4Args { createdir: false }),
         NfsArgOp4::OpenConfirm(OpenConfirm4Args {
             open_stateid: sid,
@@ -272,14 +271,6 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
         }),
         NfsArgOp4::ReleaseLockOwner(ReleaseLockOwner4Args {
             lock_owner: owner.clone(),
-        }),
-        NfsArgOp4::GetDirDelegation(GetDirDelegation4Args {
-            signal_deleg_avail: false,
-            notification_types: Bitmap4::default(),
-            child_attr_delay: NfsTime4::default(),
-            dir_attr_delay: NfsTime4::default(),
-            child_attributes: Bitmap4::default(),
-            dir_attributes: Bitmap4::default(),
         }),
         NfsArgOp4::GetDeviceInfo(GetDeviceInfo4Args {
             device_id: [1; 16],
