@@ -422,6 +422,16 @@ async fn open_prev(
     at: &NfsFh4,
     name: Option<&str>,
 ) -> client::Result<Vec<NfsResOp4>> {
+    open_prev_for(c, at, name, OPEN4_SHARE_ACCESS_READ).await
+}
+
+/// [`open_prev`] for `access`.
+async fn open_prev_for(
+    c: &client::Client,
+    at: &NfsFh4,
+    name: Option<&str>,
+    access: u32,
+) -> client::Result<Vec<NfsResOp4>> {
     let claim = match name {
         Some(n) => OpenClaim4::DelegatePrev(common::b(n)),
         None => OpenClaim4::DelegPrevFh,
@@ -430,7 +440,7 @@ async fn open_prev(
         putfh(at),
         NfsArgOp4::Open(Open4Args {
             seqid: 0,
-            share_access: OPEN4_SHARE_ACCESS_READ,
+            share_access: access,
             share_deny: 0,
             owner: OpenOwner4 {
                 clientid: c.clientid(),
@@ -459,6 +469,9 @@ async fn delegations_outlive_the_clients_own_restart() {
         delegated(&a, &root, "p2").await;
         let (p3, _) = delegated(&a, &root, "p3").await;
         let (p4, _) = delegated(&a, &root, "p4").await;
+        // A write delegation: kept as one.
+        let pw = create_file(&a, &root, "pw").await;
+        assert!(matches!(pw.delegation, OpenDelegation4::Write(_)));
         drop(a);
         // The restarted client: the same owner, a new verifier.
         let mut again = a_opts.reclaiming();
@@ -488,6 +501,19 @@ async fn delegations_outlive_the_clients_own_restart() {
             failed_at(open_prev(&a, &p3.fh, None).await),
             (1, NfsStat4::Nfs4errReclaimBad)
         );
+        let res = open_prev_for(&a, &pw.fh, None, OPEN4_SHARE_ACCESS_BOTH)
+            .await
+            .unwrap();
+        match &res[1] {
+            NfsResOp4::Open(Res4::Ok(ok)) => {
+                assert!(
+                    matches!(ok.delegation, OpenDelegation4::Write(_)),
+                    "{:?}",
+                    ok.delegation
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             failed_at(open_prev(&a, &p1.fh, None).await),
             (1, NfsStat4::Nfs4errReclaimBad),

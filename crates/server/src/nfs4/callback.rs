@@ -40,6 +40,8 @@ pub enum CbError {
     Status(NfsStat4),
     #[error("undecodable attributes in a CB_GETATTR reply")]
     Attrs,
+    #[error("a CB_GETATTR is under way, or the delegation is being recalled")]
+    Busy,
 }
 
 /// The credential for callbacks: the first of the client's choices we can
@@ -180,12 +182,15 @@ pub fn recall_any(session: std::sync::Arc<Session>, keep: u32) {
     });
 }
 
-/// Asks a write delegation's holder for the attributes `want` of its file
-/// `fh` with CB_GETATTR (RFC 8881 §20.1), waiting at most `wait` for the
-/// answer (the call itself runs on to its own timeout, so the back
-/// channel's slot stays in step).
+/// Asks the holder of the write delegation `stateid` for the attributes
+/// `want` of its file `fh` with CB_GETATTR (RFC 8881 §20.1), waiting at
+/// most `wait` for the answer. The call itself runs on to its own timeout,
+/// so the back channel's slot stays in step, and then ends the
+/// delegation's CB_GETATTR (`State::begin_cb_getattr`): one at a time.
 pub async fn getattr(
+    srv: &Arc<Nfs4Server>,
     session: Arc<Session>,
+    stateid: StateId4,
     fh: NfsFh4,
     want: Bitmap4,
     wait: Duration,
@@ -194,7 +199,14 @@ pub async fn getattr(
         fh,
         attr_request: want,
     });
-    let call = tokio::spawn(async move { cb_compound(&session, vec![op]).await });
+    let srv = Arc::downgrade(srv);
+    let call = tokio::spawn(async move {
+        let r = cb_compound(&session, vec![op]).await;
+        if let Some(srv) = srv.upgrade() {
+            srv.state().end_cb_getattr(&stateid);
+        }
+        r
+    });
     let res = match tokio::time::timeout(wait, call).await {
         Ok(Ok(r)) => r?,
         Ok(Err(_)) | Err(_) => return Err(CbError::Timeout),
@@ -224,31 +236,47 @@ pub fn notify_dir(srv: &Arc<Nfs4Server>, session: Arc<Session>, other: [u8; 12],
             };
             tokio::time::sleep(delay.min(super::dirdeleg::MAX_ATTR_DELAY)).await;
         }
+        // What fits in the client's back-channel requests, beside the RPC
+        // header, CB_SEQUENCE, the stateid and filehandle.
+        let budget = {
+            let b = session.back.lock().unwrap_or_else(|p| p.into_inner());
+            (b.attrs.maxrequestsize as usize).saturating_sub(512)
+        };
         loop {
-            let Some(next) = srv.upgrade().and_then(|s| s.state().take_dir_notes(&other)) else {
+            let next = srv
+                .upgrade()
+                .and_then(|s| s.state().take_dir_notes(&other, budget));
+            let Some((stateid, fh, changes)) = next else {
                 return;
             };
-            let (stateid, fh, changes) = next;
             let n = changes.len();
             let op = NfsCbArgOp4::CbNotify(CbNotify4Args {
                 stateid,
                 fh,
                 changes,
             });
-            match cb_compound(&session, vec![op]).await {
-                Ok(r) => debug!(session = ?session.id, status = ?r.status, n, "CB_NOTIFY"),
-                Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
-                    debug!(session = ?session.id, "CB_NOTIFY failed: {e}; delegation revoked");
-                    session.cb_down.store(true, Ordering::Relaxed);
-                    if let Some(srv) = srv.upgrade() {
-                        srv.state().revoke_delegation(&stateid);
-                        // Drains the queue and ends this sender.
-                        srv.state().take_dir_notes(&other);
-                    }
-                    return;
+            let failed = match cb_compound(&session, vec![op]).await {
+                Ok(r) if r.status == NfsStat4::Nfs4Ok => {
+                    debug!(session = ?session.id, n, "CB_NOTIFY");
+                    continue;
                 }
-                Err(e) => debug!(session = ?session.id, "CB_NOTIFY: {e}"),
+                Ok(r) => format!("answered {:?}", r.status),
+                Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
+                    session.cb_down.store(true, Ordering::Relaxed);
+                    e.to_string()
+                }
+                Err(e) => e.to_string(),
+            };
+            // A holder that missed a notification cannot trust its cache:
+            // the delegation is revoked (it sees
+            // SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
+            debug!(session = ?session.id, "CB_NOTIFY {failed}; delegation revoked");
+            if let Some(srv) = srv.upgrade() {
+                srv.state().revoke_delegation(&stateid);
+                // Drains the queue and ends this sender.
+                srv.state().take_dir_notes(&other, 0);
             }
+            return;
         }
     });
 }

@@ -127,8 +127,14 @@ pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::
     let handle = fh.handle.clone();
     let server = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
     let want = Bitmap4::from_attrs(&[FATTR4_CHANGE, FATTR4_SIZE]);
+    // One CB_GETATTR at a time per delegation: a GETATTR meanwhile, or
+    // once it is being recalled, waits for the return instead.
     let reply = match w.session {
-        Some(s) => callback::getattr(s, w.fh, want, cx.srv.cfg.recall_wait).await,
+        Some(s) if cx.srv.state().begin_cb_getattr(&w.stateid) => {
+            let wait = cx.srv.cfg.recall_wait;
+            callback::getattr(&cx.srv, s, w.stateid, w.fh, want, wait).await
+        }
+        Some(_) => Err(callback::CbError::Busy),
         None => Err(callback::CbError::NoConnection),
     };
     let reported = match reply {

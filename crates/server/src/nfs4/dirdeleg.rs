@@ -16,6 +16,7 @@
 //! removal; entries carry no attributes (GET_DIR_DELEGATION grants no
 //! child attributes).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,6 +49,48 @@ pub const DIR_ATTRS: [u32; 6] = [
 /// The longest a change of a directory's attributes waits to be sent with
 /// later ones, whatever the client asked.
 pub const MAX_ATTR_DELAY: Duration = Duration::from_secs(10);
+
+/// Locks ordering the changes to a directory under delegation with their
+/// notifications, by the directory's handle.
+pub struct Stripes(Vec<Arc<tokio::sync::Mutex<()>>>);
+
+const STRIPES: usize = 64;
+
+impl Default for Stripes {
+    fn default() -> Self {
+        Stripes((0..STRIPES).map(|_| Arc::default()).collect())
+    }
+}
+
+/// Held from before a change to directories under delegation until its
+/// notifications are queued: two clients' changes to one directory are
+/// then told in the order they were made.
+pub struct Order(#[allow(dead_code)] Vec<tokio::sync::OwnedMutexGuard<()>>);
+
+/// Takes the order of the directories `dirs` that some client holds a
+/// delegation of (none otherwise), lowest stripe first.
+pub async fn order(cx: &Compound, dirs: &[&FileKey]) -> Order {
+    let state = cx.srv.state();
+    if !state.delegations_outstanding() {
+        return Order(Vec::new());
+    }
+    let mut stripes: Vec<usize> = dirs
+        .iter()
+        .filter(|d| state.dir_delegated(d))
+        .map(|d| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(d, &mut h);
+            std::hash::Hasher::finish(&h) as usize % STRIPES
+        })
+        .collect();
+    stripes.sort_unstable();
+    stripes.dedup();
+    let mut held = Vec::with_capacity(stripes.len());
+    for i in stripes {
+        held.push(cx.srv.dir_order.0[i].clone().lock_owned().await);
+    }
+    Order(held)
+}
 
 /// Before a change of `kind` to the directory `dir` by this compound's
 /// client: recalls the other clients' delegations of it that would not be

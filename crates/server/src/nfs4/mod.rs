@@ -127,6 +127,9 @@ pub struct Nfs4Server {
     pub started: Duration,
     /// Persistent sessions' files, and the earlier instance's sessions.
     pub sessions: persist::Sessions,
+    /// Orders the changes to directories under delegation with their
+    /// notifications ([`dirdeleg::order`]).
+    pub dir_order: dirdeleg::Stripes,
     state: State,
 }
 
@@ -189,6 +192,7 @@ impl Nfs4Server {
             server_scope: Bytes::from(format!("ferrite:{host}")),
             started,
             sessions: recovery.sessions,
+            dir_order: dirdeleg::Stripes::default(),
             state: State::recovering(
                 epoch,
                 cfg_lease,

@@ -51,6 +51,7 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
     }
     // Other clients' delegations of the directory (§10.9).
     dirdeleg::settle(cx, &dir.key(), NotifyType4::AddEntry).await?;
+    let _order = dirdeleg::order(cx, &[&dir.key()]).await;
     let added = name.clone();
     let h = dir.handle.clone();
     let (obj, cinfo) = cx

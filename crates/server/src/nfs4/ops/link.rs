@@ -25,6 +25,7 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
     deleg::settle(cx, &src.key()).await?;
     // And other clients' delegations of the directory (§10.9).
     dirdeleg::settle(cx, &dir.key(), NotifyType4::AddEntry).await?;
+    let _order = dirdeleg::order(cx, &[&dir.key()]).await;
     let added = name.clone();
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx

@@ -119,6 +119,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
                     // Other clients' delegations of the directory (§10.9).
                     let dir = fh.key();
                     dirdeleg::settle(cx, &dir, NotifyType4::AddEntry).await?;
+                    let _order = dirdeleg::order(cx, &[&dir]).await;
                     let t = by_name(cx, &fh, name.clone(), &args.openhow, access).await?;
                     if t.cinfo.before != t.cinfo.after {
                         dirdeleg::added(cx, &dir, &name);
@@ -148,7 +149,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     };
     let key = (fh.export, target.handle.clone());
     if prev_claim {
-        cx.srv.state().take_prev_delegation(client, &key)?;
+        cx.srv.state().has_prev_delegation(client, &key)?;
     }
     if let Some(sid) = under_deleg {
         let sid = cx.resolve_stateid(&sid)?;
@@ -157,7 +158,10 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     // Writing, or denying others reads, conflicts with other clients'
     // delegations (§10.4.6), reading with write delegations: they are
     // recalled first.
-    let reads = access & OPEN4_SHARE_ACCESS_WRITE == 0 && deny & OPEN4_SHARE_DENY_READ == 0;
+    // A truncation (a create of an existing file with size 0) writes.
+    let truncates = target.truncate && target.attr.size != 0;
+    let reads =
+        access & OPEN4_SHARE_ACCESS_WRITE == 0 && deny & OPEN4_SHARE_DENY_READ == 0 && !truncates;
     deleg::settle_open(cx, &key, &args.owner.owner, reads).await?;
     let stateid = cx
         .srv
@@ -199,8 +203,13 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let wire = file.wire.clone();
     cx.set_cfh(file);
     cx.cur_stateid = Some(stateid);
+    // The kept delegation is taken once the open stands; its kind is
+    // granted again.
+    let kept = prev_claim
+        .then(|| cx.srv.state().take_prev_delegation(client, &key).ok())
+        .flatten();
     let offer = match (reclaim, under_deleg) {
-        _ if prev_claim => Offer::Reclaim,
+        _ if prev_claim => kept.map_or(Offer::No, Offer::Kept),
         (_, Some(_)) => Offer::No,
         (true, None) if reclaims_deleg => Offer::Reclaim,
         (true, None) => Offer::No,
@@ -228,6 +237,9 @@ enum Offer {
     /// CLAIM_PREVIOUS with a delegation (§10.2.1): granted in the grace
     /// period too.
     Reclaim,
+    /// CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH: the delegation kept across
+    /// the client's restart, a write one if true (and the open writes).
+    Kept(bool),
 }
 
 /// The delegation an OPEN answers with (RFC 8881 §18.16.3): a read
@@ -270,9 +282,10 @@ async fn delegation(
     if offer == Offer::No {
         return OpenDelegation4::None;
     }
-    let reclaim = offer == Offer::Reclaim;
-    // A write delegation for a writer, a read one for a reader (§10.4).
-    let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
+    let reclaim = matches!(offer, Offer::Reclaim | Offer::Kept(_));
+    // A write delegation for a writer, a read one for a reader (§10.4);
+    // a kept one as it was.
+    let write = access & OPEN4_SHARE_ACCESS_WRITE != 0 && offer != Offer::Kept(false);
     match (write, want) {
         (false, OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG) => {
             return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype)

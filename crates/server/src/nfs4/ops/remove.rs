@@ -22,6 +22,7 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     // And other clients' delegations of the directory (§10.9).
     let kind = NotifyType4::RemoveEntry;
     dirdeleg::settle(cx, &dir.key(), kind).await?;
+    let _order = dirdeleg::order(cx, &[&dir.key()]).await;
     let cookie = dirdeleg::cookie_of(cx, &dir, &name, kind).await;
     let gone = name.clone();
     let h = dir.handle.clone();

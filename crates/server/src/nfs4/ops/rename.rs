@@ -44,6 +44,7 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     if !within {
         dirdeleg::settle(cx, &into, NotifyType4::AddEntry).await?;
     }
+    let _order = dirdeleg::order(cx, &[&from, &into]).await;
     let cookie = dirdeleg::cookie_of(cx, &source, &oldname, out).await;
     let names = (oldname.clone(), newname.clone());
     let (sh, th) = (source.handle, target.handle.clone());

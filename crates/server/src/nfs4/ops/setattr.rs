@@ -39,6 +39,7 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
     // A directory's: other clients' delegations of it (§10.9).
     dirdeleg::settle(cx, &fh.key(), NotifyType4::ChangeDirAttrs).await?;
+    let _order = dirdeleg::order(cx, &[&fh.key()]).await;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         let a = v.getattr(&handle)?;

@@ -324,7 +324,9 @@ impl State {
         // Kept delegations count: a conflict must forget them.
         self.delegs_live
             .store(t.delegs + t.prev_count, Ordering::Relaxed);
-        self.wdelegs_live.store(t.wdelegs, Ordering::Relaxed);
+        // Kept ones too: a read must forget kept write delegations.
+        self.wdelegs_live
+            .store(t.wdelegs + t.prev_count, Ordering::Relaxed);
         let ended = std::mem::take(&mut t.delegs_ended);
         if !t.dead_records.is_empty() {
             self.records.dead(std::mem::take(&mut t.dead_records));
@@ -727,6 +729,13 @@ impl State {
         self.with(|t, now| t.grant_deleg(*client, owner, file, fh, write, reclaim, now))
     }
 
+    /// Whether a delegation of `file` is kept for `client` from before its
+    /// restart ([`Tables::find_prev_deleg`]'s errors if not).
+    pub fn has_prev_delegation(&self, client: ClientId4, file: &FileKey) -> Result<(), NfsStat4> {
+        let now = self.clock.now();
+        self.tables().find_prev_deleg(client, file, now).map(|_| ())
+    }
+
     /// The delegation of `file` kept for `client` from before its restart
     /// ([`Tables::take_prev_deleg`]): whether it was a write delegation.
     pub fn take_prev_delegation(
@@ -779,6 +788,18 @@ impl State {
             fh: NfsFh4(fh),
             seen,
         })
+    }
+
+    /// Starts a CB_GETATTR for the write delegation `stateid`
+    /// ([`Tables::begin_cb_getattr`]): false if one is under way or it is
+    /// being recalled.
+    pub fn begin_cb_getattr(&self, stateid: &StateId4) -> bool {
+        self.tables().begin_cb_getattr(&stateid.other)
+    }
+
+    /// The CB_GETATTR for `stateid` is over.
+    pub fn end_cb_getattr(&self, stateid: &StateId4) {
+        self.tables().end_cb_getattr(&stateid.other);
     }
 
     /// Records what a CB_GETATTR learnt of a write delegation's file.
@@ -853,6 +874,11 @@ impl State {
         (recalls, revoked)
     }
 
+    /// Whether anyone holds a delegation of the directory `dir`.
+    pub fn dir_delegated(&self, dir: &FileKey) -> bool {
+        self.delegations_outstanding() && self.tables().dir_delegated(dir)
+    }
+
     /// Whether a client other than `client` holds a delegation of the
     /// directory `dir` that asks to be told of changes of `kind`.
     pub fn dir_watched(&self, dir: &FileKey, client: ClientId4, kind: NotifyType4) -> bool {
@@ -920,9 +946,13 @@ impl State {
 
     /// The notifications queued for the directory delegation `other`
     /// ([`Tables::take_dir_notes`]) with its stateid and filehandle.
-    pub fn take_dir_notes(&self, other: &[u8; 12]) -> Option<(StateId4, NfsFh4, Vec<Notify4>)> {
+    pub fn take_dir_notes(
+        &self,
+        other: &[u8; 12],
+        budget: usize,
+    ) -> Option<(StateId4, NfsFh4, Vec<Notify4>)> {
         self.with(|t, _| {
-            t.take_dir_notes(other)
+            t.take_dir_notes(other, budget)
                 .map(|(sid, fh, notes)| (sid, NfsFh4(fh), notes))
         })
     }

@@ -34,6 +34,8 @@ pub enum StateKind {
         write: bool,
         /// What CB_GETATTR last learnt of a write delegation's file.
         seen: Option<CbSeen>,
+        /// A CB_GETATTR to the holder is under way (one at a time).
+        asking: bool,
         /// A directory delegation (§10.9): what its holder is notified of
         /// instead of having it recalled.
         dir: Option<Box<DirWatch>>,

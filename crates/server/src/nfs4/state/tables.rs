@@ -891,6 +891,7 @@ impl Tables {
                 kind: StateKind::Deleg {
                     write,
                     seen: None,
+                    asking: false,
                     dir: None,
                     owner: owner.clone(),
                     fh,
@@ -995,7 +996,13 @@ impl Tables {
         now: Duration,
     ) -> (Vec<(ClientId4, StateId4, Bytes)>, bool) {
         if self.prev_count > 0 {
-            self.forget_prev(file, reads);
+            // Not those of the opener's own client owner: it may be
+            // reclaiming them.
+            let spare = match breaker {
+                Breaker::Opener((c, _)) => self.clients.get(c).map(|c| c.owner.clone()),
+                _ => None,
+            };
+            self.forget_prev(file, reads, spare.as_ref());
         }
         let Some(f) = self.files.get(file) else {
             return (Vec::new(), false);
@@ -1034,13 +1041,14 @@ impl Tables {
     }
 
     /// Forgets the kept delegations of `file` a change conflicts with (a
-    /// read: the write ones): they cannot be reclaimed after it.
-    fn forget_prev(&mut self, file: &FileKey, reads: bool) {
+    /// read: the write ones), but those of the client owner `spare`: they
+    /// cannot be reclaimed after it.
+    fn forget_prev(&mut self, file: &FileKey, reads: bool, spare: Option<&Bytes>) {
         let Some(v) = self.prev_delegs.get_mut(file) else {
             return;
         };
         let before = v.len();
-        v.retain(|p| reads && !p.write);
+        v.retain(|p| (reads && !p.write) || spare == Some(&p.owner));
         self.prev_count -= before - v.len();
         if v.is_empty() {
             self.prev_delegs.remove(file);
@@ -1088,6 +1096,26 @@ impl Tables {
         file: &FileKey,
         now: Duration,
     ) -> Result<bool, NfsStat4> {
+        let i = self.find_prev_deleg(client, file, now)?;
+        let Some(v) = self.prev_delegs.get_mut(file) else {
+            return Err(NfsStat4::Nfs4errReclaimBad);
+        };
+        let write = v.swap_remove(i).write;
+        self.prev_count -= 1;
+        if v.is_empty() {
+            self.prev_delegs.remove(file);
+        }
+        Ok(write)
+    }
+
+    /// Where in `prev_delegs[file]` the delegation kept for `client`'s
+    /// owner is (see [`Tables::take_prev_deleg`] for the errors).
+    pub fn find_prev_deleg(
+        &self,
+        client: ClientId4,
+        file: &FileKey,
+        now: Duration,
+    ) -> Result<usize, NfsStat4> {
         let c = self
             .clients
             .get(&client)
@@ -1096,20 +1124,10 @@ impl Tables {
         if c.reclaim_complete {
             return Err(NfsStat4::Nfs4errNoGrace);
         }
-        let v = self
-            .prev_delegs
-            .get_mut(file)
-            .ok_or(NfsStat4::Nfs4errReclaimBad)?;
-        let i = v
-            .iter()
-            .position(|p| p.owner == c.owner && now < p.until)
-            .ok_or(NfsStat4::Nfs4errReclaimBad)?;
-        let write = v.swap_remove(i).write;
-        self.prev_count -= 1;
-        if v.is_empty() {
-            self.prev_delegs.remove(file);
-        }
-        Ok(write)
+        self.prev_delegs
+            .get(file)
+            .and_then(|v| v.iter().position(|p| p.owner == c.owner && now < p.until))
+            .ok_or(NfsStat4::Nfs4errReclaimBad)
     }
 
     /// DELEGPURGE: forgets every delegation kept for `client`'s owner.
@@ -1230,6 +1248,7 @@ impl Tables {
                 kind: StateKind::Deleg {
                     write: false,
                     seen: None,
+                    asking: false,
                     dir: Some(Box::new(watch)),
                     owner: Bytes::new(),
                     fh,
@@ -1258,7 +1277,9 @@ impl Tables {
         };
         let ids: Vec<[u8; 12]> = f.delegs.iter().copied().collect();
         self.recall_conflicting(dir, ids, now, |cid, e| {
-            matches!(&e.kind, StateKind::Deleg { dir: Some(w), .. } if cid != client && !w.wants(kind))
+            // One being recalled is told nothing more: it conflicts.
+            matches!(&e.kind, StateKind::Deleg { dir: Some(w), recalled, .. }
+                if cid != client && (!w.wants(kind) || recalled.is_some()))
         })
     }
 
@@ -1314,9 +1335,15 @@ impl Tables {
     }
 
     /// The notifications queued for the directory delegation `other`, for
-    /// its sender, with the delegation's stateid and filehandle; none (and
-    /// the sender stops) once the queue is empty or the delegation gone.
-    pub fn take_dir_notes(&mut self, other: &[u8; 12]) -> Option<(StateId4, Bytes, Vec<Notify4>)> {
+    /// its sender, oldest first and as many as `budget` bytes of XDR hold
+    /// (one at least), with the delegation's stateid and filehandle; none
+    /// (and the sender stops) once the queue is empty or the delegation
+    /// gone.
+    pub fn take_dir_notes(
+        &mut self,
+        other: &[u8; 12],
+        budget: usize,
+    ) -> Option<(StateId4, Bytes, Vec<Notify4>)> {
         let cid = client_of(self.epoch, other)?;
         let e = self.entry_mut(cid, other).ok()?;
         let seqid = e.seqid;
@@ -1334,7 +1361,18 @@ impl Tables {
             w.queue.clear();
             return None;
         }
-        let notes = std::mem::take(&mut w.queue);
+        let mut used = 0;
+        let n = w
+            .queue
+            .iter()
+            .take_while(|n| {
+                // bitmap4, then the opaque values.
+                used += 4 + 4 * n.mask.0.len() + 4 + n.values.len().next_multiple_of(4);
+                used <= budget
+            })
+            .count()
+            .max(1);
+        let notes: Vec<Notify4> = w.queue.drain(..n).collect();
         Some((
             StateId4 {
                 seqid,
@@ -1343,6 +1381,16 @@ impl Tables {
             fh.clone(),
             notes,
         ))
+    }
+
+    /// [`super::State::dir_delegated`].
+    pub fn dir_delegated(&self, dir: &FileKey) -> bool {
+        self.files.get(dir).is_some_and(|f| {
+            f.delegs.iter().any(|o| {
+                self.entry(o)
+                    .is_ok_and(|(_, e)| matches!(&e.kind, StateKind::Deleg { dir: Some(_), .. }))
+            })
+        })
     }
 
     /// [`super::State::dir_watched`].
@@ -1365,6 +1413,38 @@ impl Tables {
                 _ => Duration::ZERO,
             },
             Err(_) => Duration::ZERO,
+        }
+    }
+
+    /// Starts a CB_GETATTR to the holder of the write delegation `other`:
+    /// false if one is under way or the delegation is being recalled (the
+    /// caller then waits for its return instead).
+    pub fn begin_cb_getattr(&mut self, other: &[u8; 12]) -> bool {
+        let Ok((cid, _)) = self.entry(other) else {
+            return false;
+        };
+        match self.entry_mut(cid, other).map(|e| &mut e.kind) {
+            Ok(StateKind::Deleg {
+                asking: asking @ false,
+                recalled: None,
+                revoked: false,
+                ..
+            }) => {
+                *asking = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The CB_GETATTR [`Tables::begin_cb_getattr`] started is over.
+    pub fn end_cb_getattr(&mut self, other: &[u8; 12]) {
+        let Ok((cid, _)) = self.entry(other) else {
+            return;
+        };
+        if let Ok(StateKind::Deleg { asking, .. }) = self.entry_mut(cid, other).map(|e| &mut e.kind)
+        {
+            *asking = false;
         }
     }
 

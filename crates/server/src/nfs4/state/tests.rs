@@ -980,10 +980,17 @@ fn a_write_delegation_is_exclusive_and_spares_its_holders_io() {
                 .1
         );
     }
+    // One CB_GETATTR at a time, and none once it is recalled.
+    assert!(t.begin_cb_getattr(&d.other));
+    assert!(!t.begin_cb_getattr(&d.other));
+    t.end_cb_getattr(&d.other);
+    assert!(t.begin_cb_getattr(&d.other));
+    t.end_cb_getattr(&d.other);
     let (recall, pending) = t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), true, now);
     assert!(pending);
     assert_eq!((recall.len(), recall[0].1), (1, d));
     assert!(t.deleg_conflicts(&file(1), &Breaker::Anyone, false, now).1);
+    assert!(!t.begin_cb_getattr(&d.other));
     // CB_GETATTR's findings are kept with it.
     let (holder, sid, wire, seen) = t.write_deleg(&file(1)).unwrap();
     assert_eq!((holder, sid, wire, seen), (a, d, fh(1), None));
@@ -1064,9 +1071,16 @@ fn a_directory_delegation_is_told_of_what_it_asked_and_recalled_for_the_rest() {
         .dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now)
         .start
         .is_empty());
-    let (sid, wire, notes) = t.take_dir_notes(&d.other).unwrap();
+    // As many as the budget holds, one at least (each takes 20 bytes).
+    t.dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now);
+    let (_, _, notes) = t.take_dir_notes(&d.other, 1).unwrap();
+    assert_eq!(notes.len(), 1);
+    let (sid, wire, notes) = t.take_dir_notes(&d.other, usize::MAX).unwrap();
     assert_eq!((sid, wire, notes.len()), (d, fh(9), 2));
-    assert!(t.take_dir_notes(&d.other).is_none(), "the sender stops");
+    assert!(
+        t.take_dir_notes(&d.other, usize::MAX).is_none(),
+        "the sender stops"
+    );
     // Nor is it in the way of changes of files, or of I/O on it.
     assert!(
         !t.deleg_conflicts(&file(9), &Breaker::Io(b, d), false, now)
@@ -1082,9 +1096,11 @@ fn a_directory_delegation_is_told_of_what_it_asked_and_recalled_for_the_rest() {
     }
     let n = t.dir_notify(&file(9), b, NotifyType4::AddEntry, &note, now);
     assert_eq!(n.recalls.len(), 1);
-    // A removal was not asked for: recalled (once), and in the way.
+    // A removal was not asked for: recalled (once), and in the way; so is
+    // an addition now (a holder being recalled is told nothing more).
     let (recall, pending) = t.dir_conflicts(&file(9), b, NotifyType4::RemoveEntry, now);
     assert!(recall.is_empty() && pending, "recalled already");
+    assert!(t.dir_conflicts(&file(9), b, NotifyType4::AddEntry, now).1);
 }
 
 #[test]
