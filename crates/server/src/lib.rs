@@ -5,6 +5,8 @@ pub mod export;
 pub mod ids;
 pub mod iopool;
 pub mod locks;
+pub mod mount;
+pub mod nfs3;
 pub mod nfs4;
 pub mod run;
 pub mod writelog;

@@ -161,12 +161,24 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     );
     nfs4.spawn_reaper();
     spawn_heap_trim();
-    let programs = rpc::Programs::new().add(
-        proto::nfs4::NFS_PROGRAM,
-        proto::nfs4::NFS_V4,
-        proto::nfs4::NFS_V4,
-        Arc::new(Nfs4Service(nfs4.clone())),
-    );
+    // NFS versions 3 and 4, and MOUNT version 3, on the one port.
+    let nfs = crate::nfs3::NfsVersions {
+        v3: crate::nfs3::Nfs3Service(nfs4.clone()),
+        v4: Nfs4Service(nfs4.clone()),
+    };
+    let programs = rpc::Programs::new()
+        .add(
+            proto::nfs4::NFS_PROGRAM,
+            proto::nfs3::NFS_V3,
+            proto::nfs4::NFS_V4,
+            Arc::new(nfs),
+        )
+        .add(
+            proto::mount::MOUNT_PROGRAM,
+            proto::mount::MOUNT_V3,
+            proto::mount::MOUNT_V3,
+            Arc::new(crate::mount::MountService::new(nfs4.clone())),
+        );
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);

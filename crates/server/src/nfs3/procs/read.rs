@@ -1,0 +1,40 @@
+//! READ (RFC 1813 §3.3.6): at most the server's largest transfer (FSINFO's
+//! rtmax) of a regular file.
+
+use proto::nfs3::*;
+
+use crate::nfs3::Ctx;
+
+pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
+    let o = match cx.obj(&args.file) {
+        Ok(o) => o,
+        Err(s) => return Res3::Fail(s, ObjAttrFail3::default()),
+    };
+    let count = args.count.min(cx.srv.cfg.max_io);
+    let (h, offset) = (o.handle.clone(), args.offset);
+    let r = cx
+        .vfs(o.export, move |v, c| {
+            match v.getattr(&h)?.ftype {
+                vfs::FileType::Regular => {}
+                vfs::FileType::Directory => return Err(vfs::Errno(libc::EISDIR)),
+                _ => return Err(vfs::Errno(libc::EINVAL)),
+            }
+            v.read(c, &h, offset, count)
+        })
+        .await;
+    let file_attributes = cx.post_op(&o).await;
+    match r {
+        Ok((data, eof)) => Res3::Ok(Read3ResOk {
+            file_attributes,
+            count: data.len() as u32,
+            eof,
+            data,
+        }),
+        Err(s) => Res3::Fail(
+            s,
+            ObjAttrFail3 {
+                obj_attributes: file_attributes,
+            },
+        ),
+    }
+}
