@@ -85,25 +85,49 @@ async fn settle_for(
     if quiet {
         return Ok(());
     }
-    wait_out(cx, || state.break_delegations(file, &breaker, reads)).await
+    wait_out(&cx.srv, || state.break_delegations(file, &breaker, reads)).await
+}
+
+/// [`settle`] for a change of `file` by an NFSv3 client (`reads`: a read,
+/// which conflicts with write delegations alone): every NFSv4 delegation
+/// it conflicts with is recalled (the caller answers NFS3ERR_JUKEBOX for
+/// NFS4ERR_DELAY).
+pub async fn settle_v3(
+    srv: &std::sync::Arc<super::Nfs4Server>,
+    file: &FileKey,
+    reads: bool,
+) -> Result<(), NfsStat4> {
+    let state = srv.state();
+    let quiet = if reads {
+        !state.write_delegations_outstanding()
+    } else {
+        !state.delegations_outstanding()
+    };
+    if quiet {
+        return Ok(());
+    }
+    wait_out(srv, || {
+        state.break_delegations(file, &Breaker::Anyone, reads)
+    })
+    .await
 }
 
 /// Recalls the delegations `breaking` finds in the way, again and again
 /// (each is recalled once) until none is, waiting for their return up to
 /// [`super::Nfs4Config::recall_wait`]: then NFS4ERR_DELAY.
 pub async fn wait_out(
-    cx: &Compound,
+    srv: &std::sync::Arc<super::Nfs4Server>,
     breaking: impl Fn() -> super::state::Breaking,
 ) -> Result<(), NfsStat4> {
-    let state = cx.srv.state();
-    let deadline = Instant::now() + cx.srv.cfg.recall_wait;
+    let state = srv.state();
+    let deadline = Instant::now() + srv.cfg.recall_wait;
     loop {
         let gone = state.deleg_gone().notified();
         tokio::pin!(gone);
         gone.as_mut().enable();
         let b = breaking();
         for r in b.recalls {
-            callback::recall(&cx.srv, r);
+            callback::recall(srv, r);
         }
         if !b.pending {
             return Ok(());

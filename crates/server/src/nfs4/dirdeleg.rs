@@ -26,6 +26,7 @@ use super::callback;
 use super::compound::{Compound, Fh};
 use super::deleg;
 use super::state::{DirWatch, FileKey};
+use super::Nfs4Server;
 
 /// The notification types granted (those asked for, of these).
 pub const TYPES: [NotifyType4; 4] = [
@@ -67,10 +68,30 @@ impl Default for Stripes {
 /// then told in the order they were made.
 pub struct Order(#[allow(dead_code)] Vec<tokio::sync::OwnedMutexGuard<()>>);
 
+/// Who makes a change to a directory: the server, and the NFSv4 client
+/// making it ([`NFSV3`] for an NFSv3 client, whose changes every holder
+/// is told of, or recalled for).
+#[derive(Clone, Copy)]
+pub struct Changer<'a> {
+    pub srv: &'a Arc<Nfs4Server>,
+    pub client: ClientId4,
+}
+
+/// The client ID of no NFSv4 client (this server's are never 0).
+pub const NFSV3: ClientId4 = 0;
+
+/// The changer of this compound.
+pub fn by(cx: &Compound) -> Changer<'_> {
+    Changer {
+        srv: &cx.srv,
+        client: cx.clientid().unwrap_or(NFSV3),
+    }
+}
+
 /// Takes the order of the directories `dirs` that some client holds a
 /// delegation of (none otherwise), lowest stripe first.
-pub async fn order(cx: &Compound, dirs: &[&FileKey]) -> Order {
-    let state = cx.srv.state();
+pub async fn order(who: Changer<'_>, dirs: &[&FileKey]) -> Order {
+    let state = who.srv.state();
     if !state.delegations_outstanding() {
         return Order(Vec::new());
     }
@@ -87,50 +108,55 @@ pub async fn order(cx: &Compound, dirs: &[&FileKey]) -> Order {
     stripes.dedup();
     let mut held = Vec::with_capacity(stripes.len());
     for i in stripes {
-        held.push(cx.srv.dir_order.0[i].clone().lock_owned().await);
+        held.push(who.srv.dir_order.0[i].clone().lock_owned().await);
     }
     Order(held)
 }
 
-/// Before a change of `kind` to the directory `dir` by this compound's
-/// client: recalls the other clients' delegations of it that would not be
-/// told, and waits for their return (NFS4ERR_DELAY past the wait).
-pub async fn settle(cx: &Compound, dir: &FileKey, kind: NotifyType4) -> Result<(), NfsStat4> {
-    let state = cx.srv.state();
+/// Before a change of `kind` to the directory `dir` by `who`: recalls
+/// the other clients' delegations of it that would not be told, and
+/// waits for their return (NFS4ERR_DELAY past the wait).
+pub async fn settle(who: Changer<'_>, dir: &FileKey, kind: NotifyType4) -> Result<(), NfsStat4> {
+    let state = who.srv.state();
     if !state.delegations_outstanding() {
         return Ok(());
     }
-    let client = cx.clientid()?;
-    deleg::wait_out(cx, || state.break_dir_delegations(dir, client, kind)).await
+    deleg::wait_out(who.srv, || {
+        state.break_dir_delegations(dir, who.client, kind)
+    })
+    .await
 }
 
 /// Whether another client's delegation of `dir` wants `kind`.
-fn watched(cx: &Compound, dir: &FileKey, kind: NotifyType4) -> bool {
-    cx.clientid()
-        .is_ok_and(|c| cx.srv.state().dir_watched(dir, c, kind))
+fn watched(who: Changer<'_>, dir: &FileKey, kind: NotifyType4) -> bool {
+    who.srv.state().dir_watched(dir, who.client, kind)
 }
 
 /// The READDIR cookie of `name` in `dir`, for a notification of its
 /// removal or renaming (`kind`; 0 if it cannot be found); looked up only
 /// when another client's delegation of `dir` wants that notification.
-pub async fn cookie_of(cx: &Compound, dir: &Fh, name: &Bytes, kind: NotifyType4) -> u64 {
-    if !watched(cx, &dir.key(), kind) {
+/// The server's own lookup: as root.
+pub async fn cookie_of(who: Changer<'_>, dir: &FileKey, name: &Bytes, kind: NotifyType4) -> u64 {
+    if !watched(who, dir, kind) {
         return 0;
     }
-    let (h, n) = (dir.handle.clone(), name.clone());
-    cx.vfs(dir.export, move |v, c| {
+    let Some(e) = who.srv.export(dir.0) else {
+        return 0;
+    };
+    let (fs, h, n) = (e.vfs.clone(), dir.1.clone(), name.clone());
+    let found = super::compound::off_thread(move || {
         let mut found = 0;
-        v.readdir(c, &h, 0, false, &mut |e| {
+        let _ = fs.readdir(&vfs::Creds::root(), &h, 0, false, &mut |e| {
             if e.name == n {
                 found = e.cookie;
                 return false;
             }
             true
-        })?;
-        Ok(found)
+        });
+        found
     })
-    .await
-    .unwrap_or(0)
+    .await;
+    found.unwrap_or(0)
 }
 
 fn entry(name: &Bytes) -> NotifyEntry4 {
@@ -158,70 +184,74 @@ fn remove4(name: &Bytes, cookie: u64) -> NotifyRemove4 {
 }
 
 /// After `name` was added to `dir` (NOTIFY4_ADD_ENTRY).
-pub fn added(cx: &Compound, dir: &FileKey, name: &Bytes) {
+pub fn added(who: Changer<'_>, dir: &FileKey, name: &Bytes) {
     let note = Notify4::one(NotifyType4::AddEntry as u32, &add4(name));
-    notify(cx, dir, NotifyType4::AddEntry, &|_| note.clone());
+    notify(who, dir, NotifyType4::AddEntry, &|_| note.clone());
 }
 
 /// After `name`, whose READDIR cookie was `cookie`, was removed from `dir`
 /// (NOTIFY4_REMOVE_ENTRY).
-pub fn removed(cx: &Compound, dir: &FileKey, name: &Bytes, cookie: u64) {
+pub fn removed(who: Changer<'_>, dir: &FileKey, name: &Bytes, cookie: u64) {
     let note = Notify4::one(NotifyType4::RemoveEntry as u32, &remove4(name, cookie));
-    notify(cx, dir, NotifyType4::RemoveEntry, &|_| note.clone());
+    notify(who, dir, NotifyType4::RemoveEntry, &|_| note.clone());
 }
 
 /// After `old` (cookie `cookie`) was renamed `new` within `dir`
 /// (NOTIFY4_RENAME_ENTRY).
-pub fn renamed(cx: &Compound, dir: &FileKey, old: &Bytes, cookie: u64, new: &Bytes) {
+pub fn renamed(who: Changer<'_>, dir: &FileKey, old: &Bytes, cookie: u64, new: &Bytes) {
     let r = NotifyRename4 {
         old_entry: remove4(old, cookie),
         new_entry: add4(new),
     };
     let note = Notify4::one(NotifyType4::RenameEntry as u32, &r);
-    notify(cx, dir, NotifyType4::RenameEntry, &|_| note.clone());
+    notify(who, dir, NotifyType4::RenameEntry, &|_| note.clone());
 }
 
-/// After the attributes of the directory `dir` changed
-/// (NOTIFY4_CHANGE_DIR_ATTRS, carrying those each holder asked for).
-pub async fn attrs_changed(cx: &Compound, dir: &Fh) {
-    if !watched(cx, &dir.key(), NotifyType4::ChangeDirAttrs) {
+/// After the attributes of the directory `dir` changed: its attributes now
+/// `a` (NOTIFY4_CHANGE_DIR_ATTRS, carrying those each holder asked for).
+pub fn attrs_changed(who: Changer<'_>, dir: &FileKey, a: &vfs::Attr) {
+    if !watched(who, dir, NotifyType4::ChangeDirAttrs) {
         return;
     }
-    let want = Bitmap4::from_attrs(&DIR_ATTRS);
-    let Ok(now) = super::attrs::get(cx, dir, &want).await else {
+    let Some(e) = who.srv.export(dir.0) else {
         return;
     };
+    let want = Bitmap4::from_attrs(&DIR_ATTRS);
+    let now = super::attrs::build(who.srv, 1, e, &Bytes::new(), a, None, &want);
     let Ok(now) = Attrs::decode(&now) else {
         return;
     };
-    notify(
-        cx,
-        &dir.key(),
-        NotifyType4::ChangeDirAttrs,
-        &|w: &DirWatch| {
-            let a = NotifyAttr4 {
-                changed_entry: NotifyEntry4 {
-                    file: Bytes::new(),
-                    attrs: now.encode_only(&w.dir_attrs),
-                },
-            };
-            Notify4::one(NotifyType4::ChangeDirAttrs as u32, &a)
-        },
-    );
+    notify(who, dir, NotifyType4::ChangeDirAttrs, &|w: &DirWatch| {
+        let a = NotifyAttr4 {
+            changed_entry: NotifyEntry4 {
+                file: Bytes::new(),
+                attrs: now.encode_only(&w.dir_attrs),
+            },
+        };
+        Notify4::one(NotifyType4::ChangeDirAttrs as u32, &a)
+    });
+}
+
+/// [`attrs_changed`] for this compound's directory `dir`, its attributes
+/// read now.
+pub async fn attrs_changed_of(cx: &Compound, dir: &Fh) {
+    if !watched(by(cx), &dir.key(), NotifyType4::ChangeDirAttrs) {
+        return;
+    }
+    if let Ok(a) = cx.attr_of(dir).await {
+        attrs_changed(by(cx), &dir.key(), &a);
+    }
 }
 
 /// Queues a notification for the holders that want `kind` and starts the
 /// senders that are not running.
-fn notify(cx: &Compound, dir: &FileKey, kind: NotifyType4, note: &dyn Fn(&DirWatch) -> Notify4) {
-    let Ok(client) = cx.clientid() else {
-        return;
-    };
-    let (senders, recalls) = cx.srv.state().notify_dir(dir, client, kind, note);
+fn notify(who: Changer<'_>, dir: &FileKey, kind: NotifyType4, note: &dyn Fn(&DirWatch) -> Notify4) {
+    let (senders, recalls) = who.srv.state().notify_dir(dir, who.client, kind, note);
     for r in recalls {
-        callback::recall(&cx.srv, r);
+        callback::recall(who.srv, r);
     }
     let wait = kind == NotifyType4::ChangeDirAttrs;
     for (session, other) in senders {
-        callback::notify_dir(&cx.srv, session, other, wait);
+        callback::notify_dir(who.srv, session, other, wait);
     }
 }

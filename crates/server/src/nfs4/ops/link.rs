@@ -24,8 +24,8 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
     // Delegations of the file are recalled (§10.4.6).
     deleg::settle(cx, &src.key()).await?;
     // And other clients' delegations of the directory (§10.9).
-    dirdeleg::settle(cx, &dir.key(), NotifyType4::AddEntry).await?;
-    let _order = dirdeleg::order(cx, &[&dir.key()]).await;
+    dirdeleg::settle(dirdeleg::by(cx), &dir.key(), NotifyType4::AddEntry).await?;
+    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir.key()]).await;
     let added = name.clone();
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx
@@ -40,6 +40,6 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
             Ok(change_info(before.change, after.change))
         })
         .await?;
-    dirdeleg::added(cx, &dir.key(), &added);
+    dirdeleg::added(dirdeleg::by(cx), &dir.key(), &added);
     Ok(Link4ResOk { cinfo })
 }

@@ -118,11 +118,11 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
                 None if creates => {
                     // Other clients' delegations of the directory (§10.9).
                     let dir = fh.key();
-                    dirdeleg::settle(cx, &dir, NotifyType4::AddEntry).await?;
-                    let _order = dirdeleg::order(cx, &[&dir]).await;
+                    dirdeleg::settle(dirdeleg::by(cx), &dir, NotifyType4::AddEntry).await?;
+                    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir]).await;
                     let t = by_name(cx, &fh, name.clone(), &args.openhow, access).await?;
                     if t.cinfo.before != t.cinfo.after {
-                        dirdeleg::added(cx, &dir, &name);
+                        dirdeleg::added(dirdeleg::by(cx), &dir, &name);
                     }
                     t
                 }

@@ -21,9 +21,9 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     deleg::settle_name(cx, &dir, &name).await?;
     // And other clients' delegations of the directory (§10.9).
     let kind = NotifyType4::RemoveEntry;
-    dirdeleg::settle(cx, &dir.key(), kind).await?;
-    let _order = dirdeleg::order(cx, &[&dir.key()]).await;
-    let cookie = dirdeleg::cookie_of(cx, &dir, &name, kind).await;
+    dirdeleg::settle(dirdeleg::by(cx), &dir.key(), kind).await?;
+    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir.key()]).await;
+    let cookie = dirdeleg::cookie_of(dirdeleg::by(cx), &dir.key(), &name, kind).await;
     let gone = name.clone();
     let h = dir.handle.clone();
     let cinfo = cx
@@ -35,6 +35,6 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
             Ok(change_info(before.change, after.change))
         })
         .await?;
-    dirdeleg::removed(cx, &dir.key(), &gone, cookie);
+    dirdeleg::removed(dirdeleg::by(cx), &dir.key(), &gone, cookie);
     Ok(Remove4ResOk { cinfo })
 }

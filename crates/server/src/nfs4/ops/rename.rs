@@ -40,12 +40,12 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     } else {
         NotifyType4::RemoveEntry
     };
-    dirdeleg::settle(cx, &from, out).await?;
+    dirdeleg::settle(dirdeleg::by(cx), &from, out).await?;
     if !within {
-        dirdeleg::settle(cx, &into, NotifyType4::AddEntry).await?;
+        dirdeleg::settle(dirdeleg::by(cx), &into, NotifyType4::AddEntry).await?;
     }
-    let _order = dirdeleg::order(cx, &[&from, &into]).await;
-    let cookie = dirdeleg::cookie_of(cx, &source, &oldname, out).await;
+    let _order = dirdeleg::order(dirdeleg::by(cx), &[&from, &into]).await;
+    let cookie = dirdeleg::cookie_of(dirdeleg::by(cx), &from, &oldname, out).await;
     let names = (oldname.clone(), newname.clone());
     let (sh, th) = (source.handle, target.handle.clone());
     let (source_cinfo, target_cinfo) = cx
@@ -87,10 +87,10 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     if source_cinfo.before != source_cinfo.after {
         let (old, new) = &names;
         if within {
-            dirdeleg::renamed(cx, &from, old, cookie, new);
+            dirdeleg::renamed(dirdeleg::by(cx), &from, old, cookie, new);
         } else {
-            dirdeleg::removed(cx, &from, old, cookie);
-            dirdeleg::added(cx, &into, new);
+            dirdeleg::removed(dirdeleg::by(cx), &from, old, cookie);
+            dirdeleg::added(dirdeleg::by(cx), &into, new);
         }
     }
     Ok(Rename4ResOk {

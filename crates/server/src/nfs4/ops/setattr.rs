@@ -38,8 +38,8 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     // delegation whose holder sets them under its stateid.
     deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
     // A directory's: other clients' delegations of it (§10.9).
-    dirdeleg::settle(cx, &fh.key(), NotifyType4::ChangeDirAttrs).await?;
-    let _order = dirdeleg::order(cx, &[&fh.key()]).await;
+    dirdeleg::settle(dirdeleg::by(cx), &fh.key(), NotifyType4::ChangeDirAttrs).await?;
+    let _order = dirdeleg::order(dirdeleg::by(cx), &[&fh.key()]).await;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         let a = v.getattr(&handle)?;
@@ -64,6 +64,6 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     if sized {
         stable::barrier(cx, fh.export, &fh.handle).await?;
     }
-    dirdeleg::attrs_changed(cx, &fh).await;
+    dirdeleg::attrs_changed_of(cx, &fh).await;
     Ok(mask)
 }
