@@ -173,10 +173,201 @@ async fn mount_answers_by_the_export_rules() {
                 || format!("{e:?}").contains(&format!("{:?}", MountStat3::Noent)),
             "{e:?}"
         );
-        // Procedures not built yet say so, with their failure body.
+    })
+    .await
+}
+
+fn mode(m: u32) -> Sattr3 {
+    Sattr3 {
+        mode: Some(m),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn create_write_commit_rename_and_remove() {
+    within(async {
+        let srv = TestServer::start().await;
         let c = client3(&srv).await;
-        let r = c.mkdir(c.root(), "d", Sattr3::default()).await;
-        assert_eq!(status(r), NfsStat3::NotSupp);
+        let root = c.root().clone();
+        // CREATE: guarded, unchecked (opening it again), exclusive
+        // (a retransmission finds the same file; another verifier not).
+        let f = c
+            .create(&root, "f", CreateHow3::Guarded(mode(0o640)))
+            .await
+            .unwrap();
+        assert_eq!(f.attrs.unwrap().mode, 0o640);
+        assert!(f.dir_wcc.before.is_some() && f.dir_wcc.after.is_some());
+        let again = c.create(&root, "f", CreateHow3::Guarded(mode(0o640))).await;
+        assert_eq!(status(again), NfsStat3::Exist);
+        let same = c
+            .create(&root, "f", CreateHow3::Unchecked(mode(0o600)))
+            .await
+            .unwrap();
+        assert_eq!(same.fh, f.fh);
+        let x = c
+            .create(&root, "x", CreateHow3::Exclusive([7; 8]))
+            .await
+            .unwrap();
+        let x2 = c
+            .create(&root, "x", CreateHow3::Exclusive([7; 8]))
+            .await
+            .unwrap();
+        assert_eq!(x.fh, x2.fh);
+        let other = c.create(&root, "x", CreateHow3::Exclusive([8; 8])).await;
+        assert_eq!(status(other), NfsStat3::Exist);
+
+        // WRITE unstable then COMMIT, and FILE_SYNC; one verifier.
+        let w = c
+            .write(&f.fh, 0, Bytes::from_static(b"hello "), StableHow::Unstable)
+            .await
+            .unwrap();
+        assert_eq!((w.count, w.committed), (6, StableHow::Unstable));
+        assert_eq!(w.file_wcc.before.unwrap().size, 0);
+        assert_eq!(w.file_wcc.after.unwrap().size, 6);
+        let s = c
+            .write(&f.fh, 6, Bytes::from_static(b"world"), StableHow::FileSync)
+            .await
+            .unwrap();
+        assert_eq!(s.committed, StableHow::FileSync);
+        let k = c.commit(&f.fh, 0, 0).await.unwrap();
+        assert_eq!((k.verf, s.verf), (w.verf, w.verf));
+        assert_eq!(std::fs::read(srv.path("f")).unwrap(), b"hello world");
+
+        // SETATTR with a guard that no longer holds; then without.
+        let stale = Some(NfsTime3 {
+            seconds: 1,
+            nseconds: 0,
+        });
+        let r = c.setattr(&f.fh, mode(0o644), stale).await;
+        assert_eq!(status(r), NfsStat3::NotSync);
+        let grow = Sattr3 {
+            size: Some(100),
+            ..Default::default()
+        };
+        let wcc = c.setattr(&f.fh, grow, None).await.unwrap();
+        assert_eq!(wcc.after.unwrap().size, 100);
+
+        // MKDIR, SYMLINK, MKNOD (a FIFO), LINK.
+        let d = c.mkdir(&root, "d", mode(0o755)).await.unwrap();
+        assert_eq!(d.attrs.unwrap().type_, Ftype3::Dir);
+        let l = c
+            .symlink(&d.fh, "l", "../f", Sattr3::default())
+            .await
+            .unwrap();
+        assert_eq!(&c.readlink(&l.fh).await.unwrap()[..], b"../f");
+        let p = c
+            .mknod(&d.fh, "p", MknodData3::Fifo(mode(0o600)))
+            .await
+            .unwrap();
+        assert_eq!(p.attrs.unwrap().type_, Ftype3::Fifo);
+        let bad = c.mknod(&d.fh, "q", MknodData3::Other(Ftype3::Reg)).await;
+        assert_eq!(status(bad), NfsStat3::BadType);
+        let ln = c.link(&f.fh, &d.fh, "f2").await.unwrap();
+        assert_eq!(ln.file_attributes.unwrap().nlink, 2);
+
+        // RENAME within a directory, across, and onto another link to the
+        // same file (nothing happens).
+        c.rename(&d.fh, "f2", &d.fh, "f3").await.unwrap();
+        c.rename(&d.fh, "f3", &root, "g").await.unwrap();
+        let none = c.rename(&root, "g", &root, "f").await.unwrap();
+        assert_eq!(
+            none.fromdir_wcc.before.unwrap().mtime,
+            none.fromdir_wcc.after.unwrap().mtime
+        );
+        assert!(srv.path("g").exists() && srv.path("f").exists());
+
+        // REMOVE and RMDIR, each of its own kind.
+        assert_eq!(status(c.remove(&root, "d").await), NfsStat3::Isdir);
+        assert_eq!(status(c.rmdir(&root, "f").await), NfsStat3::Notdir);
+        assert_eq!(status(c.rmdir(&root, "d").await), NfsStat3::NotEmpty);
+        for n in ["l", "p"] {
+            c.remove(&d.fh, n).await.unwrap();
+        }
+        c.rmdir(&root, "d").await.unwrap();
+        c.remove(&root, "g").await.unwrap();
+        assert!(!srv.path("d").exists() && !srv.path("g").exists());
+        assert_eq!(status(c.remove(&root, "g").await), NfsStat3::Noent);
+    })
+    .await
+}
+
+/// An NFSv3 WRITE recalls an NFSv4 client's read delegation of the file,
+/// and is answered once it is returned; an NFSv3 create in a directory an
+/// NFSv4 client holds a delegation of is told to it.
+#[tokio::test]
+async fn nfsv3_changes_recall_and_notify_nfsv4_delegations() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let a = srv.client().await;
+        let root4 = a.root_fh().await.unwrap();
+        let mut o = client::OpenOpts::create(0o644);
+        o.access |= proto::nfs4::OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
+        let f = a.open(&root4, "shared", o).await.unwrap();
+        a.close(&f.fh, f.stateid).await.unwrap();
+        let r = a
+            .open(
+                &root4,
+                "shared",
+                client::OpenOpts {
+                    access: proto::nfs4::OPEN4_SHARE_ACCESS_READ
+                        | proto::nfs4::OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            r.delegation,
+            proto::nfs4::OpenDelegation4::Read(_)
+        ));
+        let c = client3(&srv).await;
+        let root = c.root().clone();
+        let fh = c.lookup(&root, "shared").await.unwrap().object;
+        c.write(&fh, 0, Bytes::from_static(b"v3"), StableHow::FileSync)
+            .await
+            .unwrap();
+        assert_eq!(recalls(&a, 1).await.len(), 1, "the NFSv3 write recalled it");
+
+        let d4 = a.mkdir(&root4, "watched", 0o777).await.unwrap();
+        let g = a
+            .compound(vec![
+                putfh(&d4),
+                proto::nfs4::NfsArgOp4::GetDirDelegation(proto::nfs4::GetDirDelegation4Args {
+                    signal_deleg_avail: false,
+                    notification_types: proto::nfs4::Bitmap4::from_attrs(&[
+                        proto::nfs4::NotifyType4::AddEntry as u32,
+                    ]),
+                    child_attr_delay: Default::default(),
+                    dir_attr_delay: Default::default(),
+                    child_attributes: Default::default(),
+                    dir_attributes: Default::default(),
+                }),
+            ])
+            .await
+            .unwrap();
+        assert!(matches!(
+            g[1],
+            proto::nfs4::NfsResOp4::GetDirDelegation(proto::nfs4::Res4::Ok(
+                proto::nfs4::GetDirDelegation4ResNonFatal::Ok(_)
+            ))
+        ));
+        let d3 = c.lookup(&root, "watched").await.unwrap().object;
+        c.create(&d3, "new", CreateHow3::Guarded(mode(0o644)))
+            .await
+            .unwrap();
+        let mut told = Vec::new();
+        for _ in 0..250 {
+            told = a.callbacks().notifies();
+            if !told.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(told.len(), 1, "the NFSv3 create was told");
+        // A removal was not asked about: recalled first, then done.
+        c.remove(&d3, "new").await.unwrap();
+        assert_eq!(recalls(&a, 2).await.len(), 2);
     })
     .await
 }

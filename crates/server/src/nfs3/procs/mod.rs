@@ -2,15 +2,26 @@
 //! dispatch.
 
 pub mod access;
+pub mod commit;
+pub mod create;
 pub mod fsinfo;
 pub mod fsstat;
 pub mod getattr;
+pub mod link;
 pub mod lookup;
+pub mod mkdir;
+pub mod mknod;
 pub mod pathconf;
 pub mod read;
 pub mod readdir;
 pub mod readdirplus;
 pub mod readlink;
+pub mod remove;
+pub mod rename;
+pub mod rmdir;
+pub mod setattr;
+pub mod symlink;
+pub mod write;
 
 use proto::nfs3::*;
 use rpc::{Call, Reply, ReplyError};
@@ -38,30 +49,17 @@ pub async fn run(cx: &Ctx, call: &mut Call) -> Reply {
         NFSPROC3_FSSTAT => proc_!(fsstat),
         NFSPROC3_FSINFO => proc_!(fsinfo),
         NFSPROC3_PATHCONF => proc_!(pathconf),
-        // Not yet: answered NFS3ERR_NOTSUPP with an empty failure body
-        // of the procedure's shape (a wcc_data or post_op_attr that says
-        // nothing, both encode as FALSE words).
-        NFSPROC3_SETATTR | NFSPROC3_WRITE | NFSPROC3_CREATE | NFSPROC3_MKDIR | NFSPROC3_SYMLINK
-        | NFSPROC3_MKNOD | NFSPROC3_REMOVE | NFSPROC3_RMDIR | NFSPROC3_RENAME | NFSPROC3_LINK
-        | NFSPROC3_COMMIT => not_yet(call.proc_),
+        NFSPROC3_SETATTR => proc_!(setattr),
+        NFSPROC3_WRITE => proc_!(write),
+        NFSPROC3_CREATE => proc_!(create),
+        NFSPROC3_MKDIR => proc_!(mkdir),
+        NFSPROC3_SYMLINK => proc_!(symlink),
+        NFSPROC3_MKNOD => proc_!(mknod),
+        NFSPROC3_REMOVE => proc_!(remove),
+        NFSPROC3_RMDIR => proc_!(rmdir),
+        NFSPROC3_RENAME => proc_!(rename),
+        NFSPROC3_LINK => proc_!(link),
+        NFSPROC3_COMMIT => proc_!(commit),
         _ => Reply::Error(ReplyError::ProcUnavail),
     }
-}
-
-/// NFS3ERR_NOTSUPP for a procedure not built yet, with its failure body:
-/// a `wcc_data` (two FALSE words; RENAME and LINK have two of them, or a
-/// `post_op_attr` and a `wcc_data`: four) or a `post_op_attr` (one).
-fn not_yet(proc_: u32) -> Reply {
-    let falses = match proc_ {
-        NFSPROC3_RENAME | NFSPROC3_LINK => 4,
-        NFSPROC3_SETATTR | NFSPROC3_WRITE | NFSPROC3_CREATE | NFSPROC3_MKDIR | NFSPROC3_SYMLINK
-        | NFSPROC3_MKNOD | NFSPROC3_REMOVE | NFSPROC3_RMDIR | NFSPROC3_COMMIT => 2,
-        _ => 1,
-    };
-    let mut e = xdr::Encoder::new();
-    xdr::Pack::pack(&NfsStat3::NotSupp, &mut e);
-    for _ in 0..falses {
-        e.bool(false);
-    }
-    Reply::Success(e.finish())
 }
