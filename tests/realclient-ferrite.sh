@@ -5,7 +5,8 @@
 # Then, as a second phase, two guests at once against the same Ferrite
 # (tests/realclient/two-guests.sh: cross-client fcntl locks, flock, O_EXCL
 # races, close-to-open visibility; about 30 s under TCG).
-# Extra arguments go to run.sh (for example --only or --vers), except:
+# Extra arguments go to run.sh (for example --only or --vers; the default
+# here is --vers 4.2,4.1,3), except:
 #   --two-guests      run only the two-guest phase
 #   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
 # FERRITE_RC_LOG=1 gives the export a write log (--log in the work
@@ -28,6 +29,12 @@ for a in "$@"; do
     *) args+=("$a") ;;
     esac
 done
+# Every version Ferrite serves, unless the caller chose (NFSv3 mounts
+# with nolock until Ferrite has NLM: its lock scenarios SKIP).
+case " ${args[*]+"${args[*]}"} " in
+*" --vers "*) ;;
+*) args=(--vers 4.2,4.1,3 "${args[@]+"${args[@]}"}") ;;
+esac
 
 cargo build --release -p ferrite
 bin="$top/target/release/ferrite"
@@ -65,8 +72,10 @@ trap '"$work/stop.sh"' EXIT
 echo "realclient-ferrite: ferrite on 127.0.0.1:$port, export $work/export, log $work/ferrite.log"
 rc_main=0 rc_two=0
 if [ $main_phase = 1 ]; then
-    bash "$top/tests/realclient/run.sh" --host 127.0.0.1 --port "$port" --export / \
-        --restart-cmd "$work/restart.sh" --out "$work/out" "${args[@]+"${args[@]}"}" || rc_main=$?
+    # MOUNT is served on the NFS port (for a --vers 3 column).
+    bash "$top/tests/realclient/run.sh" --host 127.0.0.1 --port "$port" --mountport "$port" \
+        --export / --restart-cmd "$work/restart.sh" --out "$work/out" \
+        "${args[@]+"${args[@]}"}" || rc_main=$?
 fi
 if [ $two_phase = 1 ]; then
     if [ $rc_main = 125 ]; then
