@@ -63,8 +63,15 @@ impl Ctx {
     /// caller may use.
     pub fn obj(&self, fh: &NfsFh3) -> Result<Obj, NfsStat3> {
         match self.srv.fh.decode(&fh.data) {
-            Ok(FhTarget::Object { export, handle, .. }) => {
+            Ok(FhTarget::Object {
+                export,
+                handle,
+                parent,
+            }) => {
                 self.creds(export)?;
+                if let Some(p) = parent {
+                    self.export(export)?.vfs.note_parent(&handle, &p);
+                }
                 Ok(Obj { export, handle })
             }
             Ok(FhTarget::Pseudo(_)) => Err(NfsStat3::BadHandle),
@@ -73,14 +80,28 @@ impl Ctx {
         }
     }
 
-    /// The filehandle of `handle` in `export`.
-    pub fn fh(&self, export: u16, handle: vfs::Handle) -> NfsFh3 {
+    /// The filehandle of `handle` (with attributes `attr`) in `export`,
+    /// naming the directory `dir` it was reached in where the backend
+    /// wants that hint and it fits NFS3_FHSIZE (to find an object the
+    /// kernel has forgotten, `nfs4::filehandle`).
+    pub fn fh(
+        &self,
+        export: u16,
+        handle: vfs::Handle,
+        attr: &vfs::Attr,
+        dir: Option<&vfs::Handle>,
+    ) -> NfsFh3 {
+        let parent = match (self.srv.export(export), dir) {
+            (Some(e), Some(d)) => crate::nfs4::compound::parent_hint(&*e.vfs, attr, d),
+            _ => None,
+        };
+        let t = FhTarget::Object {
+            export,
+            handle,
+            parent,
+        };
         NfsFh3 {
-            data: self.srv.fh.encode(&FhTarget::Object {
-                export,
-                handle,
-                parent: None,
-            }),
+            data: self.srv.fh.encode_within(&t, NFS3_FHSIZE),
         }
     }
 
@@ -467,7 +488,7 @@ where
                 crate::nfs4::dirdeleg::added(who, &key, &name);
             }
             Res3::Ok(Create3ResOk {
-                obj: Some(cx.fh(dir.export, handle)),
+                obj: Some(cx.fh(dir.export, handle, &a, Some(&dir.handle))),
                 obj_attributes: Some(fattr3(&a, fsid)),
                 dir_wcc,
             })

@@ -130,7 +130,13 @@ impl FhKey {
 
     /// The filehandle of `t`, bound to its export's root.
     pub fn encode(&self, t: &FhTarget) -> Bytes {
-        let mut b = BytesMut::with_capacity(NFS4_FHSIZE);
+        self.encode_within(t, NFS4_FHSIZE)
+    }
+
+    /// [`FhKey::encode`] in at most `max` bytes (NFSv3's are 64): the
+    /// parent hint goes in only where it fits.
+    pub fn encode_within(&self, t: &FhTarget, max: usize) -> Bytes {
+        let mut b = BytesMut::with_capacity(max);
         b.put_u8(VERSION);
         match t {
             FhTarget::Pseudo(idx) => {
@@ -144,7 +150,8 @@ impl FhKey {
             } => {
                 // The parent goes in only where it fits.
                 let parent = parent.as_ref().filter(|p| {
-                    HEADER + TAG_LEN + 1 + handle.0.len() + p.0.len() + MAC_LEN <= NFS4_FHSIZE
+                    HEADER + TAG_LEN + 1 + handle.0.len() + p.0.len() + MAC_LEN
+                        <= max.min(NFS4_FHSIZE)
                         && handle.0.len() <= usize::from(u8::MAX)
                 });
                 b.put_u8(if parent.is_some() { 2 } else { 1 });
@@ -245,6 +252,26 @@ mod tests {
             handle: vfs::Handle(Bytes::from_static(b"\x00\x00\x00\x01abcdefgh")),
             parent: None,
         }
+    }
+
+    #[test]
+    fn nfsv3_handles_keep_within_64_bytes() {
+        let k = bound(7, &[(3, b"root of 3")]);
+        let handle = vfs::Handle(Bytes::from_static(b"\x00\x00\x00\x01abcdefgh"));
+        let with = |n: usize| FhTarget::Object {
+            export: 3,
+            handle: handle.clone(),
+            parent: Some(vfs::Handle(Bytes::from(vec![9u8; n]))),
+        };
+        // 4 + 8 + 1 + 12 + 12 + 16 = 53: the hint fits.
+        let fh = k.encode_within(&with(12), 64);
+        assert!(fh.len() <= 64);
+        assert_eq!(k.decode(&fh), Ok(with(12)));
+        // With a 24-byte parent it would take 65: left out.
+        let fh = k.encode_within(&with(24), 64);
+        assert!(fh.len() <= 64);
+        assert_eq!(k.decode(&fh), Ok(object(3)));
+        assert_eq!(k.encode(&with(24)).len(), 4 + 8 + 1 + 12 + 24 + 16);
     }
 
     #[test]

@@ -47,5 +47,6 @@ async fn lookup(cx: &Ctx, dir: &Obj, name: &bytes::Bytes) -> Result<(NfsFh3, Fat
         }
     };
     let (handle, a) = found;
-    Ok((cx.fh(dir.export, handle), fattr3(&a, fsid)))
+    let fh = cx.fh(dir.export, handle, &a, Some(&dir.handle));
+    Ok((fh, fattr3(&a, fsid)))
 }

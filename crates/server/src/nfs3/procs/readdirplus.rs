@@ -126,7 +126,10 @@ pub async fn list(
     } in all
     {
         let (name_attributes, name_handle) = match (plus, obj) {
-            (true, Some((handle, a))) => (Some(fattr3(&a, fsid)), Some(cx.fh(dir.export, handle))),
+            (true, Some((handle, a))) => (
+                Some(fattr3(&a, fsid)),
+                Some(cx.fh(dir.export, handle, &a, Some(&dir.handle))),
+            ),
             _ => (None, None),
         };
         let e = EntryPlus3 {
