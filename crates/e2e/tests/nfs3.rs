@@ -328,6 +328,15 @@ async fn nfsv3_changes_recall_and_notify_nfsv4_delegations() {
             .await
             .unwrap();
         assert_eq!(recalls(&a, 1).await.len(), 1, "the NFSv3 write recalled it");
+        // An NFSv3 READ recalls a write delegation.
+        let w = create_file(&a, &root4, "written").await;
+        assert!(matches!(
+            w.delegation,
+            proto::nfs4::OpenDelegation4::Write(_)
+        ));
+        let wfh = c.lookup(&root, "written").await.unwrap().object;
+        c.read(&wfh, 0, 10).await.unwrap();
+        assert_eq!(recalls(&a, 2).await.len(), 2, "the NFSv3 read recalled it");
 
         let d4 = a.mkdir(&root4, "watched", 0o777).await.unwrap();
         let g = a
@@ -367,7 +376,7 @@ async fn nfsv3_changes_recall_and_notify_nfsv4_delegations() {
         assert_eq!(told.len(), 1, "the NFSv3 create was told");
         // A removal was not asked about: recalled first, then done.
         c.remove(&d3, "new").await.unwrap();
-        assert_eq!(recalls(&a, 2).await.len(), 2);
+        assert_eq!(recalls(&a, 3).await.len(), 3);
     })
     .await
 }

@@ -1,5 +1,6 @@
 //! READ (RFC 1813 §3.3.6): at most the server's largest transfer (FSINFO's
-//! rtmax) of a regular file.
+//! rtmax) of a regular file; an NFSv4 write delegation of it is recalled
+//! first.
 
 use proto::nfs3::*;
 
@@ -10,6 +11,11 @@ pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
         Ok(o) => o,
         Err(s) => return Res3::Fail(s, ObjAttrFail3::default()),
     };
+    // An NFSv4 client's write delegation of the file is recalled: its
+    // holder may have written from its cache (RFC 8881 §10.4).
+    if let Err(s) = cx.settle(&o, true).await {
+        return Res3::Fail(s, ObjAttrFail3::default());
+    }
     let count = args.count.min(cx.srv.cfg.max_io);
     let (h, offset) = (o.handle.clone(), args.offset);
     let r = cx
