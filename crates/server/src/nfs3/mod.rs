@@ -140,6 +140,14 @@ impl Ctx {
         }
     }
 
+    /// The file system figures of `o`'s export (FSSTAT, PATHCONF) and
+    /// `o`'s attributes for the reply.
+    pub async fn fsstat(&self, o: &Obj) -> (Result<vfs::FsStat, NfsStat3>, PostOpAttr) {
+        let h = o.handle.clone();
+        let r = self.vfs(o.export, move |v, _| v.fsstat(&h)).await;
+        (r, self.post_op(o).await)
+    }
+
     /// The attributes of `o` for a reply's `post_op_attr`: none when they
     /// cannot be had (RFC 1813 §2.6).
     pub async fn post_op(&self, o: &Obj) -> PostOpAttr {
@@ -147,6 +155,21 @@ impl Ctx {
         let fsid = self.export(o.export).ok()?.fsid;
         let a = self.vfs(o.export, move |v, _| v.getattr(&h)).await.ok()?;
         Some(fattr3(&a, fsid))
+    }
+}
+
+/// The parent of the directory `h` (attributes `a`) for "..": the export's
+/// root is its own, so that a client cannot climb out of the export.
+pub fn parent_of(
+    v: &dyn vfs::Vfs,
+    c: &vfs::Creds,
+    h: &vfs::Handle,
+    a: vfs::Attr,
+) -> vfs::Result<(vfs::Handle, vfs::Attr)> {
+    if *h == v.root() {
+        Ok((h.clone(), a))
+    } else {
+        v.lookup_parent(c, h)
     }
 }
 

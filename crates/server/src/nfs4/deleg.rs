@@ -34,7 +34,7 @@ use super::state::{Breaker, CbSeen, FileKey, WriteDeleg};
 /// client's): Ok once none is held, else NFS4ERR_DELAY when the wait is
 /// over.
 pub async fn settle(cx: &Compound, file: &FileKey) -> Result<(), NfsStat4> {
-    settle_for(cx, file, Breaker::Anyone, false).await
+    settle_for(&cx.srv, file, Breaker::Anyone, false).await
 }
 
 /// [`settle`] for an OPEN by `owner` of this compound's client (`reads`:
@@ -47,7 +47,7 @@ pub async fn settle_open(
     reads: bool,
 ) -> Result<(), NfsStat4> {
     let breaker = Breaker::Opener((cx.clientid()?, owner.clone()));
-    settle_for(cx, file, breaker, reads).await
+    settle_for(&cx.srv, file, breaker, reads).await
 }
 
 /// [`settle`] for I/O under the stateid `sid` (READ when `reads`; WRITE,
@@ -65,36 +65,15 @@ pub async fn settle_io(
         (Ok(client), Ok(sid)) => Breaker::Io(client, sid),
         _ => Breaker::Anyone,
     };
-    settle_for(cx, file, breaker, reads).await
+    settle_for(&cx.srv, file, breaker, reads).await
 }
 
 /// Recalls the delegations of `file` that conflict with `breaker` and
 /// waits.
 async fn settle_for(
-    cx: &Compound,
-    file: &FileKey,
-    breaker: Breaker,
-    reads: bool,
-) -> Result<(), NfsStat4> {
-    let state = cx.srv.state();
-    let quiet = if reads {
-        !state.write_delegations_outstanding()
-    } else {
-        !state.delegations_outstanding()
-    };
-    if quiet {
-        return Ok(());
-    }
-    wait_out(&cx.srv, || state.break_delegations(file, &breaker, reads)).await
-}
-
-/// [`settle`] for a change of `file` by an NFSv3 client (`reads`: a read,
-/// which conflicts with write delegations alone): every NFSv4 delegation
-/// it conflicts with is recalled (the caller answers NFS3ERR_JUKEBOX for
-/// NFS4ERR_DELAY).
-pub async fn settle_v3(
     srv: &std::sync::Arc<super::Nfs4Server>,
     file: &FileKey,
+    breaker: Breaker,
     reads: bool,
 ) -> Result<(), NfsStat4> {
     let state = srv.state();
@@ -106,10 +85,19 @@ pub async fn settle_v3(
     if quiet {
         return Ok(());
     }
-    wait_out(srv, || {
-        state.break_delegations(file, &Breaker::Anyone, reads)
-    })
-    .await
+    wait_out(srv, || state.break_delegations(file, &breaker, reads)).await
+}
+
+/// [`settle`] for a change of `file` by an NFSv3 client (`reads`: a read,
+/// which conflicts with write delegations alone): every NFSv4 delegation
+/// it conflicts with is recalled (the caller answers NFS3ERR_JUKEBOX for
+/// NFS4ERR_DELAY).
+pub async fn settle_v3(
+    srv: &std::sync::Arc<super::Nfs4Server>,
+    file: &FileKey,
+    reads: bool,
+) -> Result<(), NfsStat4> {
+    settle_for(srv, file, Breaker::Anyone, reads).await
 }
 
 /// Recalls the delegations `breaking` finds in the way, again and again
@@ -165,7 +153,7 @@ pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::
         Ok(a) => a,
         Err(e) => {
             tracing::debug!(stateid = ?w.stateid, "CB_GETATTR: {e}; recalling the delegation");
-            settle_for(cx, &fh.key(), Breaker::Anyone, true).await?;
+            settle_for(&cx.srv, &fh.key(), Breaker::Anyone, true).await?;
             let handle = fh.handle.clone();
             return cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await;
         }

@@ -4,7 +4,7 @@
 
 use proto::nfs3::*;
 
-use crate::nfs3::{check_name, fattr3, Ctx, Obj};
+use crate::nfs3::{check_name, fattr3, parent_of, Ctx, Obj};
 
 pub async fn run(cx: &Ctx, args: Lookup3Args) -> Lookup3Res {
     let dir = match cx.obj(&args.what.dir) {
@@ -32,13 +32,8 @@ async fn lookup(cx: &Ctx, dir: &Obj, name: &bytes::Bytes) -> Result<(NfsFh3, Fat
                 .await?
         }
         b".." => {
-            cx.vfs(dir.export, move |v, c| {
-                if h == v.root() {
-                    return Ok((h.clone(), v.getattr(&h)?));
-                }
-                v.lookup_parent(c, &h)
-            })
-            .await?
+            cx.vfs(dir.export, move |v, c| parent_of(v, c, &h, v.getattr(&h)?))
+                .await?
         }
         _ => {
             let name = check_name(name)?;

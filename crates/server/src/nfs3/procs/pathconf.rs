@@ -10,9 +10,7 @@ pub async fn run(cx: &Ctx, args: PathConf3Args) -> PathConf3Res {
         Ok(o) => o,
         Err(s) => return Res3::Fail(s, ObjAttrFail3::default()),
     };
-    let h = o.handle.clone();
-    let r = cx.vfs(o.export, move |v, _| v.fsstat(&h)).await;
-    let obj_attributes = cx.post_op(&o).await;
+    let (r, obj_attributes) = cx.fsstat(&o).await;
     match r {
         Ok(s) => Res3::Ok(PathConf3ResOk {
             obj_attributes,

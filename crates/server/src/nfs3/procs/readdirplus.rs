@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use proto::nfs3::*;
 
-use crate::nfs3::{fattr3, Ctx, Obj};
+use crate::nfs3::{fattr3, parent_of, Ctx, Obj};
 
 /// The fixed part of a READDIR or READDIRPLUS reply: status, the
 /// directory's post_op_attr at its largest, the verifier, the list's
@@ -74,18 +74,19 @@ pub async fn list(
             if a.ftype != vfs::FileType::Directory {
                 return Err(vfs::Errno(libc::ENOTDIR));
             }
-            let parent = if h == v.root() {
-                (h.clone(), a.clone())
-            } else {
-                v.lookup_parent(c, &h)?
-            };
             let mut out: Vec<vfs::DirEntry> = Vec::new();
+            // ".." is looked up only on the page that lists it.
+            let parent = if cookie < 2 {
+                Some(parent_of(v, c, &h, a.clone())?)
+            } else {
+                None
+            };
             let dots = [
-                (Bytes::from_static(b"."), 1u64, (h.clone(), a)),
+                (Bytes::from_static(b"."), 1u64, Some((h.clone(), a))),
                 (Bytes::from_static(b".."), 2, parent),
             ];
             for (name, k, obj) in dots {
-                if cookie < k {
+                if let Some(obj) = obj.filter(|_| cookie < k) {
                     out.push(vfs::DirEntry {
                         name,
                         cookie: k,
