@@ -5,4 +5,5 @@ pub mod mount;
 pub mod nfs3;
 pub mod nfs4;
 pub mod nlm;
+pub mod nsm;
 pub mod portmap;

@@ -260,6 +260,54 @@ pub struct Nlm4Notify {
     pub state: i32,
 }
 
+/// XNFS ch. 10 `fsh_mode` (version 4 `fsh4_mode`): what a DOS share
+/// reservation denies others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Pack, Unpack)]
+#[repr(u32)]
+pub enum Fsh4Mode {
+    DenyNone = 0,
+    DenyRead = 1,
+    DenyWrite = 2,
+    DenyReadWrite = 3,
+}
+
+/// XNFS ch. 10 `fsh_access` (`fsh4_access`): what the sharer will do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Pack, Unpack)]
+#[repr(u32)]
+pub enum Fsh4Access {
+    None = 0,
+    Read = 1,
+    Write = 2,
+    ReadWrite = 3,
+}
+
+/// `nlm4_share` (XNFS `nlm_share`): a share reservation on a file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Pack, Unpack)]
+pub struct Nlm4Share {
+    #[xdr(max = LM_MAXSTRLEN)]
+    pub caller_name: Bytes,
+    pub fh: Netobj,
+    pub oh: Netobj,
+    pub mode: Fsh4Mode,
+    pub access: Fsh4Access,
+}
+
+/// `nlm4_shareargs` (XNFS `nlm_shareargs`): SHARE and UNSHARE.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Pack, Unpack)]
+pub struct Nlm4ShareArgs {
+    pub cookie: Netobj,
+    pub share: Nlm4Share,
+    pub reclaim: bool,
+}
+
+/// `nlm4_shareres` (XNFS `nlm_shareres`): the result of SHARE and UNSHARE.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Pack, Unpack)]
+pub struct Nlm4ShareRes {
+    pub cookie: Netobj,
+    pub stat: Nlm4Stats,
+    pub sequence: i32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -262,6 +262,9 @@ impl Drop for Charge {
 enum Sink {
     Socket(Arc<Out<Option<Charge>>>),
     InProcess(mpsc::Sender<Vec<Bytes>>),
+    /// A datagram's sender: nothing can be sent back on it but the reply,
+    /// which the datagram server sends itself.
+    Datagram,
 }
 
 /// Messages an in-process connection may have waiting for its receiver.
@@ -343,6 +346,14 @@ impl Connection {
             ConnConfig::default().max_pending_bytes,
         );
         (conn, rx)
+    }
+
+    /// The sender of one datagram (RFC 5531 over UDP, [`crate::udp`]): its
+    /// address for the service, and no way to call it back.
+    pub(crate) fn datagram(peer: SocketAddr, local: SocketAddr) -> Arc<Connection> {
+        let conn = Connection::new(peer, local, Sink::Datagram, 0);
+        conn.closed.store(true, Ordering::Release);
+        conn
     }
 
     /// Takes one message received from the peer (no record mark): a REPLY
@@ -434,6 +445,7 @@ impl Connection {
                 true
             }
             Sink::InProcess(tx) => tx.try_send(chunks).is_ok(),
+            Sink::Datagram => false,
         }
     }
 
@@ -519,23 +531,9 @@ impl Connection {
 
     /// Answers call `xid`; `charge` is what the call held.
     fn reply(&self, xid: u32, reply: Reply, charge: Charge, direct: bool) {
-        let mut h = Encoder::with_capacity(32);
-        h.u32(xid);
-        h.u32(REPLY);
-        let body = match reply {
-            Reply::Drop => return,
-            Reply::Success(body) => {
-                h.u32(MSG_ACCEPTED);
-                OpaqueAuth::none().pack(&mut h);
-                AcceptStat::Success.pack(&mut h);
-                body
-            }
-            Reply::Error(err) => {
-                encode_error(&mut h, &err);
-                Vec::new()
-            }
-        };
-        self.send_message(h, body, Some(charge), direct);
+        if let Some((h, body)) = reply_message(xid, reply) {
+            self.send_message(h, body, Some(charge), direct);
+        }
     }
 
     /// Writes the replies the reader queued (`direct`) and anything else
@@ -550,6 +548,28 @@ impl Connection {
             Flushed::Closed => self.close(),
         }
     }
+}
+
+/// The reply message to call `xid` (RFC 5531 §9): its header and the
+/// results after it; none for [`Reply::Drop`].
+pub(crate) fn reply_message(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Bytes>)> {
+    let mut h = Encoder::with_capacity(32);
+    h.u32(xid);
+    h.u32(REPLY);
+    let body = match reply {
+        Reply::Drop => return None,
+        Reply::Success(body) => {
+            h.u32(MSG_ACCEPTED);
+            OpaqueAuth::none().pack(&mut h);
+            AcceptStat::Success.pack(&mut h);
+            body
+        }
+        Reply::Error(err) => {
+            encode_error(&mut h, &err);
+            Vec::new()
+        }
+    };
+    Some((h, body))
 }
 
 fn encode_error(h: &mut Encoder, err: &ReplyError) {

@@ -1,4 +1,4 @@
-//! ONC RPC version 2 (RFC 5531) over TCP.
+//! ONC RPC version 2 (RFC 5531) over TCP, and over UDP for small programs.
 
 pub mod conn;
 pub mod msg;
@@ -6,6 +6,7 @@ mod out;
 pub mod ratelimit;
 pub mod record;
 pub mod server;
+pub mod udp;
 
 pub use conn::{
     connect, start, Auth, Call, CallError, ConnConfig, Connection, Reply, ReplyFuture, Service,
@@ -14,6 +15,7 @@ pub use conn::{
 pub use msg::*;
 pub use ratelimit::RateLimit;
 pub use server::{nofile_limit, raise_nofile_limit, serve, Programs};
+pub use udp::serve_udp;
 
 #[cfg(test)]
 mod tests;

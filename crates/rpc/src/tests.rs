@@ -562,3 +562,56 @@ async fn a_panicking_call_fails_alone() {
     assert_eq!(u32::unpack(&mut d).unwrap(), u32::MAX);
     assert!(!c.is_closed());
 }
+
+/// Calls over UDP: one datagram each way; a reply too large for a
+/// datagram is SYSTEM_ERR; garbage and replies get no answer, and the
+/// server goes on.
+#[tokio::test]
+async fn udp_calls() {
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = sock.local_addr().unwrap();
+    let svc: Arc<dyn Service> = Arc::new(Programs::new().add(PROG, 1, 2, Arc::new(Echo)));
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(serve_udp(sock, svc, 4, rx));
+    let c = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    c.connect(addr).await.unwrap();
+    let mut buf = vec![0u8; 70_000];
+    let ask = |rec: Vec<u8>| {
+        let c = &c;
+        async move {
+            c.send(&rec[4..]).await.unwrap();
+        }
+    };
+    let words = |b: &[u8]| -> Vec<u32> {
+        b.chunks(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    // Garbage first: no answer, then a real call is answered.
+    c.send(&[1, 2, 3]).await.unwrap();
+    c.send(&[0, 0, 0, 9, 0, 0, 0, 1, 0, 0]).await.unwrap();
+    let none = OpaqueAuth::none();
+    ask(call_record(7, 2, &none, &none)).await;
+    let n = tokio::time::timeout(Duration::from_secs(5), c.recv(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    // xid, REPLY, MSG_ACCEPTED, verf (2 words), SUCCESS, uid (AUTH_NONE).
+    assert_eq!(
+        words(&buf[..n]),
+        vec![7, REPLY, MSG_ACCEPTED, 0, 0, 0, u32::MAX]
+    );
+    // 1 MiB does not fit a datagram.
+    ask(call_record(8, 3, &none, &none)).await;
+    let n = c.recv(&mut buf).await.unwrap();
+    assert_eq!(words(&buf[..n]), vec![8, REPLY, MSG_ACCEPTED, 0, 0, 5]);
+    // An unknown procedure.
+    ask(call_record(9, 77, &none, &none)).await;
+    let n = c.recv(&mut buf).await.unwrap();
+    assert_eq!(words(&buf[..n]), vec![9, REPLY, MSG_ACCEPTED, 0, 0, 3]);
+    let _ = tx.send(true);
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap();
+}

@@ -15,6 +15,7 @@
 pub mod client;
 pub mod clock;
 pub mod lease;
+pub mod nlm;
 pub mod session;
 pub mod slots;
 pub mod stateid;
@@ -215,7 +216,13 @@ pub struct State {
     /// Called with the file of each delegation that goes, before those
     /// requests wake (the server ends its guard against local writers).
     deleg_ended: std::sync::OnceLock<DelegEnded>,
+    /// Called with the blocked NLM requests the server granted (their
+    /// hosts must be told, `crate::nlm`).
+    nlm_granted: std::sync::OnceLock<NlmGranted>,
 }
+
+/// Called with blocked NLM requests just granted.
+pub type NlmGranted = Box<dyn Fn(Vec<nlm::NlmGrant>) + Send + Sync>;
 
 impl std::fmt::Debug for State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -255,6 +262,7 @@ impl State {
             wdelegs_live: AtomicUsize::new(0),
             deleg_gone: tokio::sync::Notify::new(),
             deleg_ended: std::sync::OnceLock::new(),
+            nlm_granted: std::sync::OnceLock::new(),
         }
     }
 
@@ -328,6 +336,7 @@ impl State {
         self.wdelegs_live
             .store(t.wdelegs + t.prev_count, Ordering::Relaxed);
         let ended = std::mem::take(&mut t.delegs_ended);
+        let granted = std::mem::take(&mut t.nlm_granted);
         if !t.dead_records.is_empty() {
             self.records.dead(std::mem::take(&mut t.dead_records));
         }
@@ -335,6 +344,12 @@ impl State {
         drop(t);
         if !dead.is_empty() {
             self.remove_sessions(&dead);
+        }
+        if !granted.is_empty() {
+            match self.nlm_granted.get() {
+                Some(hook) => hook(granted),
+                None => tracing::warn!("NLM requests granted with no lock manager to tell"),
+            }
         }
         if !ended.is_empty() {
             if let Some(hook) = self.deleg_ended.get() {

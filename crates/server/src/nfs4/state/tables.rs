@@ -32,11 +32,14 @@ pub(super) struct FileState {
     /// The write delegation among them, if one is (it is then the only
     /// one, RFC 8881 §10.4).
     pub wdeleg: Option<[u8; 12]>,
+    /// NLM share reservations: owner, access and deny (NFSv4's bits).
+    pub nlm_shares: Vec<(OwnerKey, u32, u32)>,
 }
 
 impl FileState {
-    fn is_empty(&self) -> bool {
-        self.opens.is_empty()
+    pub fn is_empty(&self) -> bool {
+        self.nlm_shares.is_empty()
+            && self.opens.is_empty()
             && self.locks.is_empty()
             && self.waiters.is_empty()
             && self.delegs.is_empty()
@@ -116,6 +119,12 @@ pub(super) struct Tables {
     prev_delegs: HashMap<FileKey, Vec<PrevDeleg>>,
     /// How many `prev_delegs` holds.
     pub prev_count: usize,
+    /// The files each NLM host holds or waits for something on
+    /// (`super::nlm`).
+    pub nlm_files: HashMap<ClientId4, HashSet<FileKey>>,
+    /// Blocked NLM requests granted since the caller last looked, for
+    /// their hosts to be told.
+    pub nlm_granted: Vec<super::nlm::NlmGrant>,
 }
 
 /// A delegation kept for its client's next instance.
@@ -152,6 +161,8 @@ impl Tables {
             last_recall_any: None,
             prev_delegs: HashMap::new(),
             prev_count: 0,
+            nlm_files: HashMap::new(),
+            nlm_granted: Vec::new(),
         }
     }
 
@@ -312,7 +323,11 @@ impl Tables {
         n
     }
 
-    fn client_expired(&self, id: ClientId4, now: Duration) -> bool {
+    pub(super) fn client_expired(&self, id: ClientId4, now: Duration) -> bool {
+        // An NLM host has no lease: its locks last until it lets go.
+        if super::nlm::is_nlm(id) {
+            return false;
+        }
         self.clients
             .get(&id)
             .is_none_or(|c| c.expired(now, self.lease))
@@ -477,6 +492,16 @@ impl Tables {
                     }
                 })
             });
+            let nlm = || {
+                self.files.get(file).is_some_and(|f| {
+                    f.nlm_shares
+                        .iter()
+                        .any(|(_, a, d)| (access & d) != 0 || (deny & a) != 0)
+                })
+            };
+            if conflict.is_none() && nlm() {
+                return Err(NfsStat4::Nfs4errShareDenied);
+            }
             match conflict {
                 None => break,
                 // A courtesy client's share reservation yields (§8.4.3).
@@ -692,8 +717,9 @@ impl Tables {
         let okey: OwnerKey = (client, owner.clone());
         let (start, end, kind) = (r.start, r.end, r.kind);
         loop {
+            let lease = self.lease;
             let fs = self.files.entry(file.clone()).or_default();
-            fs.waiters.expire(now, self.lease);
+            fs.waiters.expire(now, |o| super::nlm::wait_limit(o, lease));
             // A queued waiter ahead of this owner goes first (§9.6),
             // unless this owner already holds the whole range.
             let ahead = fs
@@ -785,14 +811,10 @@ impl Tables {
             return Err(NfsStat4::Nfs4errBadStateid);
         };
         let okey = (client, owner.clone());
-        let mut ready = Vec::new();
         if let Some(f) = self.files.get_mut(file) {
             f.locks.unlock(&okey, start, end);
-            if !f.waiters.is_empty() {
-                f.waiters.expire(now, self.lease);
-                ready = f.waiters.grantable(&f.locks);
-            }
         }
+        let ready = self.wake_waiters(file, now);
         let e = self.entry_mut(client, &sid.other)?;
         e.seqid = next_seqid(e.seqid);
         Ok((e.stateid(sid.other), ready))
@@ -1559,13 +1581,14 @@ impl Tables {
 
     /// Whether an I/O without an open (anonymous stateid) would break a
     /// share reservation: `access` is OPEN4_SHARE_ACCESS_READ or _WRITE.
-    fn denied_by_share(&self, file: &FileKey, access: u32) -> bool {
+    pub(super) fn denied_by_share(&self, file: &FileKey, access: u32) -> bool {
         self.files.get(file).is_some_and(|f| {
-            f.opens.iter().any(|o| {
-                self.entry(o).is_ok_and(
+            f.nlm_shares.iter().any(|(_, _, d)| d & access != 0)
+                || f.opens.iter().any(|o| {
+                    self.entry(o).is_ok_and(
                     |(_, e)| matches!(e.kind, StateKind::Open { deny, .. } if deny & access != 0),
                 )
-            })
+                })
         })
     }
 }

@@ -72,9 +72,11 @@ impl<O: Clone + Eq + Hash> LockWaiters<O> {
         self.queue.iter()
     }
 
-    /// Forgets waiters that have not asked again within `lease`.
-    pub fn expire(&mut self, now: Duration, lease: Duration) {
-        self.queue.retain(|w| now.saturating_sub(w.last) <= lease);
+    /// Forgets waiters that have not asked again within `limit` of their
+    /// owner (a lease for NFSv4 owners).
+    pub fn expire(&mut self, now: Duration, limit: impl Fn(&O) -> Duration) {
+        self.queue
+            .retain(|w| now.saturating_sub(w.last) <= limit(&w.owner));
     }
 
     /// Position of `owner`'s entry.
@@ -182,15 +184,15 @@ mod tests {
         let mut q = LockWaiters::default();
         q.wait(&1, 0, 10, Write, secs(0));
         q.wait(&2, 0, 10, Write, secs(5));
-        q.expire(secs(10), LEASE);
+        q.expire(secs(10), |_| LEASE);
         assert_eq!(q.len(), 2);
-        q.expire(secs(11), LEASE);
+        q.expire(secs(11), |_| LEASE);
         assert_eq!(q.len(), 1);
         // Retrying keeps it alive.
         q.wait(&2, 0, 10, Write, secs(14));
-        q.expire(secs(24), LEASE);
+        q.expire(secs(24), |_| LEASE);
         assert_eq!(q.len(), 1);
-        q.expire(secs(25), LEASE);
+        q.expire(secs(25), |_| LEASE);
         assert!(q.is_empty());
     }
 
