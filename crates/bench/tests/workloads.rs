@@ -29,6 +29,7 @@ impl Srv {
                 ..Default::default()
             },
             rpc: Default::default(),
+            aux: Default::default(),
         })
         .await
         .unwrap();

@@ -104,6 +104,7 @@ impl Exports {
                 ..Default::default()
             },
             rpc: Default::default(),
+            aux: Default::default(),
         };
         let running = server::run::start(cfg).await.expect("server starts");
         Exports {
@@ -691,6 +692,7 @@ async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
             ..Default::default()
         },
         rpc: Default::default(),
+        aux: Default::default(),
     };
     server::run::start(cfg).await.expect("server starts")
 }
@@ -900,6 +902,7 @@ async fn owner_names_when_not_numeric() {
                 ..Default::default()
             },
             rpc: Default::default(),
+            aux: Default::default(),
         })
         .await
         .unwrap();

@@ -63,6 +63,7 @@ async fn start(rpc: rpc::ConnConfig) -> Srv {
             ..Default::default()
         },
         rpc,
+        aux: Default::default(),
     };
     let running = server::run::start(cfg).await.expect("server starts");
     Srv {

@@ -129,6 +129,7 @@ async fn out_of_descriptors_backs_off_and_recovers() {
             exports: vec![ExportConfig::open("/", export.path())],
             nfs4: Default::default(),
             rpc: Default::default(),
+            aux: Default::default(),
         })
         .await
         .expect("server starts");

@@ -66,6 +66,18 @@ pub struct ServeArgs {
     /// enable only where the exports change through NFS alone.
     #[arg(long)]
     pub delegations: bool,
+    /// The port mapper NFSv3 clients ask where MOUNT and NLM are: "auto"
+    /// (the default: answer on port 111 when run as root and it is free,
+    /// register with the system rpcbind when one holds it), "off", or an
+    /// address to answer on.
+    #[arg(long)]
+    pub portmap: Option<String>,
+    /// MOUNT's own port (TCP and UDP), besides the NFS port.
+    #[arg(long)]
+    pub mount_port: Option<u16>,
+    /// NLM's and NSM's own port (TCP and UDP), besides the NFS port.
+    #[arg(long)]
+    pub nlm_port: Option<u16>,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -102,6 +114,15 @@ pub struct FileConfig {
     /// Grant write delegations too where delegations are on (default
     /// true); false grants read delegations only.
     pub write_delegations: Option<bool>,
+    /// "auto" (default), "off" or an address: see --portmap.
+    pub portmap: Option<String>,
+    /// See --mount-port.
+    pub mount_port: Option<u16>,
+    /// See --nlm-port.
+    pub nlm_port: Option<u16>,
+    /// The port clients' port mappers listen on, for NLM_GRANTED and
+    /// SM_NOTIFY (default 111; for tests).
+    pub client_portmap_port: Option<u16>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -263,6 +284,19 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         Some(l) => l,
         None => DEFAULT_LISTEN.parse().context("default listen address")?,
     };
+    let portmap = match args.portmap.as_deref().or(file.portmap.as_deref()) {
+        None | Some("auto") => server::run::PortmapMode::Auto,
+        Some("off") => server::run::PortmapMode::Off,
+        Some(a) => server::run::PortmapMode::At(a.parse().with_context(|| {
+            format!("portmap {a:?}: expected \"auto\", \"off\" or an address such as 127.0.0.1:111")
+        })?),
+    };
+    let aux = server::run::AuxConfig {
+        portmap,
+        mount_port: args.mount_port.or(file.mount_port),
+        nlm_port: args.nlm_port.or(file.nlm_port),
+        client_portmap_port: file.client_portmap_port.unwrap_or(111),
+    };
     Ok(ServerConfig {
         listen,
         state_dir: args
@@ -273,6 +307,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         exports,
         nfs4,
         rpc,
+        aux,
     })
 }
 
@@ -600,7 +635,33 @@ mod tests {
             max_connections: None,
             idle_timeout: None,
             delegations: false,
+            portmap: None,
+            mount_port: None,
+            nlm_port: None,
         }
+    }
+
+    #[test]
+    fn portmap_option() {
+        let cfg = load(&quick()).unwrap();
+        assert_eq!(cfg.aux.portmap, server::run::PortmapMode::Auto);
+        assert_eq!(cfg.aux.client_portmap_port, 111);
+        let with = |p: &str| {
+            load(&ServeArgs {
+                portmap: Some(p.into()),
+                ..quick()
+            })
+        };
+        assert_eq!(
+            with("off").unwrap().aux.portmap,
+            server::run::PortmapMode::Off
+        );
+        assert_eq!(
+            with("127.0.0.1:1111").unwrap().aux.portmap,
+            server::run::PortmapMode::At("127.0.0.1:1111".parse().unwrap())
+        );
+        let e = with("sometimes").unwrap_err().to_string();
+        assert!(e.contains("auto"), "{e}");
     }
 
     #[test]

@@ -62,6 +62,9 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
                 cfg.state_dir.display()
             );
         }
+        for line in &running.programs {
+            println!("ferrite: {line}");
+        }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
             _ = tokio::signal::ctrl_c() => info!("SIGINT: shutting down"),

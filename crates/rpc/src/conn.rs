@@ -405,6 +405,10 @@ impl Connection {
     pub fn local(&self) -> SocketAddr {
         self.local
     }
+    /// Whether this stands for the sender of a datagram (UDP).
+    pub fn is_datagram(&self) -> bool {
+        matches!(self.sink, Sink::Datagram)
+    }
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }

@@ -8,5 +8,8 @@ pub mod locks;
 pub mod mount;
 pub mod nfs3;
 pub mod nfs4;
+pub mod nlm;
+pub mod nsm;
+pub mod portmap;
 pub mod run;
 pub mod writelog;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -47,6 +47,44 @@ impl ExportConfig {
     }
 }
 
+/// Where the port mapper answers ([`crate::portmap`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortmapMode {
+    Off,
+    /// On port 111 of the NFS listener's address when it can be had (as
+    /// root, with nothing else there); where a port mapper already
+    /// answers there, Ferrite's programs are registered with it instead.
+    Auto,
+    /// At this address, or not at all (an error).
+    At(SocketAddr),
+}
+
+/// The programs NFSv3 needs beside NFS itself: MOUNT, NLM and NSM (served
+/// on the NFS port over TCP and UDP, and on their own ports if given),
+/// and the port mapper that tells clients where they are.
+#[derive(Debug, Clone)]
+pub struct AuxConfig {
+    pub portmap: PortmapMode,
+    /// MOUNT's own port (TCP and UDP) besides the NFS port.
+    pub mount_port: Option<u16>,
+    /// NLM's and NSM's own port besides the NFS port.
+    pub nlm_port: Option<u16>,
+    /// Where clients' port mappers listen (111): NLM_GRANTED and SM_NOTIFY
+    /// find the client's lock manager and status monitor through them.
+    pub client_portmap_port: u16,
+}
+
+impl Default for AuxConfig {
+    fn default() -> Self {
+        AuxConfig {
+            portmap: PortmapMode::Off,
+            mount_port: None,
+            nlm_port: None,
+            client_portmap_port: proto::portmap::PMAP_PORT,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
@@ -55,14 +93,22 @@ pub struct ServerConfig {
     pub exports: Vec<ExportConfig>,
     pub nfs4: Nfs4Config,
     pub rpc: rpc::ConnConfig,
+    pub aux: AuxConfig,
 }
 
 /// A running server.
 pub struct Running {
     pub addr: SocketAddr,
     pub nfs4: Arc<Nfs4Server>,
+    pub nlm: Arc<crate::nlm::Nlm>,
+    /// Where each program is, one line each, for the start-up message.
+    pub programs: Vec<String>,
+    /// The port mapper's address, if Ferrite answers as one.
+    pub portmap: Option<SocketAddr>,
+    /// The system port mapper Ferrite registered with, and what.
+    registered: Option<(SocketAddr, Vec<crate::portmap::Entry>)>,
     shutdown: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Running {
@@ -74,15 +120,24 @@ impl Running {
         for log in self.nfs4.exports.iter().filter_map(|e| e.log.as_ref()) {
             log.halt();
         }
-        self.task.abort();
-        let _ = self.task.await;
+        for t in &self.tasks {
+            t.abort();
+        }
+        for t in self.tasks {
+            let _ = t.await;
+        }
     }
 
     /// Stops accepting connections, waits for the listener to finish and
     /// applies every export's write log (nothing left to replay).
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
-        let _ = self.task.await;
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        if let Some((at, entries)) = &self.registered {
+            crate::portmap::register_with(*at, entries, true).await;
+        }
         let logs: Vec<_> = self
             .nfs4
             .exports
@@ -150,8 +205,13 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             delegations: e.delegations,
         });
     }
-    let recovery =
+    // NLM hosts recorded before a restart reclaim in the grace period too.
+    let (nsm, nsm_previous) = crate::nsm::Nsm::open(&cfg.state_dir)?;
+    let mut recovery =
         crate::nfs4::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period(), cfg.nfs4.lease)?;
+    recovery
+        .previous
+        .extend(nsm_previous.iter().map(crate::nsm::grace_owner));
     let nfs4 = Nfs4Server::recovering(
         cfg.nfs4.clone(),
         key,
@@ -161,34 +221,224 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     );
     nfs4.spawn_reaper();
     spawn_heap_trim();
-    // NFS versions 3 and 4, and MOUNT version 3, on the one port.
+    let nlm = crate::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
+    nlm.start();
+    let mount: Arc<dyn rpc::Service> = Arc::new(crate::mount::MountService::new(nfs4.clone()));
+    let nlm_svc: Arc<dyn rpc::Service> = Arc::new(crate::nlm::NlmService(nlm.clone()));
+    let nsm_svc: Arc<dyn rpc::Service> = Arc::new(crate::nsm::NsmService(nlm.clone()));
+    // MOUNT, NLM and NSM: on every port, over TCP and UDP.
+    let aux = |p: rpc::Programs| {
+        p.add(
+            proto::mount::MOUNT_PROGRAM,
+            proto::mount::MOUNT_V3,
+            proto::mount::MOUNT_V3,
+            mount.clone(),
+        )
+        .add(
+            proto::nlm::NLM_PROG,
+            proto::nlm::NLM4_VERS,
+            proto::nlm::NLM4_VERS,
+            nlm_svc.clone(),
+        )
+        .add(
+            proto::nsm::SM_PROG,
+            proto::nsm::SM_VERS,
+            proto::nsm::SM_VERS,
+            nsm_svc.clone(),
+        )
+    };
+    // NFS versions 3 and 4 on the NFS port, TCP only.
     let nfs = crate::nfs3::NfsVersions {
         v3: crate::nfs3::Nfs3Service(nfs4.clone()),
         v4: Nfs4Service(nfs4.clone()),
     };
-    let programs = rpc::Programs::new()
-        .add(
-            proto::nfs4::NFS_PROGRAM,
-            proto::nfs3::NFS_V3,
-            proto::nfs4::NFS_V4,
-            Arc::new(nfs),
-        )
-        .add(
-            proto::mount::MOUNT_PROGRAM,
-            proto::mount::MOUNT_V3,
-            proto::mount::MOUNT_V3,
-            Arc::new(crate::mount::MountService::new(nfs4.clone())),
-        );
+    let programs = aux(rpc::Programs::new()).add(
+        proto::nfs4::NFS_PROGRAM,
+        proto::nfs3::NFS_V3,
+        proto::nfs4::NFS_V4,
+        Arc::new(nfs),
+    );
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
     let rpc_cfg = cfg.rpc.clone();
-    let task = tokio::spawn(rpc::serve(listener, Arc::new(programs), rpc_cfg, rx));
+    let mut tasks = vec![tokio::spawn(rpc::serve(
+        listener,
+        Arc::new(programs),
+        rpc_cfg.clone(),
+        rx.clone(),
+    ))];
+    let udp_slots = 256;
+    let aux_svc: Arc<dyn rpc::Service> = Arc::new(aux(rpc::Programs::new()));
+    let mut udp_at = None;
+    match UdpSocket::bind(addr).await {
+        Ok(u) => {
+            udp_at = Some(addr);
+            tasks.push(tokio::spawn(rpc::serve_udp(
+                u,
+                aux_svc.clone(),
+                udp_slots,
+                rx.clone(),
+            )));
+        }
+        Err(e) => tracing::warn!("MOUNT, NLM and NSM over UDP not served on {addr}: {e}"),
+    }
+    // Their own ports, if given.
+    let own_port = |port: Option<u16>| match port {
+        Some(p) if p != addr.port() => (p, true),
+        _ => (addr.port(), udp_at.is_some()),
+    };
+    let (mount_port, mount_udp) = own_port(cfg.aux.mount_port);
+    let (nlm_port, nlm_udp) = own_port(cfg.aux.nlm_port);
+    let mut extra: Vec<u16> = [mount_port, nlm_port]
+        .into_iter()
+        .filter(|&p| p != addr.port())
+        .collect();
+    extra.dedup();
+    for port in extra {
+        let at = SocketAddr::new(addr.ip(), port);
+        let l = TcpListener::bind(at).await?;
+        let u = UdpSocket::bind(at).await?;
+        tasks.push(tokio::spawn(rpc::serve(
+            l,
+            aux_svc.clone(),
+            rpc_cfg.clone(),
+            rx.clone(),
+        )));
+        tasks.push(tokio::spawn(rpc::serve_udp(
+            u,
+            aux_svc.clone(),
+            udp_slots,
+            rx.clone(),
+        )));
+    }
+    use proto::{mount::*, nfs3::NFS_V3, nfs4::*, nlm::*, nsm::*};
+    let mut own = Vec::new();
+    let mut map = |prog: u32, versions: &[u32], port: u16, udp: bool| {
+        for &vers in versions {
+            for tcp in [true, false] {
+                if tcp || udp {
+                    let a = SocketAddr::new(addr.ip(), port);
+                    own.push(crate::portmap::Entry {
+                        prog,
+                        vers,
+                        netid: crate::portmap::netid(tcp, &a),
+                        addr: a,
+                        owner: crate::portmap::OWNER.to_string(),
+                    });
+                }
+            }
+        }
+    };
+    map(NFS_PROGRAM, &[NFS_V3, NFS_V4], addr.port(), false);
+    map(MOUNT_PROGRAM, &[MOUNT_V3], mount_port, mount_udp);
+    map(NLM_PROG, &[NLM4_VERS], nlm_port, nlm_udp);
+    map(SM_PROG, &[SM_VERS], nlm_port, nlm_udp);
+    let udp_note = |u: bool| if u { "TCP and UDP" } else { "TCP" };
+    let mut lines = vec![
+        format!("NFS versions 3 and 4 on {addr} (TCP)"),
+        format!(
+            "MOUNT version 3 on port {mount_port} ({})",
+            udp_note(mount_udp)
+        ),
+        format!(
+            "NLM version 4 and NSM on port {nlm_port} ({})",
+            udp_note(nlm_udp)
+        ),
+    ];
+    let mut portmap = None;
+    let mut registered = None;
+    let pm_at = match &cfg.aux.portmap {
+        PortmapMode::Off => None,
+        PortmapMode::Auto => Some((SocketAddr::new(addr.ip(), proto::portmap::PMAP_PORT), false)),
+        PortmapMode::At(a) => Some((*a, true)),
+    };
+    if let Some((at, required)) = pm_at {
+        let pm_entries = |a: SocketAddr| {
+            [
+                proto::portmap::PMAP_VERS,
+                proto::portmap::RPCBVERS,
+                proto::portmap::RPCBVERS4,
+            ]
+            .into_iter()
+            .flat_map(move |vers| {
+                [true, false].map(|tcp| crate::portmap::Entry {
+                    prog: proto::portmap::PMAP_PROG,
+                    vers,
+                    netid: crate::portmap::netid(tcp, &a),
+                    addr: a,
+                    owner: crate::portmap::OWNER.to_string(),
+                })
+            })
+            .collect::<Vec<_>>()
+        };
+        match (TcpListener::bind(at).await, UdpSocket::bind(at).await) {
+            (Ok(l), Ok(u)) => {
+                let a = l.local_addr()?;
+                let mut entries = own.clone();
+                entries.extend(pm_entries(a));
+                let pm = crate::portmap::Portmap::new(entries);
+                let svc: Arc<dyn rpc::Service> = Arc::new(rpc::Programs::new().add(
+                    proto::portmap::PMAP_PROG,
+                    proto::portmap::PMAP_VERS,
+                    proto::portmap::RPCBVERS4,
+                    Arc::new(crate::portmap::PortmapService(pm)),
+                ));
+                tasks.push(tokio::spawn(rpc::serve(
+                    l,
+                    svc.clone(),
+                    rpc_cfg.clone(),
+                    rx.clone(),
+                )));
+                tasks.push(tokio::spawn(rpc::serve_udp(u, svc, udp_slots, rx.clone())));
+                lines.push(format!(
+                    "port mapper (versions 2 to 4) on {a} (TCP and UDP)"
+                ));
+                portmap = Some(a);
+            }
+            (Err(e), _) | (_, Err(e)) if required => return Err(e),
+            (Err(e), _) | (_, Err(e)) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                // A system port mapper, perhaps: register there.
+                let sys = SocketAddr::new(
+                    if at.ip().is_unspecified() {
+                        [127, 0, 0, 1].into()
+                    } else {
+                        at.ip()
+                    },
+                    at.port(),
+                );
+                let n = crate::portmap::register_with(sys, &own, false).await;
+                if n > 0 {
+                    lines.push(format!(
+                        "programs registered with the port mapper on {sys} ({n} mappings)"
+                    ));
+                    registered = Some((sys, own.clone()));
+                } else {
+                    lines.push(format!(
+                        "no port mapper: {at} is taken and took no registration"
+                    ));
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                lines.push(format!("no port mapper: cannot listen on {at}: {e}"));
+            }
+        }
+    }
+    crate::nsm::notify_all(
+        nlm.nsm.clone(),
+        nsm_previous,
+        cfg.aux.client_portmap_port,
+        nlm.machine.clone(),
+    );
     Ok(Running {
         addr,
         nfs4,
+        nlm,
+        programs: lines,
+        portmap,
+        registered,
         shutdown: tx,
-        task,
+        tasks,
     })
 }
 

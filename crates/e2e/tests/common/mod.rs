@@ -27,6 +27,8 @@ pub struct TestServer {
     /// Read delegations granted, and the most held at once.
     pub delegations: bool,
     pub max_delegations: usize,
+    /// MOUNT, NLM, NSM and port mapper settings.
+    pub aux: server::run::AuxConfig,
 }
 
 fn config(
@@ -36,6 +38,7 @@ fn config(
     log: bool,
     delegations: bool,
     max_delegations: usize,
+    aux: &server::run::AuxConfig,
 ) -> ServerConfig {
     let mut e = ExportConfig::open("/", export.path());
     e.delegations = delegations;
@@ -56,6 +59,7 @@ fn config(
             ..Default::default()
         },
         rpc: Default::default(),
+        aux: aux.clone(),
     }
 }
 
@@ -96,8 +100,23 @@ impl TestServer {
         Self::start_full(grace, log, None).await
     }
 
+    /// A server with these MOUNT, NLM, NSM and port mapper settings and a
+    /// grace period of `grace` after each restart.
+    pub async fn start_aux(grace: Duration, aux: server::run::AuxConfig) -> TestServer {
+        Self::start_all(grace, false, None, aux).await
+    }
+
     /// `delegations`: none, or granted up to that many at once.
     async fn start_full(grace: Duration, log: bool, delegations: Option<usize>) -> TestServer {
+        Self::start_all(grace, log, delegations, Default::default()).await
+    }
+
+    async fn start_all(
+        grace: Duration,
+        log: bool,
+        delegations: Option<usize>,
+        aux: server::run::AuxConfig,
+    ) -> TestServer {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
         let max_delegations = delegations.unwrap_or(100_000);
@@ -109,6 +128,7 @@ impl TestServer {
             log,
             delegations,
             max_delegations,
+            &aux,
         ))
         .await
         .expect("server starts");
@@ -121,6 +141,7 @@ impl TestServer {
             log,
             delegations,
             max_delegations,
+            aux,
         }
     }
 
@@ -151,6 +172,7 @@ impl TestServer {
             self.log,
             self.delegations,
             self.max_delegations,
+            &self.aux,
         );
         let running = server::run::start(cfg).await.expect("server restarts");
         self.addr = running.addr;

@@ -335,6 +335,18 @@ impl Ctx {
             .map_err(from_v4)
     }
 
+    /// NFS3ERR_ACCES if a share reservation denies I/O of `access`
+    /// (NFSv4's read 1, write 2) on `o`: an NFSv4 open's deny mode, or an
+    /// NLM share's (RFC 8881 §9.7 leaves NFSv3 I/O to the server; it
+    /// would break what the reservation promises its holder).
+    pub fn check_share(&self, o: &Obj, access: u32) -> Result<(), NfsStat3> {
+        let st = self.srv.state();
+        if st.deny_seen() && st.io_denied_by_share(&(o.export, o.handle.clone()), access) {
+            return Err(NfsStat3::Acces);
+        }
+        Ok(())
+    }
+
     /// [`Ctx::settle`] for the object `name` in `dir`, if there is one and
     /// some delegation is held.
     pub async fn settle_name(&self, dir: &Obj, name: &Bytes) -> Result<(), NfsStat3> {

@@ -16,6 +16,9 @@ pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
     if let Err(s) = cx.settle(&o, true).await {
         return Res3::Fail(s, ObjAttrFail3::default());
     }
+    if let Err(s) = cx.check_share(&o, proto::nfs4::OPEN4_SHARE_ACCESS_READ) {
+        return Res3::Fail(s, ObjAttrFail3::default());
+    }
     let count = args.count.min(cx.srv.cfg.max_io);
     let (h, offset) = (o.handle.clone(), args.offset);
     let r = cx

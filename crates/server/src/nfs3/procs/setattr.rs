@@ -22,6 +22,11 @@ pub async fn run(cx: &Ctx, args: SetAttr3Args) -> SetAttr3Res {
     if let Err(s) = cx.settle(&o, false).await {
         return fail(s, WccData::default());
     }
+    if set.size.is_some() {
+        if let Err(s) = cx.check_share(&o, proto::nfs4::OPEN4_SHARE_ACCESS_WRITE) {
+            return fail(s, WccData::default());
+        }
+    }
     let key = (o.export, o.handle.clone());
     let who = cx.changer();
     if let Err(s) = dirdeleg::settle(who, &key, NotifyType4::ChangeDirAttrs).await {

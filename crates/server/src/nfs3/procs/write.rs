@@ -31,6 +31,9 @@ pub async fn run(cx: &Ctx, args: Write3Args) -> Write3Res {
     if let Err(s) = cx.settle(&o, false).await {
         return fail(s, WccData::default());
     }
+    if let Err(s) = cx.check_share(&o, proto::nfs4::OPEN4_SHARE_ACCESS_WRITE) {
+        return fail(s, WccData::default());
+    }
     let fsid = cx.fsid(o.export);
     let stable = args.stable != StableHow::Unstable;
     let log = if stable {

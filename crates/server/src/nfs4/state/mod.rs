@@ -219,6 +219,8 @@ pub struct State {
     /// Called with the blocked NLM requests the server granted (their
     /// hosts must be told, `crate::nlm`).
     nlm_granted: std::sync::OnceLock<NlmGranted>,
+    /// A share reservation with a deny mode was granted (set once).
+    deny_seen: AtomicBool,
 }
 
 /// Called with blocked NLM requests just granted.
@@ -263,6 +265,7 @@ impl State {
             deleg_gone: tokio::sync::Notify::new(),
             deleg_ended: std::sync::OnceLock::new(),
             nlm_granted: std::sync::OnceLock::new(),
+            deny_seen: AtomicBool::new(false),
         }
     }
 
@@ -626,6 +629,9 @@ impl State {
         access: u32,
         deny: u32,
     ) -> Result<StateId4, NfsStat4> {
+        if deny != 0 {
+            self.deny_seen.store(true, Ordering::Relaxed);
+        }
         self.with(|t, now| t.open(client, owner, file, access, deny, now))
     }
 

@@ -94,65 +94,29 @@ impl Tables {
             }
             self.grace.note_reclaim();
         }
-        let lease = self.lease;
-        loop {
-            let fs = self.files.entry(file.clone()).or_default();
-            fs.waiters.expire(now, |o| wait_limit(o, lease));
-            // A queued waiter ahead of this owner goes first (§9.6 of RFC
-            // 8881, as for NFSv4), unless this owner holds the range.
-            let ahead = fs
-                .waiters
-                .ahead(owner, start, end, kind)
-                .filter(|_| !fs.locks.covers(owner, start, end))
-                .cloned();
-            let denied = match ahead {
-                Some(w) => {
-                    if self.client_expired(w.owner.0, now) {
-                        if let Some(fs) = self.files.get_mut(file) {
-                            fs.waiters.remove(&w.owner);
-                        }
-                        continue;
-                    }
-                    let held = self
-                        .files
-                        .get(file)
-                        .and_then(|f| f.locks.test(owner, start, end, kind));
-                    held.unwrap_or(Held {
-                        owner: w.owner,
-                        start: w.start,
-                        end: w.end,
-                        kind: w.kind,
-                    })
-                }
-                None => match fs.locks.lock(owner, start, end, kind) {
-                    Ok(()) => {
-                        fs.waiters.remove(owner);
-                        self.nlm_files
-                            .entry(owner.0)
-                            .or_default()
-                            .insert(file.clone());
-                        return Ok(());
-                    }
-                    Err(h) if self.client_expired(h.owner.0, now) => {
-                        self.purge_client(h.owner.0);
-                        continue;
-                    }
-                    Err(h) => h,
-                },
-            };
-            if block {
-                if let Some(fs) = self.files.get_mut(file) {
-                    fs.waiters.wait(owner, start, end, kind, now);
-                }
-                self.nlm_files
-                    .entry(owner.0)
-                    .or_default()
-                    .insert(file.clone());
-                return Err(NlmRefusal::Blocked);
+        match self.take_lock(owner, file, (start, end), kind, block, now) {
+            Ok(()) => {
+                self.note_nlm_file(owner.0, file);
+                Ok(())
             }
-            self.drop_if_empty(file);
-            return Err(NlmRefusal::Denied(denied));
+            Err(_) if block => {
+                self.note_nlm_file(owner.0, file);
+                Err(NlmRefusal::Blocked)
+            }
+            Err(held) => {
+                self.drop_if_empty(file);
+                Err(NlmRefusal::Denied(held))
+            }
         }
+    }
+
+    /// Notes that the NLM host `client` holds or waits for something on
+    /// `file`.
+    fn note_nlm_file(&mut self, client: ClientId4, file: &FileKey) {
+        self.nlm_files
+            .entry(client)
+            .or_default()
+            .insert(file.clone());
     }
 
     /// NLM UNLOCK: releases `[start, end)` of `owner`'s locks and grants
@@ -227,10 +191,7 @@ impl Tables {
             None if f.nlm_shares.len() >= MAX_SHARES_PER_FILE => return Err(NlmRefusal::NoLocks),
             None => f.nlm_shares.push((owner.clone(), access, deny)),
         }
-        self.nlm_files
-            .entry(owner.0)
-            .or_default()
-            .insert(file.clone());
+        self.note_nlm_file(owner.0, file);
         Ok(true)
     }
 
@@ -380,6 +341,10 @@ impl super::State {
         deny: u32,
         reclaim: bool,
     ) -> Result<bool, NlmRefusal> {
+        if deny != 0 {
+            self.deny_seen
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.with(|t, _| t.nlm_share(owner, file, access, deny, reclaim))
     }
 
@@ -392,7 +357,12 @@ impl super::State {
     /// is denied by a share reservation (an NFSv4 open's deny, or an NLM
     /// share's).
     pub fn io_denied_by_share(&self, file: &FileKey, access: u32) -> bool {
-        let t = self.tables();
-        !t.files.is_empty() && t.denied_by_share(file, access)
+        self.tables().denied_by_share(file, access)
+    }
+
+    /// Whether any share reservation with a deny mode was ever granted
+    /// (NFSv3 I/O looks for one only then).
+    pub fn deny_seen(&self) -> bool {
+        self.deny_seen.load(std::sync::atomic::Ordering::Relaxed)
     }
 }

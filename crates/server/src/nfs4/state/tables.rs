@@ -715,65 +715,26 @@ impl Tables {
             return Err(NfsStat4::Nfs4errBadStateid.into());
         }
         let okey: OwnerKey = (client, owner.clone());
-        let (start, end, kind) = (r.start, r.end, r.kind);
-        loop {
-            let lease = self.lease;
-            let fs = self.files.entry(file.clone()).or_default();
-            fs.waiters.expire(now, |o| super::nlm::wait_limit(o, lease));
-            // A queued waiter ahead of this owner goes first (§9.6),
-            // unless this owner already holds the whole range.
-            let ahead = fs
-                .waiters
-                .ahead(&okey, start, end, kind)
-                .filter(|_| !fs.locks.covers(&okey, start, end))
-                .cloned();
-            let denied = match ahead {
-                Some(w) => {
-                    if self.client_expired(w.owner.0, now) {
-                        if let Some(fs) = self.files.get_mut(file) {
-                            fs.waiters.remove(&w.owner);
-                        }
-                        continue;
+        match self.take_lock(&okey, file, (r.start, r.end), r.kind, r.blocking, now) {
+            Ok(()) => {
+                let still_waits = self
+                    .files
+                    .get(file)
+                    .is_some_and(|f| f.waiters.iter().any(|w| w.owner.0 == client));
+                if !still_waits {
+                    if let Some(c) = self.clients.get_mut(&client) {
+                        c.waiting_on.remove(file);
                     }
-                    // Report a held lock in the way if there is one.
-                    let held = self
-                        .files
-                        .get(file)
-                        .and_then(|f| f.locks.test(&okey, start, end, kind));
-                    held.unwrap_or(Held {
-                        owner: w.owner,
-                        start: w.start,
-                        end: w.end,
-                        kind: w.kind,
-                    })
-                }
-                None => match fs.locks.lock(&okey, start, end, kind) {
-                    Ok(()) => {
-                        fs.waiters.remove(&okey);
-                        let still_waits = fs.waiters.iter().any(|w| w.owner.0 == client);
-                        if !still_waits {
-                            if let Some(c) = self.clients.get_mut(&client) {
-                                c.waiting_on.remove(file);
-                            }
-                        }
-                        break;
-                    }
-                    Err(h) if h.owner.0 != client && self.client_expired(h.owner.0, now) => {
-                        self.purge_client(h.owner.0);
-                        continue;
-                    }
-                    Err(h) => h,
-                },
-            };
-            if r.blocking {
-                if let Some(fs) = self.files.get_mut(file) {
-                    fs.waiters.wait(&okey, start, end, kind, now);
-                }
-                if let Some(c) = self.clients.get_mut(&client) {
-                    c.waiting_on.insert(file.clone());
                 }
             }
-            return Err(LockError::Denied(denied));
+            Err(denied) => {
+                if r.blocking {
+                    if let Some(c) = self.clients.get_mut(&client) {
+                        c.waiting_on.insert(file.clone());
+                    }
+                }
+                return Err(LockError::Denied(denied));
+            }
         }
         let existing = self
             .clients
@@ -793,6 +754,71 @@ impl Tables {
                 kind: StateKind::Lock { owner, open },
             },
         )?)
+    }
+
+    /// Takes `[start, end)` of `kind` on `file` for `owner` (NFSv4 LOCK and
+    /// NLM LOCK alike) unless another owner's lock is in the way, or a
+    /// waiter queued ahead of it (RFC 8881 §9.6; not when the owner holds
+    /// the whole range already). Expired NFSv4 clients in the way yield.
+    /// When denied, the owner is queued if it `block`s, and the lock in
+    /// the way (else the waiter's request) is returned.
+    pub(super) fn take_lock(
+        &mut self,
+        owner: &OwnerKey,
+        file: &FileKey,
+        (start, end): (u64, u64),
+        kind: LockKind,
+        block: bool,
+        now: Duration,
+    ) -> Result<(), Held<OwnerKey>> {
+        let lease = self.lease;
+        loop {
+            let fs = self.files.entry(file.clone()).or_default();
+            fs.waiters.expire(now, |o| super::nlm::wait_limit(o, lease));
+            let ahead = fs
+                .waiters
+                .ahead(owner, start, end, kind)
+                .filter(|_| !fs.locks.covers(owner, start, end))
+                .cloned();
+            let denied = match ahead {
+                Some(w) => {
+                    if self.client_expired(w.owner.0, now) {
+                        if let Some(fs) = self.files.get_mut(file) {
+                            fs.waiters.remove(&w.owner);
+                        }
+                        continue;
+                    }
+                    // Report a held lock in the way if there is one.
+                    let held = self
+                        .files
+                        .get(file)
+                        .and_then(|f| f.locks.test(owner, start, end, kind));
+                    held.unwrap_or(Held {
+                        owner: w.owner,
+                        start: w.start,
+                        end: w.end,
+                        kind: w.kind,
+                    })
+                }
+                None => match fs.locks.lock(owner, start, end, kind) {
+                    Ok(()) => {
+                        fs.waiters.remove(owner);
+                        return Ok(());
+                    }
+                    Err(h) if h.owner.0 != owner.0 && self.client_expired(h.owner.0, now) => {
+                        self.purge_client(h.owner.0);
+                        continue;
+                    }
+                    Err(h) => h,
+                },
+            };
+            if block {
+                if let Some(fs) = self.files.get_mut(file) {
+                    fs.waiters.wait(owner, start, end, kind, now);
+                }
+            }
+            return Err(denied);
+        }
     }
 
     /// LOCKU (RFC 8881 §18.12): the new lock stateid, and the waiters the
