@@ -4,7 +4,8 @@
 # restarts that Ferrite when the suite's restart scenario asks for it.
 # Then, as a second phase, two guests at once against the same Ferrite
 # (tests/realclient/two-guests.sh: cross-client fcntl locks, flock, O_EXCL
-# races, close-to-open visibility; about 30 s under TCG).
+# races, close-to-open visibility, delegations, a restart; NFSv4.2, NFSv3
+# with NLM and a mixed NFSv3/NFSv4.1 column, FERRITE_RC_TWO_VERS).
 # Extra arguments go to run.sh (for example --only or --vers; the default
 # here is --vers 4.2,4.1,3), except:
 #   --two-guests      run only the two-guest phase
@@ -29,8 +30,9 @@ for a in "$@"; do
     *) args+=("$a") ;;
     esac
 done
-# Every version Ferrite serves, unless the caller chose (NFSv3 mounts
-# with nolock until Ferrite has NLM: its lock scenarios SKIP).
+# Every version Ferrite serves, unless the caller chose (NFSv3 with
+# locking where the guests are on the bridge, else with nolock: its lock
+# scenarios then SKIP).
 case " ${args[*]+"${args[*]}"} " in
 *" --vers "*) ;;
 *) args=(--vers 4.2,4.1,3 "${args[@]+"${args[@]}"}") ;;
@@ -39,7 +41,22 @@ esac
 cargo build --release -p ferrite
 bin="$top/target/release/ferrite"
 work="$(mktemp -d /var/tmp/ferrite-rc.XXXXXX)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+# The guests reach Ferrite on a bridge of their own (FERRITE_RC_BRIDGE,
+# 10.77.0.1/24), through which Ferrite can call them back (NLM_GRANTED,
+# SM_NOTIFY): NFSv3 is then mounted with locking and no port options
+# (Ferrite's port mapper answers on the bridge address's port 111).
+# Where no bridge can be made, they reach 127.0.0.1 (slirp) and NFSv3
+# mounts with nolock.
+. "$top/tests/realclient/lib/guest.sh"
+bridge="${FERRITE_RC_BRIDGE:-frc-br0}"
+host=127.0.0.1 tap_args=()
+if [ "${FERRITE_RC_TAP:-1}" = 1 ] && rc_bridge_up "$bridge" 10.77.0.1/24 2>/dev/null; then
+    host="$(rc_bridge_ip "$bridge")"
+    tap_args=(--tap "$bridge")
+else
+    echo "realclient-ferrite: NOTE: no bridge for the guests (not root, or FERRITE_RC_TAP=0): NFSv3 without locking"
+fi
+port="$(python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$host")"
 mkdir -p "$work/export"
 chmod 0777 "$work/export"
 
@@ -48,10 +65,10 @@ log=""
 [ "${FERRITE_RC_DELEG:-0}" = 1 ] && log="$log --delegations"
 cat > "$work/start.sh" <<EOS
 #!/usr/bin/env bash
-"$bin" serve "$work/export" --listen 127.0.0.1:$port --state-dir "$work/state" --lease 30 $log \$(cat "$work/extra-args" 2>/dev/null) >>"$work/ferrite.log" 2>&1 &
+"$bin" serve "$work/export" --listen $host:$port --state-dir "$work/state" --lease 30 $log \$(cat "$work/extra-args" 2>/dev/null) >>"$work/ferrite.log" 2>&1 &
 echo \$! > "$work/pid"
 for _ in \$(seq 100); do
-    if python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",$port),1)' 2>/dev/null; then exit 0; fi
+    if python3 -c 'import socket,sys; socket.create_connection(("$host",$port),1)' 2>/dev/null; then exit 0; fi
     sleep 0.1
 done
 echo "ferrite did not start; see $work/ferrite.log" >&2
@@ -69,19 +86,23 @@ chmod +x "$work"/*.sh
 
 trap '"$work/stop.sh"' EXIT
 "$work/start.sh"
-echo "realclient-ferrite: ferrite on 127.0.0.1:$port, export $work/export, log $work/ferrite.log"
+echo "realclient-ferrite: ferrite on $host:$port, export $work/export, log $work/ferrite.log"
 rc_main=0 rc_two=0
 if [ $main_phase = 1 ]; then
-    # MOUNT is served on the NFS port (for a --vers 3 column).
-    bash "$top/tests/realclient/run.sh" --host 127.0.0.1 --port "$port" --mountport "$port" \
+    # MOUNT is served on the NFS port (for a --vers 3 column without
+    # the port mapper).
+    bash "$top/tests/realclient/run.sh" --port "$port" --mountport "$port" \
         --export / --restart-cmd "$work/restart.sh" --out "$work/out" \
-        "${args[@]+"${args[@]}"}" || rc_main=$?
+        "${tap_args[@]+"${tap_args[@]}"}" "${args[@]+"${args[@]}"}" || rc_main=$?
 fi
 if [ $two_phase = 1 ]; then
     if [ $rc_main = 125 ]; then
         echo "realclient-ferrite: two-guest phase not run: the guest could not be started"
     else
         two_args=()
+        # With the bridge: NFSv3 with NLM, and the mixed column (guest A on
+        # NFSv3, B on NFSv4.1), beside NFSv4.2.
+        [ ${#tap_args[@]} -gt 0 ] && two_args+=(--vers "${FERRITE_RC_TWO_VERS:-4.2,3,mix}")
         if [ "${FERRITE_RC_TWO_DELEG:-1}" != 0 ]; then
             # Read delegations on (a restart with them, unless they are
             # already), and expected. The restart's grace period (a lease,
@@ -91,10 +112,10 @@ if [ $two_phase = 1 ]; then
                 echo "--delegations" > "$work/extra-args"
                 "$work/restart.sh"
             fi
-            two_args=(--expect-delegations)
+            two_args+=(--expect-delegations)
         fi
         echo "realclient-ferrite: two-guest phase (tests/realclient/two-guests.sh)"
-        bash "$top/tests/realclient/two-guests.sh" --port "$port" --export / \
+        bash "$top/tests/realclient/two-guests.sh" --port "$port" --export / "${tap_args[@]+"${tap_args[@]}"}" \
             --restart-cmd "$work/restart.sh" --out "$work/out-two" "${two_args[@]+"${two_args[@]}"}" || rc_two=$?
     fi
 fi

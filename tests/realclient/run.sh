@@ -8,7 +8,14 @@
 #       [--restart-cmd 'CMD'] [--mountport N] [--mount-opts OPTS]
 #       [--unique-id ID] [--timeout SEC] [--mem SIZE] [--cpus N]
 #       [--keep] [--console] [--list] [--prepare-only]
-#       [--suite default|exports]
+#       [--suite default|exports] [--tap BRIDGE]
+#
+# --tap BRIDGE: the guest gets a second NIC on a tap device attached to
+# BRIDGE (made by the caller, lib/guest.sh rc_bridge_up) and reaches the
+# server at the bridge's address, which can call it back: NFSv3 then
+# mounts with locking (NLM, NSM) and no port options (the server's port
+# mapper). Without it the guest reaches only 127.0.0.1 (as 10.0.2.2) and
+# NFSv3 mounts with nolock.
 #
 # Exit status: 0 all PASS/SKIP; 1 any FAIL (or missing result); 2 usage;
 # 3 the server is not reachable; 125 the guest could not be built/started
@@ -16,10 +23,11 @@
 set -uo pipefail
 RC_DIR="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 CACHE="${FERRITE_RC_CACHE:-/var/cache/ferrite-realclient}"
+. "$RC_DIR/lib/guest.sh"
 
 host=127.0.0.1 port=2049 export_path=/ vers=4.2,4.1 only="" out="" restart_cmd=""
 mountport="" mount_opts="" unique_id="" timeout=1500 mem=1536M cpus=2 keep=0 console=0
-prepare_only=0 suite=default
+prepare_only=0 suite=default tap_bridge=""
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf 'realclient: %s\n' "$*" >&2; }
@@ -43,6 +51,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --console) console=1; shift ;;
     --suite) suite="$2"; shift 2 ;;
+    --tap) tap_bridge="$2"; shift 2 ;;
     --list) python3 - "$RC_DIR/guest/suite.py" "$suite" <<'EOF'
 import re, sys
 prefix = {"default": "sc", "exports": "sx"}.get(sys.argv[2]) or sys.exit("unknown --suite %s (default, exports)" % sys.argv[2])
@@ -77,10 +86,20 @@ guest_unavailable() {
 [ "$(id -u)" = 0 ] || guest_unavailable "must run as root (debootstrap/chroot for the image, 9p share ownership)"
 
 # --- validate arguments --------------------------------------------------------
-case "$host" in
-127.0.0.1|localhost) ;;
-*) say "--host must be 127.0.0.1: the guest reaches only the host's loopback (as 10.0.2.2)"; exit 2 ;;
-esac
+guest_host=10.0.2.2 tap_ip="" tap=""
+if [ -n "$tap_bridge" ]; then
+    # The guest reaches the bridge's address; the server listens there.
+    host="$(rc_bridge_ip "$tap_bridge")"
+    [ -n "$host" ] || { say "--tap: no bridge $tap_bridge with an IPv4 address"; exit 2; }
+    guest_host="$host"
+    tap_ip="${host%.*}.10/24"
+    tap="frc-t$$"
+else
+    case "$host" in
+    127.0.0.1|localhost) ;;
+    *) say "--host must be 127.0.0.1: the guest reaches only the host's loopback (as 10.0.2.2)"; exit 2 ;;
+    esac
+fi
 [[ "$port" =~ ^[0-9]+$ ]] || { say "bad --port $port"; exit 2; }
 case "$suite" in default|exports) ;; *) say "--suite: unknown suite '$suite' (default, exports)"; exit 2 ;; esac
 IFS=, read -r -a vlist <<< "$vers"
@@ -98,8 +117,8 @@ done
 [ $prepare_only = 1 ] && exit 0
 
 # --- the server must be up ------------------------------------------------------
-if ! timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
-    say "ERROR: nothing accepts TCP connections on 127.0.0.1:$port: start the server under test first"
+if ! timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then
+    say "ERROR: nothing accepts TCP connections on $host:$port: start the server under test first"
     exit 3
 fi
 
@@ -121,7 +140,8 @@ work="$out/.boot"; rm -rf "$work"; mkdir -p "$work/payload/rc"
 install -m 755 "$RC_DIR/guest/init" "$work/payload/rc/init"
 install -m 644 "$RC_DIR/guest/suite.py" "$work/payload/rc/suite.py"
 {
-    printf 'export RC_HOST=10.0.2.2 RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=%q\n' "$port" "$export_path" "$vers" "$only"
+    printf 'export RC_TAP_IP=%q RC_V3_LOCK=%q\n' "$tap_ip" "$([ -n "$tap" ] && echo 1 || echo 0)"
+    printf 'export RC_HOST=%q RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=%q\n' "$guest_host" "$port" "$export_path" "$vers" "$only"
     printf 'export RC_MOUNTPORT=%q RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout\n' "$mountport" "$mount_opts" "$runid" "$keep"
     printf 'export RC_RESTART=%q\n' "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
     [ "$suite" = default ] || printf 'export RC_SUITE=%q\n' "$suite"
@@ -145,9 +165,14 @@ qemu=(qemu-system-x86_64 -name "ferrite-rc-$runid" -nodefaults -no-user-config -
     -netdev user,id=n0,ipv6=off -device virtio-net-pci,netdev=n0
     -virtfs "local,path=$g,mount_tag=rcout,security_model=none,id=rcout"
     -serial "file:$out/console.log" -serial "file:$out/output.log" -serial "file:$out/status.log")
+if [ -n "$tap" ]; then
+    rc_tap_up "$tap_bridge" "$tap" || guest_unavailable "cannot make the tap device $tap on $tap_bridge"
+    trap 'rc_tap_down "$tap"' EXIT
+    qemu+=(-netdev "tap,id=n1,ifname=$tap,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:77:00:10")
+fi
 printf '%q ' "${qemu[@]}" > "$out/qemu.cmd"; echo >> "$out/qemu.cmd"
 
-say "run $runid: server 127.0.0.1:$port export $export_path vers $vers accel $accel out $out"
+say "run $runid: server $host:$port export $export_path vers $vers accel $accel out $out"
 [ -n "$restart_cmd" ] && say "restart command: $restart_cmd"
 
 # --- boot and supervise -------------------------------------------------------------

@@ -10,8 +10,12 @@
 #   tests/realclient/two-guests.sh [--port 2049] [--export /] [--vers 4.2]
 #       [--out DIR] [--mount-opts OPTS] [--timeout SEC] [--mem SIZE]
 #       [--cpus N] [--keep] [--console] [--restart-cmd CMD]
-#       [--expect-delegations]
+#       [--expect-delegations] [--tap BRIDGE]
 #
+# --tap BRIDGE: each guest gets a second NIC on a tap device attached to
+# BRIDGE (lib/guest.sh rc_bridge_up) and reaches the server at the
+# bridge's address, which can call it back; needed for --vers 3 (NFSv3
+# with NLM locking) and mix (guest A on NFSv3, B on NFSv4.1).
 # --expect-delegations: the server is expected to grant read delegations
 # (the deleg_* checks fail, rather than skip, if it grants none).
 #
@@ -26,7 +30,7 @@ RC_NAME=realclient-two-guests
 
 port=2049 export_path=/ vers=4.2 out="" mount_opts="" timeout=420 mem=1024M cpus=1 keep=0 console=0
 restart_cmd=""
-expect_deleg=0
+expect_deleg=0 tap_bridge=""
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf 'realclient-two-guests: %s\n' "$*" >&2; }
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
     --mount-opts) mount_opts="$2"; shift 2 ;;
     --restart-cmd) restart_cmd="$2"; shift 2 ;;
     --expect-delegations) expect_deleg=1; shift ;;
+    --tap) tap_bridge="$2"; shift 2 ;;
     --timeout) timeout="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
     --cpus) cpus="$2"; shift 2 ;;
@@ -57,12 +62,23 @@ done
 [[ "$port" =~ ^[0-9]+$ ]] || { say "bad --port $port"; exit 2; }
 IFS=, read -r -a vlist <<< "$vers"
 [ ${#vlist[@]} -gt 0 ] || { say "--vers: empty"; exit 2; }
+host=127.0.0.1 guest_host=10.0.2.2
+if [ -n "$tap_bridge" ]; then
+    host="$(rc_bridge_ip "$tap_bridge")"
+    [ -n "$host" ] || { say "--tap: no bridge $tap_bridge with an IPv4 address"; exit 2; }
+    guest_host="$host"
+fi
 for v in "${vlist[@]}"; do
-    case "$v" in 4.2|4.1) ;; *) say "--vers: unsupported version '$v' (4.2, 4.1: the checks need NFSv4 locks)"; exit 2 ;; esac
+    case "$v" in
+    4.2|4.1) ;;
+    3|mix) [ -n "$tap_bridge" ] || { say "--vers $v needs --tap (the server calls NFSv3 clients back)"; exit 2; } ;;
+    *) say "--vers: unsupported version '$v' (4.2, 4.1, 3, mix)"; exit 2 ;;
+    esac
 done
 
 "$RC_DIR/lib/prepare.sh" || rc_guest_unavailable "building the guest image failed (see messages above)"
-rc_port_open "$port" || { say "ERROR: nothing accepts TCP connections on 127.0.0.1:$port: start the server under test first"; exit 3; }
+timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null ||
+    { say "ERROR: nothing accepts TCP connections on $host:$port: start the server under test first"; exit 3; }
 
 # --- per-run directories: OUT/{a,b} per guest (OUT/X/guest is its 9p rcout), OUT/shared
 runid="$(date +%Y%m%d-%H%M%S)-$$"
@@ -85,7 +101,10 @@ for r in a b; do
     install -m 644 "$RC_DIR/guest/suite.py" "$work/payload/rc/suite.py"
     install -m 644 "$RC_DIR/guest/twoguests.py" "$work/payload/rc/twoguests.py"
     {
-        printf 'export RC_HOST=10.0.2.2 RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=\n' "$port" "$export_path" "$vers"
+        tap_ip=""
+        [ -n "$tap_bridge" ] && tap_ip="${host%.*}.$([ $r = a ] && echo 11 || echo 12)/24"
+        printf 'export RC_TAP_IP=%q RC_V3_LOCK=%q\n' "$tap_ip" "$([ -n "$tap_bridge" ] && echo 1 || echo 0)"
+        printf 'export RC_HOST=%q RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=\n' "$guest_host" "$port" "$export_path" "$vers"
         printf 'export RC_MOUNTPORT= RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout RC_RESTART=%q\n' \
             "$mount_opts" "$runid" "$keep" "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
         printf 'export RC_SCRIPT=/rc/twoguests.py RC_ROLE=%q RC_SHARE=1 RC_SHARED=/rcshare RC_EXPECT_DELEG=%q\n' "$R" "$expect_deleg"
@@ -94,9 +113,19 @@ for r in a b; do
     : > "$out/$r/console.log"; : > "$out/$r/output.log"; : > "$out/$r/status.log"
 done
 
-say "run $runid: two guests, server 127.0.0.1:$port export $export_path vers $vers accel $accel out $out"
+say "run $runid: two guests, server $host:$port export $export_path vers $vers accel $accel out $out"
+if [ -n "$tap_bridge" ]; then
+    for r in a b; do
+        rc_tap_up "$tap_bridge" "frc-t$$$r" || rc_guest_unavailable "cannot make the tap device frc-t$$$r on $tap_bridge"
+    done
+    trap 'rc_tap_down "frc-t$$a"; rc_tap_down "frc-t$$b"' EXIT
+fi
 t0=$(now)
 for r in a b; do
+    RC_TAP="" RC_TAP_MAC=""
+    if [ -n "$tap_bridge" ]; then
+        RC_TAP="frc-t$$$r" RC_TAP_MAC="52:54:00:77:00:$([ $r = a ] && echo 11 || echo 12)"
+    fi
     rc_qemu_argv "ferrite-rc2-$runid-$r" "$cpus" "$mem" "$out/$r/.boot/initrd.img" "ferrite-rc2-$runid-$r" \
         "$out/$r" "$out/$r/guest" "rcshare=$out/shared"
     printf '%q ' "${qemu[@]}" > "$out/$r/qemu.cmd"; echo >> "$out/$r/qemu.cmd"
@@ -169,7 +198,7 @@ python3 - "$out" "$total" "$accel" <<'EOF'
 import os, re, sys
 out, total, accel = sys.argv[1:]
 plan = [l.strip() for l in open(os.path.join(out, "plan.txt")) if l.strip()]
-pat = re.compile(r"^(PASS|FAIL|SKIP) (v[0-9.]+/[AB]/\w+)(?:: (.*?))?(?: \(([0-9.]+)s\))?$")
+pat = re.compile(r"^(PASS|FAIL|SKIP) (v[0-9a-z.]+/[AB]/\w+)(?:: (.*?))?(?: \(([0-9.]+)s\))?$")
 res = {}
 for l in open(os.path.join(out, "results.txt")) if os.path.exists(os.path.join(out, "results.txt")) else []:
     m = pat.match(l.strip())

@@ -118,16 +118,16 @@ async fn fake_host() -> FakeHost {
     }
 }
 
+fn aux_for(host: &FakeHost) -> AuxConfig {
+    AuxConfig {
+        portmap: PortmapMode::At("127.0.0.1:0".parse().unwrap()),
+        client_portmap_port: host.pmap.port(),
+        ..Default::default()
+    }
+}
+
 async fn server_for(host: &FakeHost, grace: Duration) -> TestServer {
-    TestServer::start_aux(
-        grace,
-        AuxConfig {
-            portmap: PortmapMode::At("127.0.0.1:0".parse().unwrap()),
-            client_portmap_port: host.pmap.port(),
-            ..Default::default()
-        },
-    )
-    .await
+    TestServer::start_aux(grace, aux_for(host)).await
 }
 
 /// One NLM connection as host `name`, found through the server's port
@@ -605,6 +605,71 @@ async fn shares_and_deny_modes() {
         );
         c4.close(&o.fh, o.stateid).await.unwrap();
         c3.read(&fh, 0, 10).await.unwrap();
+    })
+    .await;
+}
+
+/// An NLM lock recalls the NFSv4 delegations of its file, read ones too
+/// (the Linux client takes locks under either kind in its cache, unseen
+/// by the server), and no delegation is granted of a file with NLM locks.
+#[tokio::test]
+async fn nlm_locks_recall_and_forbid_delegations() {
+    within(async {
+        let fake = fake_host().await;
+        let srv = TestServer::start_aux_delegating(aux_for(&fake)).await;
+        let (_c3, fh) = v3_file(&srv, "d").await;
+        let c4 = srv.client().await;
+        let root4 = c4.root_fh().await.unwrap();
+        let want = client::OpenOpts {
+            access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+            ..Default::default()
+        };
+        let o = c4.open(&root4, "d", want.clone()).await.unwrap();
+        assert!(
+            matches!(o.delegation, OpenDelegation4::Read(_)),
+            "{:?}",
+            o.delegation
+        );
+        let a = Host::connect(&srv, "host-a").await;
+        assert_eq!(
+            a.lock_as(&fh, 1, 0, 1, false, false, false).await,
+            Nlm4Stats::Granted
+        );
+        assert_eq!(
+            recalls(&c4, 1).await.len(),
+            1,
+            "the read delegation was recalled"
+        );
+        c4.close(&o.fh, o.stateid).await.unwrap();
+        // While the NLM lock is held: no delegation, read or write.
+        let again = c4.open(&root4, "d", want).await.unwrap();
+        assert!(
+            matches!(
+                again.delegation,
+                OpenDelegation4::NoneExt(_) | OpenDelegation4::None
+            ),
+            "{:?}",
+            again.delegation
+        );
+        c4.close(&again.fh, again.stateid).await.unwrap();
+        // A file locked through NLM first (no recall, no recent conflict):
+        // still no delegation.
+        let (_c3e, fe) = v3_file(&srv, "e").await;
+        assert_eq!(
+            a.lock_as(&fe, 1, 0, 1, false, false, false).await,
+            Nlm4Stats::Granted
+        );
+        let mut w = client::OpenOpts::both();
+        w.access |= OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG;
+        let ow = c4.open(&root4, "e", w).await.unwrap();
+        assert!(
+            !matches!(
+                ow.delegation,
+                OpenDelegation4::Write(_) | OpenDelegation4::Read(_)
+            ),
+            "{:?}",
+            ow.delegation
+        );
     })
     .await;
 }

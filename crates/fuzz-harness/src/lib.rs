@@ -7,6 +7,7 @@
 
 pub mod alloc;
 pub mod decode;
+pub mod nfs3_run;
 pub mod record;
 pub mod run;
 pub mod seeds;
@@ -19,4 +20,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("rpc_record", record::rpc_record),
     ("compound_decode", decode::compound_decode),
     ("compound_run", run::compound_run),
+    ("nfs3_run", nfs3_run::nfs3_run),
 ];

@@ -223,7 +223,7 @@ impl<'a> Input<'a> {
     }
 
     /// One of `choices`, by the next byte.
-    fn pick<T: Clone>(&mut self, choices: &[T]) -> T {
+    pub fn pick<T: Clone>(&mut self, choices: &[T]) -> T {
         choices[usize::from(self.u8()) % choices.len()].clone()
     }
 }
@@ -254,7 +254,7 @@ struct World {
 
 /// A file-system clock that moves on by a millisecond a call, so that
 /// times and change attributes differ without reading the real clock.
-fn fs_clock() -> vfs::mem::Clock {
+pub(crate) fn fs_clock() -> vfs::mem::Clock {
     let t = Arc::new(AtomicI64::new(1_700_000_000_000));
     Arc::new(move || {
         let ms = t.fetch_add(1, Ordering::Relaxed);

@@ -16,6 +16,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "rpc_record" => rpc_record(),
         "compound_decode" => compound_decode(),
         "compound_run" => compound_run(),
+        "nfs3_run" => nfs3_run(),
         _ => Vec::new(),
     }
 }
@@ -619,5 +620,84 @@ fn compound_run() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-v42", v42.0),
         ("seed-attrs", attrs.0),
         ("seed-raw", raw.0),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// nfs3_run
+// ---------------------------------------------------------------------------
+
+fn nfs3_run() -> Vec<(&'static str, Vec<u8>)> {
+    use crate::nfs3_run::step as s;
+    // NLM steps: procedure (0 TEST, 1 LOCK, 2 CANCEL, 3 UNLOCK, 8 SHARE,
+    // 9 UNSHARE, 11 FREE_ALL, 6 LOCK_MSG), host, file (1 and 2 are
+    // files, 0 the root), svid, offset, length, bits (1 block,
+    // 2 exclusive, 4 reclaim, then share mode and access).
+    let nlm = |p: u8, host: u8, file: u8, svid: u8, bits: u8| {
+        vec![s::NLM, p, host, file, svid, 0, 2, bits]
+    };
+    let mut contend = Vec::new();
+    for step in [
+        nlm(1, 0, 1, 1, 2),    // A locks f1 [0,10) exclusively
+        nlm(0, 1, 1, 1, 2),    // B tests: denied
+        nlm(1, 1, 1, 1, 3),    // B blocks
+        nlm(3, 0, 1, 1, 0),    // A unlocks: B granted, NLM_GRANTED fails
+        nlm(1, 0, 1, 2, 3),    // A blocks behind B
+        nlm(2, 0, 1, 2, 3),    // A cancels
+        nlm(6, 0, 2, 1, 2),    // LOCK_MSG on f2
+        nlm(11, 1, 0, 0, 0),   // FREE_ALL of B
+        nlm(8, 0, 1, 0, 0x2a), // SHARE
+        nlm(9, 0, 1, 0, 0x2a), // UNSHARE
+        vec![s::NSM, 6, 0],    // SM_NOTIFY from A
+        vec![s::ADVANCE],
+        nlm(1, 2, 3, 0, 7), // junk filehandle, reclaim
+    ] {
+        contend.extend(step);
+    }
+    let mut io = Vec::new();
+    for step in [
+        vec![s::NFS3, 2, 1, 0, 2],            // WRITE f1 at 100
+        vec![s::NFS3, 1, 1, 0, 0],            // READ f1
+        vec![s::NFS3, 3, 2, 0, 3],            // SETATTR size of f2
+        vec![s::NFS3, 5, 0, 0, 0],            // CREATE a
+        vec![s::NFS3, 7, 0, 0, 0],            // READDIRPLUS of /
+        vec![s::NFS3, 6, 0, 0, 0],            // REMOVE a
+        vec![s::NLM, 8, 0, 1, 0, 0, 0, 0x16], // SHARE f1 deny write
+        vec![s::NFS3, 2, 1, 0, 0],            // WRITE f1: denied
+    ] {
+        io.extend(step);
+    }
+    let mut pmap = Vec::new();
+    for step in [
+        vec![s::PORTMAP, 0, 1, 9, 1, 8, 1],     // v2 SET
+        vec![s::PORTMAP, 0, 3, 9, 1, 8, 1],     // v2 GETPORT
+        vec![s::PORTMAP, 0, 4, 0, 0, 0, 0],     // v2 DUMP
+        vec![s::PORTMAP, 1, 1, 9, 2, 0, 3, 0],  // v3 SET
+        vec![s::PORTMAP, 2, 9, 9, 2, 0, 3, 0],  // v4 GETVERSADDR
+        vec![s::PORTMAP, 2, 11, 9, 2, 0, 3, 0], // v4 GETADDRLIST
+        vec![s::PORTMAP, 2, 12, 0, 0, 0, 0, 0], // v4 GETSTAT
+        vec![s::PORTMAP, 1, 7, 0, 0, 0, 0, 0],  // UADDR2TADDR
+        vec![s::PORTMAP, 1, 2, 9, 2, 0, 3, 4],  // v3 UNSET
+    ] {
+        pmap.extend(step);
+    }
+    // Raw arguments: NLM LOCK cut short, MOUNT EXPORT, a program nobody
+    // serves, NFSv3 FSINFO of nothing.
+    let raw = [
+        vec![s::RAW, 2, 4, 2, 6, 0, 0, 0, 4, 1, 2],
+        vec![s::RAW, 1, 3, 5, 0],
+        vec![s::RAW, 5, 1, 1, 0],
+        vec![s::RAW, 0, 3, 19, 4, 0, 0, 0, 0],
+        vec![s::RAW, 3, 1, 1, 8, 0, 0, 0, 1, b'x', 0, 0, 0],
+    ]
+    .concat();
+    // The status monitor's procedures 0 to 7, each with a host name.
+    let nsm: Vec<u8> = (0..8u8).flat_map(|p| [s::NSM, p, p % 4]).collect();
+    vec![
+        ("seed-nlm-contend", contend),
+        ("seed-nsm", nsm),
+        ("seed-nfs3-io", io),
+        ("seed-portmap", pmap),
+        ("seed-raw", raw),
     ]
 }

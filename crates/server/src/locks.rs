@@ -153,6 +153,11 @@ impl<O: Clone + Eq + Hash> FileLocks<O> {
         self.owners.get(owner).is_some_and(|r| !r.is_empty())
     }
 
+    /// Whether some owner matching `f` holds a lock here.
+    pub fn any_owner(&self, f: impl Fn(&O) -> bool) -> bool {
+        self.owners.keys().any(f)
+    }
+
     /// Drops every lock of `owner`.
     pub fn remove_owner(&mut self, owner: &O) {
         self.owners.remove(owner);

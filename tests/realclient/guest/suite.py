@@ -4,7 +4,8 @@ guest with the Debian 6.1 kernel NFS client.
 
 Configuration comes from the environment (written by run.sh into /rc/env):
   RC_HOST RC_PORT RC_MOUNTPORT RC_EXPORT RC_VERS RC_ONLY RC_RESTART RC_RUNID
-  RC_MOUNT_OPTS RC_KEEP RC_OUT (9p share, default /rcout)
+  RC_MOUNT_OPTS RC_KEEP RC_OUT (9p share, default /rcout), RC_V3_LOCK (1:
+  NFSv3 with locking and no port options, run.sh --tap)
 
 For every version in RC_VERS and every scenario it prints exactly one line
     PASS v4.2/name (1.2s)
@@ -45,6 +46,9 @@ RESTART_TIMEOUT = int(os.environ.get("RC_RESTART_TIMEOUT", "300"))
 RUNID = os.environ.get("RC_RUNID", "x")
 EXTRA_OPTS = os.environ.get("RC_MOUNT_OPTS", "")
 KEEP = os.environ.get("RC_KEEP", "0") == "1"
+# NFSv3 with locking (NLM, NSM) and no port options: the guest reaches the
+# server on a network it can be called back on (run.sh --tap).
+V3_LOCK = os.environ.get("RC_V3_LOCK", "0") == "1"
 OUT = os.environ.get("RC_OUT", "/rcout")
 ALL_VERS = ["4.2", "4.1", "3"]
 
@@ -904,7 +908,7 @@ def sc_excl_race(c):
 
 
 def sc_fcntl_locks(c):
-    if c.vers == "3":
+    if c.vers == "3" and not V3_LOCK:
         raise Skip("NFSv3 is mounted with nolock (no NLM): locks are client-local only")
     p = c.pa("lockfile")
     write_file(p, b"\0" * 4096)
@@ -955,6 +959,11 @@ def sc_fcntl_locks(c):
         r = other.reply()
         check(r[0] == "ok", "other unlock failed: %s" % (r,))
         check(0.5 <= waited < 60, "F_SETLKW returned after %.1fs" % waited)
+        if c.vers == "3":
+            # NLM: the blocked LOCK is granted by the server's NLM_GRANTED
+            # call to this client's lock manager; without it the client
+            # would only find out at its next retry, 30 s later.
+            check(waited < 10, "F_SETLKW returned after %.1fs: no NLM_GRANTED callback?" % waited)
         lockf(fd, "u", 0, 0)
         # release on close: closing ANY fd of the file drops the process's locks
         lockf(fd, "w", 0, 100)
@@ -984,7 +993,7 @@ def sc_fcntl_locks(c):
 
 
 def sc_flock(c):
-    if c.vers == "3":
+    if c.vers == "3" and not V3_LOCK:
         raise Skip("NFSv3 is mounted with nolock (no NLM): locks are client-local only")
     p = c.pa("flockfile")
     write_file(p, b"x")
@@ -1341,9 +1350,31 @@ def run_scenario(ctx, name, fn, limit):
     return st, reason, time.time() - t0
 
 
+_nsm_started = False
+
+
+def start_nsm():
+    """rpcbind and rpc.statd, once: the kernel's lock manager asks the local
+    status monitor (through the local rpcbind) to watch the server before
+    its first NLM LOCK, and the server finds both through rpcbind to call
+    back (NLM_GRANTED, SM_NOTIFY)."""
+    global _nsm_started
+    if _nsm_started:
+        return
+    _nsm_started = True
+    os.makedirs("/run/rpcbind", exist_ok=True)
+    for cmd in (["rpcbind", "-w"], ["rpc.statd", "--no-notify"]):
+        r = run(cmd)
+        print("    %s: rc %d %s" % (" ".join(cmd), r.returncode, r.stdout.strip()), flush=True)
+
+
 def mount(vers, mp, extra):
     os.makedirs(mp, exist_ok=True)
-    if vers == "3":
+    if vers == "3" and V3_LOCK:
+        # Everything else from the server's port mapper.
+        start_nsm()
+        opts = "vers=3"
+    elif vers == "3":
         opts = "vers=3,proto=tcp,port=%d,mountport=%s,mountproto=tcp,nolock" % (PORT, MOUNTPORT)
     else:
         opts = "vers=%s,port=%d" % (vers, PORT)

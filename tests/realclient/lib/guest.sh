@@ -45,11 +45,45 @@ rc_make_initrd() {
     cat "$CACHE/initrd.cpio" "$work/payload.cpio" > "$work/initrd.img"
 }
 
+# rc_tap_up BRIDGE TAP: a tap device TAP attached to BRIDGE (made by
+# tests/realclient-ferrite.sh, see rc_bridge_up), for a guest's second NIC:
+# the host and the guests then reach each other by address, so that the
+# server can call the guests back (NLM_GRANTED, SM_NOTIFY).
+rc_tap_up() {
+    local br="$1" tap="$2"
+    ip link del "$tap" 2>/dev/null
+    ip tuntap add "$tap" mode tap &&
+        ip link set "$tap" master "$br" &&
+        ip link set "$tap" up
+}
+
+rc_tap_down() {
+    ip link del "$1" 2>/dev/null || true
+}
+
+# rc_bridge_ip BRIDGE: its IPv4 address.
+rc_bridge_ip() {
+    ip -4 -o addr show dev "$1" 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}'
+}
+
+# rc_bridge_up BRIDGE CIDR: the bridge, with CIDR (say 10.77.0.1/24), made
+# if missing (idempotent). Only the guests are on it: no forwarding, no
+# route anywhere else.
+rc_bridge_up() {
+    local br="$1" cidr="$2"
+    if ! ip link show "$br" >/dev/null 2>&1; then
+        ip link add "$br" type bridge || return 1
+    fi
+    ip -4 -o addr show dev "$br" | grep -q " ${cidr%/*}/" || ip addr add "$cidr" dev "$br" || return 1
+    ip link set "$br" up
+}
+
 # rc_qemu_argv NAME CPUS MEM INITRD UNIQUE_ID LOGDIR OUTSHARE [TAG=DIR ...]
 # Sets the array $qemu: the guest with its root disk as a snapshot (each qemu
 # gets its own throw-away overlay), user-mode networking, OUTSHARE as the 9p
 # share "rcout", every TAG=DIR as an extra 9p share, and the serial ports
 # LOGDIR/console.log (ttyS0), output.log (ttyS1) and status.log (ttyS2).
+# With RC_TAP set (a tap device, rc_tap_up), a second NIC on it (eth1).
 # Call rc_pick_accel first.
 rc_qemu_argv() {
     local name="$1" cpus="$2" mem="$3" initrd="$4" uid="$5" logs="$6" share="$7" x
@@ -62,6 +96,10 @@ rc_qemu_argv() {
         -drive "file=$CACHE/rootfs.img,format=raw,if=virtio,snapshot=on"
         -netdev user,id=n0,ipv6=off -device virtio-net-pci,netdev=n0
         -virtfs "local,path=$share,mount_tag=rcout,security_model=none,id=rcout")
+    if [ -n "${RC_TAP:-}" ]; then
+        qemu+=(-netdev "tap,id=n1,ifname=$RC_TAP,script=no,downscript=no"
+            -device "virtio-net-pci,netdev=n1,mac=${RC_TAP_MAC:-52:54:00:77:00:10}")
+    fi
     for x in "$@"; do
         qemu+=(-virtfs "local,path=${x#*=},mount_tag=${x%%=*},security_model=none,id=${x%%=*}")
     done

@@ -106,6 +106,11 @@ impl TestServer {
         Self::start_all(grace, false, None, aux).await
     }
 
+    /// [`TestServer::start_aux`] granting delegations.
+    pub async fn start_aux_delegating(aux: server::run::AuxConfig) -> TestServer {
+        Self::start_all(Duration::ZERO, false, Some(100_000), aux).await
+    }
+
     /// `delegations`: none, or granted up to that many at once.
     async fn start_full(grace: Duration, log: bool, delegations: Option<usize>) -> TestServer {
         Self::start_all(grace, log, delegations, Default::default()).await

@@ -19,8 +19,9 @@
 //! * The `_MSG` procedures do what their synchronous twins do and send the
 //!   result back as the matching `_RES` call; `_RES` calls are taken and
 //!   dropped (this server sends NLM_GRANTED synchronously).
-//! * A lock or share on a file with another client's NFSv4 write
-//!   delegation recalls it first: its holder may hold locks it never sent.
+//! * A lock, share or TEST on a file with NFSv4 delegations recalls them
+//!   first (their holders take locks in their caches), and no delegation
+//!   is granted of a file with NLM locks or shares.
 
 pub mod callback;
 pub mod hosts;
@@ -162,10 +163,12 @@ impl Nlm {
         self.hosts.named(c.peer.ip(), caller_name).pop()
     }
 
-    /// Recalls another client's NFSv4 write delegation of `o` (its holder
-    /// may hold locks it never sent); false if it is not returned in time.
+    /// Recalls other clients' NFSv4 delegations of `o`, read or write: a
+    /// holder takes locks in its cache without telling the server (the
+    /// Linux client does under either kind); false if they are not
+    /// returned in time.
     pub async fn settle(&self, c: &NlmCall, o: &Obj) -> bool {
-        self.ctx(c).settle(o, true).await.is_ok()
+        self.ctx(c).settle(o, false).await.is_ok()
     }
 
     /// Records `host` with the status monitor (once), before its first

@@ -995,6 +995,15 @@ impl Tables {
             return Some(WhyNoDelegation4::Wnd4Contention);
         }
         let f = self.files.get(file)?;
+        // An NFSv3 client's locks and shares (NLM) come with no open: a
+        // delegation's holder would take locks in its cache that those
+        // never see.
+        if !f.nlm_shares.is_empty()
+            || f.locks.any_owner(|o| super::nlm::is_nlm(o.0))
+            || f.waiters.iter().any(|w| super::nlm::is_nlm(w.owner.0))
+        {
+            return Some(WhyNoDelegation4::Wnd4Contention);
+        }
         let contended = if write {
             !f.delegs.is_empty()
                 || f.opens.iter().any(|o| {

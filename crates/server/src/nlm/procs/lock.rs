@@ -10,6 +10,9 @@ use std::sync::Arc;
 use proto::nlm::*;
 
 use crate::nfs4::state::nlm::NlmRefusal;
+
+/// Reclaims logged at most this often.
+static RECLAIM_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
 use crate::nlm::{kind, owner, range, Nlm, NlmCall};
 
 pub async fn run(nlm: &Arc<Nlm>, c: &NlmCall, a: Nlm4LockArgs) -> Nlm4Res {
@@ -56,6 +59,12 @@ pub async fn lock(
         nlm.forget_blocked(&me, &file);
     }
     match r {
+        Ok(()) if a.reclaim => {
+            if let Some(n) = RECLAIM_LOG.allow() {
+                tracing::info!(host = %host.addr, name = %String::from_utf8_lossy(&host.name), "NLM: lock reclaimed ({n} more not logged)");
+            }
+            Ok(())
+        }
         Ok(()) => Ok(()),
         Err(NlmRefusal::Grace) => Err(Nlm4Stats::DeniedGracePeriod),
         Err(NlmRefusal::Denied(_)) => Err(Nlm4Stats::Denied),
