@@ -5,21 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use client::{Client, OpenOpts};
+use client::OpenOpts;
 use common::*;
 use proto::nfs4::*;
-
-/// Waits (a few seconds at most) until `c` has received `n` CB_NOTIFY_LOCKs.
-async fn notices(c: &Client, n: usize) -> Vec<CbNotifyLock4Args> {
-    for _ in 0..200 {
-        let got = c.callbacks().lock_notices();
-        if got.len() >= n {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    c.callbacks().lock_notices()
-}
 
 #[tokio::test]
 async fn blocking_lock_waiter_is_notified_and_not_overtaken() {

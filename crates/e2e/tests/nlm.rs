@@ -214,6 +214,24 @@ impl Host {
         r.stat
     }
 
+    /// FREE_ALL of this host (its client restarted without NSM).
+    async fn free_all(&self) {
+        let free = Nlm4Notify {
+            name: self.name.clone(),
+            state: 0,
+        };
+        self.conn
+            .call_with(
+                NLM_PROG,
+                NLM4_VERS,
+                NLMPROC4_FREE_ALL,
+                &root_auth().to_opaque(),
+                &free,
+            )
+            .await
+            .unwrap();
+    }
+
     async fn test(&self, fh: &NfsFh3, svid: i32, off: u64, len: u64) -> Nlm4TestRply {
         let a = Nlm4TestArgs {
             cookie: Netobj::default(),
@@ -260,6 +278,18 @@ async fn v3_file(srv: &TestServer, name: &str) -> (Client3, NfsFh3) {
     (c, f.fh)
 }
 
+/// An NFSv4 client with `name` in the export's root open for reading
+/// and writing.
+async fn v4_open(srv: &TestServer, name: &str) -> (client::Client, client::Open) {
+    let c4 = srv.client().await;
+    let root4 = c4.root_fh().await.unwrap();
+    let o = c4
+        .open(&root4, name, client::OpenOpts::both())
+        .await
+        .unwrap();
+    (c4, o)
+}
+
 fn denied_holder(r: Nlm4TestRply) -> Nlm4Holder {
     match r {
         Nlm4TestRply::Denied(h) => h,
@@ -298,12 +328,7 @@ async fn nlm_and_nfsv4_contend_for_one_range() {
         assert_eq!(b.lock(&fh, 7, 9, 100, false).await, Nlm4Stats::Denied);
 
         // NFSv4 on the same file.
-        let c4 = srv.client().await;
-        let root4 = c4.root_fh().await.unwrap();
-        let o = c4
-            .open(&root4, "shared", client::OpenOpts::both())
-            .await
-            .unwrap();
+        let (c4, o) = v4_open(&srv, "shared").await;
         let owner = c4.new_owner("v4-lock");
         let e = c4
             .lock(
@@ -353,6 +378,71 @@ async fn nlm_and_nfsv4_contend_for_one_range() {
     .await;
 }
 
+/// An NFSv4 client waiting (WRITEW_LT) behind an NLM lock is told when it
+/// goes (CB_NOTIFY_LOCK naming the file as the waiter did), by UNLOCK and
+/// by its host's FREE_ALL, and its retry is granted.
+#[tokio::test]
+async fn nfsv4_waiter_behind_nlm_is_notified() {
+    within(async {
+        let fake = fake_host().await;
+        let srv = server_for(&fake, Duration::ZERO).await;
+        let (_c3, fh) = v3_file(&srv, "w").await;
+        let a = Host::connect(&srv, "host-a").await;
+        assert_eq!(a.lock(&fh, 1, 0, 10, false).await, Nlm4Stats::Granted);
+        let (c4, o) = v4_open(&srv, "w").await;
+        let owner = c4.new_owner("waiter");
+        let e = c4
+            .lock(
+                &o.fh,
+                NfsLockType4::WritewLt,
+                0,
+                10,
+                c4.new_locker(o.stateid, owner.clone()),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NfsStat4::Nfs4errDenied));
+        assert!(c4.callbacks().lock_notices().is_empty());
+        assert_eq!(a.unlock(&fh, 1, 0, 0).await, Nlm4Stats::Granted);
+        let n = notices(&c4, 1).await;
+        assert_eq!(n.len(), 1, "CB_NOTIFY_LOCK");
+        assert_eq!((&n[0].fh, &n[0].lock_owner.owner), (&o.fh, &owner.owner));
+        let ls = c4
+            .lock(
+                &o.fh,
+                NfsLockType4::WritewLt,
+                0,
+                10,
+                c4.new_locker(o.stateid, owner.clone()),
+            )
+            .await
+            .unwrap();
+        // Again behind host B, which restarts (FREE_ALL).
+        c4.locku(&o.fh, NfsLockType4::WriteLt, ls, 0, 10)
+            .await
+            .unwrap();
+        let b = Host::connect(&srv, "host-b").await;
+        assert_eq!(b.lock(&fh, 2, 5, 1, false).await, Nlm4Stats::Granted);
+        let owner2 = c4.new_owner("waiter2");
+        let e = c4
+            .lock(
+                &o.fh,
+                NfsLockType4::WritewLt,
+                0,
+                10,
+                c4.new_locker(o.stateid, owner2.clone()),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NfsStat4::Nfs4errDenied));
+        b.free_all().await;
+        let n = notices(&c4, 2).await;
+        assert_eq!(n.len(), 2, "a second CB_NOTIFY_LOCK");
+        assert_eq!(n[1].lock_owner.owner, owner2.owner);
+    })
+    .await;
+}
+
 /// A blocked NLM lock is granted when the NFSv4 lock in its way goes: the
 /// server calls the host back with NLM_GRANTED naming the lock as it was
 /// asked for. A host that answers it no longer waits gets the lock
@@ -363,12 +453,7 @@ async fn blocked_nlm_lock_is_granted_by_callback() {
         let mut fake = fake_host().await;
         let srv = server_for(&fake, Duration::ZERO).await;
         let (_c3, fh) = v3_file(&srv, "queue").await;
-        let c4 = srv.client().await;
-        let root4 = c4.root_fh().await.unwrap();
-        let o = c4
-            .open(&root4, "queue", client::OpenOpts::both())
-            .await
-            .unwrap();
+        let (c4, o) = v4_open(&srv, "queue").await;
         let ls = c4
             .lock(
                 &o.fh,
@@ -521,20 +606,7 @@ async fn restart_notifies_and_grace_admits_reclaims() {
         .unwrap();
         assert_eq!(b.lock(&fh, 4, 0, 1, false).await, Nlm4Stats::Granted);
         // FREE_ALL of B (a client without a status monitor).
-        let free = Nlm4Notify {
-            name: Bytes::from_static(b"host-b"),
-            state: 0,
-        };
-        b.conn
-            .call_with(
-                NLM_PROG,
-                NLM4_VERS,
-                NLMPROC4_FREE_ALL,
-                &root_auth().to_opaque(),
-                &free,
-            )
-            .await
-            .unwrap();
+        b.free_all().await;
         assert_eq!(a.lock(&fh, 3, 0, 1, false).await, Nlm4Stats::Granted);
         // SM_STAT answers the state number.
         let mut d = sm

@@ -61,6 +61,7 @@ fn tables(n: u64) -> State {
         kind: LockKind::Write,
         blocking: false,
         reclaim: false,
+        fh: Bytes::new(),
     }) else {
         return st;
     };

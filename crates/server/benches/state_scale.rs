@@ -126,6 +126,7 @@ fn costs(st: &State, ids: &[ClientId4]) -> Costs {
                     kind: LockKind::Write,
                     blocking: false,
                     reclaim: false,
+                    fh: Bytes::new(),
                 };
                 assert!(st.lock(&req).is_ok(), "LOCK failed");
             }

@@ -334,3 +334,15 @@ pub async fn recalls(c: &Client, n: usize) -> Vec<client::callback::Recall> {
     }
     c.callbacks().recalls()
 }
+
+/// Waits (a few seconds at most) until `c` has received `n` CB_NOTIFY_LOCKs.
+pub async fn notices(c: &Client, n: usize) -> Vec<CbNotifyLock4Args> {
+    for _ in 0..200 {
+        let got = c.callbacks().lock_notices();
+        if got.len() >= n {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    c.callbacks().lock_notices()
+}

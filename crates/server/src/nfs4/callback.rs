@@ -140,10 +140,11 @@ pub async fn cb_compound(
     Ok(res)
 }
 
-/// Sends CB_NOTIFY_LOCK (RFC 8881 §20.11) for `fh` in the background: a
+/// Sends CB_NOTIFY_LOCK (RFC 8881 §20.11) for `n.fh` in the background: a
 /// hint that the waiter may retry now, so failures are only logged.
-pub fn notify_lock(n: LockNotify, fh: NfsFh4) {
+pub fn notify_lock(n: LockNotify) {
     tokio::spawn(async move {
+        let fh = n.fh.clone();
         let op = NfsCbArgOp4::CbNotifyLock(CbNotifyLock4Args {
             fh,
             lock_owner: n.owner,
@@ -156,9 +157,9 @@ pub fn notify_lock(n: LockNotify, fh: NfsFh4) {
 }
 
 /// Sends the notifications an unlock produced.
-pub fn notify_locks(notes: Vec<LockNotify>, fh: &NfsFh4) {
+pub fn notify_locks(notes: Vec<LockNotify>) {
     for n in notes {
-        notify_lock(n, fh.clone());
+        notify_lock(n);
     }
 }
 

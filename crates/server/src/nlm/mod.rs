@@ -41,6 +41,7 @@ use xdr::{Pack, Unpack};
 
 use crate::locks::{Held, LockKind};
 use crate::nfs3::{Ctx, Obj};
+use crate::nfs4::callback::notify_locks;
 use crate::nfs4::state::nlm::{is_nlm, NlmGrant};
 use crate::nfs4::state::{FileKey, OwnerKey};
 use crate::nfs4::Nfs4Server;
@@ -237,9 +238,11 @@ impl Nlm {
         let (Some(a), Some(host)) = (args, self.hosts.by_client(g.owner.0)) else {
             // Nobody to tell: the request is not known any more.
             debug!("NLM: granted a request no host waits for; releasing it");
-            self.srv
-                .state()
-                .nlm_unlock(&g.owner, &g.file, g.start, g.end);
+            notify_locks(
+                self.srv
+                    .state()
+                    .nlm_unlock(&g.owner, &g.file, g.start, g.end),
+            );
             return;
         };
         self.telling
@@ -267,9 +270,11 @@ impl Nlm {
                     // It no longer waits: release what was taken for it.
                     if self.take_telling(&key.0, &key.1).is_some() {
                         info!(host = %host.addr, ?stat, "NLM_GRANTED refused; releasing the lock");
-                        self.srv
-                            .state()
-                            .nlm_unlock(&g.owner, &g.file, g.start, g.end);
+                        notify_locks(
+                            self.srv
+                                .state()
+                                .nlm_unlock(&g.owner, &g.file, g.start, g.end),
+                        );
                     }
                     return;
                 }
@@ -327,7 +332,7 @@ impl Nlm {
         let hosts = self.hosts.named(addr, name);
         for h in &hosts {
             info!(host = %h.addr, name = %String::from_utf8_lossy(&h.name), "NLM: host restarted; freeing its locks");
-            self.srv.state().nlm_free_host(h.client());
+            notify_locks(self.srv.state().nlm_free_host(h.client()));
             self.hosts.remove(h.id);
             let (nsm, h) = (self.nsm.clone(), h.clone());
             let _ = crate::nfs4::compound::off_thread(move || nsm.unmonitor(&h)).await;

@@ -45,6 +45,7 @@ fn lock(cx: &mut Compound, args: Lock4Args) -> Result<StateId4, LockError> {
         kind,
         blocking,
         reclaim: args.reclaim,
+        fh: cx.cfh()?.wire.clone(),
     })?;
     cx.cur_stateid = Some(sid);
     Ok(sid)

@@ -17,10 +17,7 @@ fn locku(cx: &mut Compound, args: LockU4Args) -> Result<StateId4, NfsStat4> {
     let sid = cx.resolve_stateid(&args.lock_stateid)?;
     let (start, end) = locks::range(args.offset, args.length).ok_or(NfsStat4::Nfs4errInval)?;
     let (sid, notes) = cx.srv.state().unlock(client, &sid, &key, start, end)?;
-    if !notes.is_empty() {
-        let fh = NfsFh4(cx.cfh()?.wire.clone());
-        callback::notify_locks(notes, &fh);
-    }
+    callback::notify_locks(notes);
     cx.cur_stateid = Some(sid);
     Ok(sid)
 }

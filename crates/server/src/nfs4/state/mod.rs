@@ -61,6 +61,8 @@ pub type OwnerKey = (ClientId4, Bytes);
 pub struct LockNotify {
     pub session: Arc<Session>,
     pub owner: LockOwner4,
+    /// The file as the waiter named it in its LOCK.
+    pub fh: NfsFh4,
 }
 
 /// A CB_RECALL to send (RFC 8881 §20.2): the delegation, its file as the
@@ -158,6 +160,8 @@ pub struct LockRequest {
     /// READW_LT or WRITEW_LT: queue the owner if denied (§9.6).
     pub blocking: bool,
     pub reclaim: bool,
+    /// The file's filehandle as the client sent it (for CB_NOTIFY_LOCK).
+    pub fh: Bytes,
 }
 
 /// What EXCHANGE_ID grants (RFC 8881 §18.35.2).
@@ -678,31 +682,44 @@ impl State {
     ) -> Result<(StateId4, Vec<LockNotify>), NfsStat4> {
         self.with(|t, now| {
             let (sid, ready) = t.unlock(client, sid, file, start, end, now)?;
-            if ready.is_empty() {
-                return Ok((sid, Vec::new()));
-            }
-            let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-            let notes = ready
-                .into_iter()
-                .filter_map(|w| {
-                    let c = t.clients.get(&w.owner.0)?;
-                    let session = c
-                        .sessions
-                        .iter()
-                        .filter_map(|id| sessions.get(id))
-                        .find(|s| !s.cb_down.load(Ordering::Relaxed))?
-                        .clone();
-                    Some(LockNotify {
-                        session,
-                        owner: LockOwner4 {
-                            clientid: w.owner.0,
-                            owner: w.owner.1,
-                        },
-                    })
-                })
-                .collect();
-            Ok((sid, notes))
+            Ok((sid, self.lock_notes(t, file, ready)))
         })
+    }
+
+    /// The CB_NOTIFY_LOCKs for NFSv4 waiters an unlock made grantable:
+    /// a session of each waiter's client to call back on, and the file as
+    /// the waiter named it.
+    fn lock_notes(
+        &self,
+        t: &Tables,
+        file: &FileKey,
+        ready: Vec<Waiter<OwnerKey>>,
+    ) -> Vec<LockNotify> {
+        if ready.is_empty() {
+            return Vec::new();
+        }
+        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+        ready
+            .into_iter()
+            .filter_map(|w| {
+                let c = t.clients.get(&w.owner.0)?;
+                let fh = c.waiting_on.get(file)?.clone();
+                let session = c
+                    .sessions
+                    .iter()
+                    .filter_map(|id| sessions.get(id))
+                    .find(|s| !s.cb_down.load(Ordering::Relaxed))?
+                    .clone();
+                Some(LockNotify {
+                    session,
+                    owner: LockOwner4 {
+                        clientid: w.owner.0,
+                        owner: w.owner.1,
+                    },
+                    fh: NfsFh4(fh),
+                })
+            })
+            .collect()
     }
 
     /// LOCKT (RFC 8881 §18.11): the lock in the way, if any.

@@ -16,6 +16,7 @@ use std::time::Duration;
 use proto::nfs4::ClientId4;
 
 use super::tables::{FileState, Tables};
+use super::Waiter;
 use super::{FileKey, OwnerKey};
 use crate::locks::{Held, LockKind};
 
@@ -120,46 +121,66 @@ impl Tables {
     }
 
     /// NLM UNLOCK: releases `[start, end)` of `owner`'s locks and grants
-    /// what that made grantable.
-    pub fn nlm_unlock(&mut self, owner: &OwnerKey, file: &FileKey, start: u64, end: u64) {
+    /// what that made grantable; the NFSv4 waiters to tell.
+    pub fn nlm_unlock(
+        &mut self,
+        owner: &OwnerKey,
+        file: &FileKey,
+        start: u64,
+        end: u64,
+    ) -> Vec<Waiter<OwnerKey>> {
         if let Some(f) = self.files.get_mut(file) {
             f.locks.unlock(owner, start, end);
         }
-        self.wake_waiters(file, Duration::MAX);
+        let ready = self.wake_waiters(file, Duration::MAX);
         self.drop_if_empty(file);
+        ready
     }
 
-    /// NLM CANCEL: forgets `owner`'s queued request on `file`; false if
-    /// none was queued (it may have been granted meanwhile).
-    pub fn nlm_cancel(&mut self, owner: &OwnerKey, file: &FileKey) -> bool {
+    /// NLM CANCEL: forgets `owner`'s queued request on `file`: whether
+    /// one was queued (it may have been granted meanwhile), and the NFSv4
+    /// waiters to tell.
+    pub fn nlm_cancel(
+        &mut self,
+        owner: &OwnerKey,
+        file: &FileKey,
+    ) -> (bool, Vec<Waiter<OwnerKey>>) {
         let Some(f) = self.files.get_mut(file) else {
-            return false;
+            return (false, Vec::new());
         };
         let queued = f.waiters.iter().any(|w| &w.owner == owner);
         f.waiters.remove(owner);
-        if queued {
-            // An earlier waiter gone may let later ones through.
-            self.wake_waiters(file, Duration::MAX);
-        }
+        // An earlier waiter gone may let later ones through.
+        let ready = if queued {
+            self.wake_waiters(file, Duration::MAX)
+        } else {
+            Vec::new()
+        };
         self.drop_if_empty(file);
-        queued
+        (queued, ready)
     }
 
     /// Forgets every lock, waiter and share reservation of the NLM host
-    /// `client` (it restarted, or FREE_ALL), granting what that frees.
-    pub fn nlm_free_host(&mut self, client: ClientId4) {
+    /// `client` (it restarted, or FREE_ALL), granting what that frees;
+    /// the NFSv4 waiters to tell, by file.
+    pub fn nlm_free_host(&mut self, client: ClientId4) -> Vec<(FileKey, Vec<Waiter<OwnerKey>>)> {
         let Some(files) = self.nlm_files.remove(&client) else {
-            return;
+            return Vec::new();
         };
+        let mut out = Vec::new();
         for file in files {
             if let Some(f) = self.files.get_mut(&file) {
                 f.locks.retain_owners(|o| o.0 != client);
                 f.waiters.retain_owners(|o| o.0 != client);
                 f.nlm_shares.retain(|s| s.0 .0 != client);
             }
-            self.wake_waiters(&file, Duration::MAX);
+            let ready = self.wake_waiters(&file, Duration::MAX);
             self.drop_if_empty(&file);
+            if !ready.is_empty() {
+                out.push((file, ready));
+            }
         }
+        out
     }
 
     /// Whether the NLM host `client` holds or waits for anything.
@@ -236,7 +257,7 @@ impl Tables {
     /// get the lock now (queued in `nlm_granted` for their hosts to be
     /// told); NFSv4 ones are returned, for CB_NOTIFY_LOCK (they retry).
     /// `now` ([`Duration::MAX`]: do not expire) drops stale waiters first.
-    pub fn wake_waiters(&mut self, file: &FileKey, now: Duration) -> Vec<super::Waiter<OwnerKey>> {
+    pub fn wake_waiters(&mut self, file: &FileKey, now: Duration) -> Vec<Waiter<OwnerKey>> {
         let lease = self.lease;
         let Some(f) = self.files.get_mut(file) else {
             return Vec::new();
@@ -311,20 +332,38 @@ impl super::State {
         self.with(|t, now| t.nlm_lock(owner, file, start, end, kind, block, reclaim, now))
     }
 
-    /// NLM UNLOCK ([`Tables::nlm_unlock`]).
-    pub fn nlm_unlock(&self, owner: &OwnerKey, file: &FileKey, start: u64, end: u64) {
-        self.with(|t, _| t.nlm_unlock(owner, file, start, end))
+    /// NLM UNLOCK ([`Tables::nlm_unlock`]): the CB_NOTIFY_LOCKs to send.
+    pub fn nlm_unlock(
+        &self,
+        owner: &OwnerKey,
+        file: &FileKey,
+        start: u64,
+        end: u64,
+    ) -> Vec<super::LockNotify> {
+        self.with(|t, _| {
+            let ready = t.nlm_unlock(owner, file, start, end);
+            self.lock_notes(t, file, ready)
+        })
     }
 
-    /// NLM CANCEL ([`Tables::nlm_cancel`]).
-    pub fn nlm_cancel(&self, owner: &OwnerKey, file: &FileKey) -> bool {
-        self.with(|t, _| t.nlm_cancel(owner, file))
+    /// NLM CANCEL ([`Tables::nlm_cancel`]): whether a request was queued,
+    /// and the CB_NOTIFY_LOCKs to send.
+    pub fn nlm_cancel(&self, owner: &OwnerKey, file: &FileKey) -> (bool, Vec<super::LockNotify>) {
+        self.with(|t, _| {
+            let (queued, ready) = t.nlm_cancel(owner, file);
+            (queued, self.lock_notes(t, file, ready))
+        })
     }
 
     /// Forgets everything of the NLM host `client`
-    /// ([`Tables::nlm_free_host`]).
-    pub fn nlm_free_host(&self, client: ClientId4) {
-        self.with(|t, _| t.nlm_free_host(client))
+    /// ([`Tables::nlm_free_host`]): the CB_NOTIFY_LOCKs to send.
+    pub fn nlm_free_host(&self, client: ClientId4) -> Vec<super::LockNotify> {
+        self.with(|t, _| {
+            t.nlm_free_host(client)
+                .into_iter()
+                .flat_map(|(file, ready)| self.lock_notes(t, &file, ready))
+                .collect()
+        })
     }
 
     /// Whether the NLM host `client` holds or waits for anything.

@@ -266,7 +266,7 @@ impl Tables {
             .states
             .values()
             .map(|e| &e.file)
-            .chain(c.waiting_on.iter());
+            .chain(c.waiting_on.keys());
         for file in touched {
             if let Some(f) = self.files.get_mut(file) {
                 if !f.waiters.is_empty() {
@@ -730,7 +730,7 @@ impl Tables {
             Err(denied) => {
                 if r.blocking {
                     if let Some(c) = self.clients.get_mut(&client) {
-                        c.waiting_on.insert(file.clone());
+                        c.waiting_on.insert(file.clone(), r.fh.clone());
                     }
                 }
                 return Err(LockError::Denied(denied));

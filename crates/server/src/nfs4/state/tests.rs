@@ -113,6 +113,7 @@ impl Fixture {
             kind: LockKind::Write,
             blocking,
             reclaim: false,
+            fh: Bytes::new(),
         })
     }
 }
@@ -587,6 +588,7 @@ impl Fixture {
             kind: LockKind::Write,
             blocking: false,
             reclaim: true,
+            fh: Bytes::new(),
         })
     }
 }
@@ -1237,8 +1239,8 @@ fn nlm_cancel_free_and_grace() {
         f.st.nlm_lock(&c, &file(2), 50, 60, w, true, false),
         Err(nlm::NlmRefusal::Blocked)
     );
-    assert!(f.st.nlm_cancel(&b, &file(2)));
-    assert!(!f.st.nlm_cancel(&b, &file(2)));
+    assert!(f.st.nlm_cancel(&b, &file(2)).0);
+    assert!(!f.st.nlm_cancel(&b, &file(2)).0);
     assert!(granted.lock().unwrap().is_empty());
     // Host 1 restarts: its lock goes and c's request is granted.
     f.st.nlm_free_host(a.0);

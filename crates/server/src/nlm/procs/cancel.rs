@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use proto::nlm::*;
 
+use crate::nfs4::callback::notify_locks;
 use crate::nlm::{owner, Nlm, NlmCall};
 
 pub async fn run(nlm: &Arc<Nlm>, c: &NlmCall, a: Nlm4CancArgs) -> Nlm4Res {
@@ -23,9 +24,10 @@ fn cancel(nlm: &Nlm, c: &NlmCall, a: &Nlm4CancArgs) -> Result<(), Nlm4Stats> {
     };
     let me = owner(&host, a.alock.svid, &a.alock.oh);
     let st = nlm.srv.state();
-    let queued = st.nlm_cancel(&me, &file);
+    let (queued, notes) = st.nlm_cancel(&me, &file);
+    notify_locks(notes);
     if let Some((start, end)) = nlm.take_telling(&me, &file) {
-        st.nlm_unlock(&me, &file, start, end);
+        notify_locks(st.nlm_unlock(&me, &file, start, end));
     }
     if queued {
         nlm.forget_blocked(&me, &file);
