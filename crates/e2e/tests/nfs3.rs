@@ -167,12 +167,46 @@ async fn mount_answers_by_the_export_rules() {
         assert_eq!(&dumped[0].ml_directory.0[..], b"/");
         mount::umnt(srv.addr, "/", &auth).await.unwrap();
         assert!(mount::dump(srv.addr, &auth).await.unwrap().is_empty());
+        let mnt_err = |e: client::v3::Error| match e {
+            client::v3::Error::Mount { status, .. } => status,
+            other => panic!("not a MOUNT status: {other:?}"),
+        };
         let e = mount::mnt(srv.addr, "/elsewhere", &auth).await.unwrap_err();
-        assert!(
-            e.to_string().contains("NOENT")
-                || format!("{e:?}").contains(&format!("{:?}", MountStat3::Noent)),
-            "{e:?}"
+        assert_eq!(mnt_err(e), MountStat3::Noent);
+        // A directory inside the export: its filehandle, the one LOOKUP
+        // gives; a file is not a mount point; ".." is refused.
+        put_file(&srv, "sub/deeper/file", b"x");
+        let m = mount::mnt(srv.addr, "//sub/deeper/", &auth).await.unwrap();
+        let c = client3(&srv).await;
+        let root = c.root().clone();
+        let sub = c.lookup(&root, "sub").await.unwrap().object;
+        let deeper = c.lookup(&sub, "deeper").await.unwrap().object;
+        assert_eq!(
+            c.getattr(&NfsFh3 { data: m.fhandle.0 })
+                .await
+                .unwrap()
+                .fileid,
+            c.getattr(&deeper).await.unwrap().fileid
         );
+        let e = mount::mnt(srv.addr, "/sub/deeper/file", &auth)
+            .await
+            .unwrap_err();
+        assert_eq!(mnt_err(e), MountStat3::Notdir);
+        let e = mount::mnt(srv.addr, "/sub/../sub", &auth)
+            .await
+            .unwrap_err();
+        assert_eq!(mnt_err(e), MountStat3::Inval);
+        // Without search permission for the caller: ACCES.
+        std::fs::set_permissions(
+            srv.path("sub"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        let user = rpc::Auth::sys(1000, 1000, Vec::new(), "test");
+        let e = mount::mnt(srv.addr, "/sub/deeper", &user)
+            .await
+            .unwrap_err();
+        assert_eq!(mnt_err(e), MountStat3::Acces);
     })
     .await
 }

@@ -1,6 +1,7 @@
 //! MOUNT version 3 (RFC 1813 Appendix I), on the NFS port: MNT hands out an
-//! export's root filehandle to a client its rules admit, with the
-//! security flavors the export accepts; EXPORT lists the exports and
+//! export's root filehandle, or a directory's inside it, to a client its
+//! rules admit, with the security flavors the export accepts; EXPORT
+//! lists the exports and
 //! whom they are for (`showmount -e`); DUMP lists who mounted what, as
 //! far as MNT and UMNT told (a hint, kept in memory, bounded); UMNT and
 //! UMNTALL take entries off it.
@@ -37,34 +38,88 @@ impl MountService {
         }
     }
 
-    /// MNT (RFC 1813 §5.2.1).
-    fn mnt(&self, call: &Call, path: &DirPath) -> MountRes3 {
-        let peer = call.conn.peer();
-        let want = normalize(&path.0);
-        let Some(e) = self
-            .srv
+    /// The export serving `want` (a normalized path): the one with the
+    /// longest path that is `want` or a directory above it, and the
+    /// components of `want` below that path.
+    fn export_of(&self, want: &[u8]) -> Option<(&crate::export::Export, Vec<Bytes>)> {
+        let below = |p: &[u8]| -> Option<Vec<Bytes>> {
+            let rest = if p == b"/" {
+                want
+            } else if want == p {
+                b""
+            } else {
+                want.strip_prefix(p)?.strip_prefix(b"/")?
+            };
+            Some(
+                rest.split(|b| *b == b'/')
+                    .filter(|c| !c.is_empty())
+                    .map(Bytes::copy_from_slice)
+                    .collect(),
+            )
+        };
+        self.srv
             .exports
             .iter()
-            .find(|e| e.path.as_bytes() == &want[..])
-        else {
+            .filter_map(|e| Some((e, below(e.path.as_bytes())?)))
+            .max_by_key(|(e, _)| e.path.len())
+    }
+
+    /// MNT (RFC 1813 §5.2.1): the root of an export, or a directory inside
+    /// one, looked up a component at a time with the caller's identity
+    /// under the export's rule (as `mount SERVER:/export/sub` expects).
+    async fn mnt(&self, call: &Call, path: &DirPath) -> MountRes3 {
+        let peer = call.conn.peer();
+        let want = normalize(&path.0);
+        let Some((e, rest)) = self.export_of(&want) else {
             return MountRes3::Err(MountStat3::Noent);
         };
         if e.rules.admit(peer).is_err() {
             return MountRes3::Err(MountStat3::Acces);
         }
-        let root = e.vfs.root();
-        let fh = self.srv.fh.encode(&FhTarget::Object {
-            export: e.id,
-            handle: root,
-            parent: None,
-        });
+        let (export, root) = (e.id, e.vfs.root());
+        let auth_flavors = e.rules.sec.iter().map(|f: &Flavor| f.number()).collect();
+        let fh = if rest.is_empty() {
+            self.srv.fh.encode(&FhTarget::Object {
+                export,
+                handle: root,
+                parent: None,
+            })
+        } else {
+            if rest.iter().any(|c| &c[..] == b"." || &c[..] == b"..") {
+                return MountRes3::Err(MountStat3::Inval);
+            }
+            let cx = crate::nfs3::Ctx {
+                srv: self.srv.clone(),
+                auth: call.auth.clone(),
+                peer,
+            };
+            let walked = cx
+                .vfs(export, move |v, c| {
+                    let (mut dir, mut above) = (root, None);
+                    let mut attr = None;
+                    for name in &rest {
+                        let (h, a) = v.lookup(c, &dir, name)?;
+                        above = Some(std::mem::replace(&mut dir, h));
+                        attr = Some(a);
+                    }
+                    Ok((dir, attr, above))
+                })
+                .await;
+            match walked {
+                Ok((h, Some(a), above)) if a.ftype == vfs::FileType::Directory => {
+                    cx.fh(export, h, &a, above.as_ref()).data
+                }
+                Ok(_) => return MountRes3::Err(MountStat3::Notdir),
+                Err(s) => return MountRes3::Err(mount_stat(s)),
+            }
+        };
         let mut m = self.mounts.lock().unwrap_or_else(|p| p.into_inner());
         if m.len() < MAX_MOUNTS {
             m.insert((peer.ip().to_string(), want));
         }
         MountRes3::Ok(MountRes3Ok {
             fhandle: FHandle3(fh),
-            auth_flavors: e.rules.sec.iter().map(|f: &Flavor| f.number()).collect(),
+            auth_flavors,
         })
     }
 
@@ -119,6 +174,21 @@ impl MountService {
     }
 }
 
+/// The MOUNT status of an NFSv3 one from walking a path.
+fn mount_stat(s: proto::nfs3::NfsStat3) -> MountStat3 {
+    use proto::nfs3::NfsStat3 as S;
+    match s {
+        S::Noent | S::Stale => MountStat3::Noent,
+        S::Acces => MountStat3::Acces,
+        S::Perm => MountStat3::Perm,
+        S::Notdir => MountStat3::Notdir,
+        S::NameTooLong => MountStat3::NameTooLong,
+        S::Inval => MountStat3::Inval,
+        S::Io => MountStat3::Io,
+        _ => MountStat3::ServerFault,
+    }
+}
+
 /// An export path as the configuration spells it: one leading "/", no
 /// trailing or doubled ones.
 fn normalize(p: &Bytes) -> Bytes {
@@ -140,7 +210,7 @@ impl Service for MountService {
         Box::pin(async move {
             match call.proc_ {
                 MOUNTPROC3_MNT => match crate::nfs3::args::<DirPath>(&mut call) {
-                    Ok(p) => Reply::success(&me.mnt(&call, &p)),
+                    Ok(p) => Reply::success(&me.mnt(&call, &p).await),
                     Err(r) => r,
                 },
                 MOUNTPROC3_DUMP => Reply::success(&me.dump()),
