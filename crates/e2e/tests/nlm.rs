@@ -795,3 +795,60 @@ async fn bad_nlm_input() {
     })
     .await;
 }
+
+/// Where a system port mapper holds port 111, Ferrite registers its
+/// programs there: every transport of each (UNSET clears all of a
+/// program's transports, so all are cleared before any is set), and
+/// takes them off at stop. A port mapper that takes local SETs stands for
+/// the system's.
+#[tokio::test]
+async fn registration_with_a_system_port_mapper() {
+    within(async {
+        let pm = server::portmap::Portmap::new(Vec::new());
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let at = l.local_addr().unwrap();
+        let svc: Arc<dyn Service> = Arc::new(rpc::Programs::new().add(
+            proto::portmap::PMAP_PROG,
+            2,
+            4,
+            Arc::new(server::portmap::PortmapService(pm)),
+        ));
+        let (_stop, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(rpc::serve(l, svc, Default::default(), rx));
+        let nfs: SocketAddr = "127.0.0.1:2049".parse().unwrap();
+        let entry = |prog, vers, netid: &str| server::portmap::Entry {
+            prog,
+            vers,
+            netid: netid.into(),
+            addr: nfs,
+            owner: "ferrite".into(),
+        };
+        let entries = vec![
+            entry(NLM_PROG, NLM4_VERS, "tcp"),
+            entry(NLM_PROG, NLM4_VERS, "udp"),
+            entry(SM_PROG, SM_VERS, "tcp"),
+        ];
+        assert_eq!(server::portmap::register_with(at, &entries, false).await, 3);
+        let mut got: Vec<(u32, u32)> = client::portmap::dump(at)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| (m.prog, m.prot))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (NLM_PROG, proto::portmap::IPPROTO_TCP),
+                (NLM_PROG, proto::portmap::IPPROTO_UDP),
+                (SM_PROG, proto::portmap::IPPROTO_TCP)
+            ]
+        );
+        // Again (a restart): the same three, not duplicates.
+        assert_eq!(server::portmap::register_with(at, &entries, false).await, 3);
+        assert_eq!(client::portmap::dump(at).await.unwrap().len(), 3);
+        server::portmap::register_with(at, &entries, true).await;
+        assert!(client::portmap::dump(at).await.unwrap().is_empty());
+    })
+    .await;
+}

@@ -226,7 +226,9 @@ fn answer(pm: &Portmap, call: &mut Call) -> Reply {
                                 owner: "unknown".to_string(),
                             })
                     } else {
-                        pm.unset(m.prog, m.vers, Some(netid))
+                        // Every transport: "the protocol and port number
+                        // fields of the argument are ignored" (§3.2).
+                        pm.unset(m.prog, m.vers, None)
                     };
                 count(pm, vi, call.proc_, ok);
                 Reply::success(&ok)
@@ -395,36 +397,50 @@ fn count(pm: &Portmap, vi: usize, proc_: u32, ok: bool) {
 
 /// Registers (or, `unset`, takes off) `entries` with the port mapper at
 /// `at` (a system rpcbind), with PMAP version 2 SET and UNSET: how many
-/// it accepted.
+/// it accepted. Stale mappings of an earlier run go first; UNSET takes
+/// off every transport of a program and version (RFC 1833 §3.2), so all
+/// of them are cleared before any is set.
 pub async fn register_with(at: SocketAddr, entries: &[Entry], unset: bool) -> usize {
+    let call = |proc_: u32, m: Mapping| async move {
+        crate::nlm::callback::call(at, PMAP_PROG, PMAP_VERS, proc_, OWNER, &m).await
+    };
+    let mappings: Vec<Mapping> = entries
+        .iter()
+        .filter_map(|e| {
+            Some(Mapping {
+                prog: e.prog,
+                vers: e.vers,
+                prot: prot_of(&e.netid)?,
+                port: u32::from(e.addr.port()),
+            })
+        })
+        .collect();
+    let mut cleared = std::collections::HashSet::new();
     let mut n = 0;
-    for e in entries {
-        let Some(prot) = prot_of(&e.netid) else {
-            continue;
-        };
-        let m = Mapping {
-            prog: e.prog,
-            vers: e.vers,
-            prot,
-            port: u32::from(e.addr.port()),
-        };
-        // A stale mapping of an earlier run goes first.
-        let clear =
-            crate::nlm::callback::call(at, PMAP_PROG, PMAP_VERS, PMAPPROC_UNSET, OWNER, &m).await;
-        if unset {
-            n += usize::from(clear.is_ok());
-            continue;
+    for m in &mappings {
+        if cleared.insert((m.prog, m.vers)) && call(PMAPPROC_UNSET, *m).await.is_ok() && unset {
+            n += 1;
         }
-        match crate::nlm::callback::call(at, PMAP_PROG, PMAP_VERS, PMAPPROC_SET, OWNER, &m).await {
+    }
+    if unset {
+        return n;
+    }
+    for m in mappings {
+        match call(PMAPPROC_SET, m).await {
             Ok(mut d) => {
                 if bool::unpack(&mut d).unwrap_or(false) {
                     n += 1;
                 } else {
-                    warn!(prog = e.prog, vers = e.vers, netid = %e.netid, "the system port mapper refused a mapping");
+                    warn!(
+                        prog = m.prog,
+                        vers = m.vers,
+                        prot = m.prot,
+                        "the system port mapper refused a mapping"
+                    );
                 }
             }
             Err(err) => warn!(
-                prog = e.prog,
+                prog = m.prog,
                 "registering with the system port mapper: {err}"
             ),
         }
