@@ -151,10 +151,39 @@ impl Ctx {
     /// The attributes of `o` for a reply's `post_op_attr`: none when they
     /// cannot be had (RFC 1813 §2.6).
     pub async fn post_op(&self, o: &Obj) -> PostOpAttr {
-        let h = o.handle.clone();
         let fsid = self.export(o.export).ok()?.fsid;
-        let a = self.vfs(o.export, move |v, _| v.getattr(&h)).await.ok()?;
+        let a = self.attr_of(o).await.ok()?;
         Some(fattr3(&a, fsid))
+    }
+
+    /// The backend's attributes of `o`: without a thread hand-off when the
+    /// backend can say ([`vfs::Vfs::getattr_nowait`]), else on the
+    /// blocking pool.
+    pub async fn attr_of(&self, o: &Obj) -> Result<vfs::Attr, NfsStat3> {
+        if let Some(a) = self.vfs_nowait(o.export, |v, _| v.getattr_nowait(&o.handle)) {
+            return a;
+        }
+        let h = o.handle.clone();
+        self.vfs(o.export, move |v, _| v.getattr(&h)).await
+    }
+
+    /// Runs a backend call that never blocks ([`vfs::Vfs::read_nowait`]
+    /// and the like) here, on the async thread, with the identity
+    /// [`Ctx::vfs`] would use; `None` when the backend cannot answer
+    /// without blocking, for the caller to go through [`Ctx::vfs`].
+    pub fn vfs_nowait<T, F>(&self, export: u16, f: F) -> Option<Result<T, NfsStat3>>
+    where
+        F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> Option<vfs::Result<T>>,
+    {
+        let fs = match self.export(export) {
+            Ok(e) => &e.vfs,
+            Err(s) => return Some(Err(s)),
+        };
+        let creds = match self.creds(export) {
+            Ok(c) => c,
+            Err(s) => return Some(Err(s)),
+        };
+        f(fs.as_ref(), &creds).map(|r| r.map_err(from_errno))
     }
 }
 

@@ -14,7 +14,6 @@ pub async fn run(cx: &Ctx, args: GetAttr3Args) -> GetAttr3Res {
 async fn getattr(cx: &Ctx, args: &GetAttr3Args) -> Result<Fattr3, NfsStat3> {
     let o = cx.obj(&args.object)?;
     let fsid = cx.export(o.export)?.fsid;
-    let h = o.handle.clone();
-    let a = cx.vfs(o.export, move |v, _| v.getattr(&h)).await?;
+    let a = cx.attr_of(&o).await?;
     Ok(fattr3(&a, fsid))
 }

@@ -37,8 +37,14 @@ async fn lookup(cx: &Ctx, dir: &Obj, name: &bytes::Bytes) -> Result<(NfsFh3, Fat
         }
         _ => {
             let name = check_name(name)?;
-            cx.vfs(dir.export, move |v, c| v.lookup(c, &h, &name))
-                .await?
+            // A name the backend's caches hold: no thread hand-off.
+            match cx.vfs_nowait(dir.export, |v, c| v.lookup_nowait(c, &h, &name)) {
+                Some(r) => r?,
+                None => {
+                    cx.vfs(dir.export, move |v, c| v.lookup(c, &h, &name))
+                        .await?
+                }
+            }
         }
     };
     let (handle, a) = found;

@@ -20,6 +20,22 @@ pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
         return Res3::Fail(s, ObjAttrFail3::default());
     }
     let count = args.count.min(cx.srv.cfg.max_io);
+    // Data already in memory is read here, without a thread hand-off, once
+    // the backend can say without blocking that this is a regular file.
+    let fast = cx.vfs_nowait(o.export, |v, c| match v.getattr_nowait(&o.handle)? {
+        Ok(a) if a.ftype == vfs::FileType::Regular => {
+            v.read_nowait(c, &o.handle, args.offset, count)
+        }
+        _ => None,
+    });
+    if let Some(Ok((data, eof))) = fast {
+        return Res3::Ok(Read3ResOk {
+            file_attributes: cx.post_op(&o).await,
+            count: data.len() as u32,
+            eof,
+            data,
+        });
+    }
     let (h, offset) = (o.handle.clone(), args.offset);
     let r = cx
         .vfs(o.export, move |v, c| {
