@@ -294,6 +294,13 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// The parent directory; at the export root, ENOENT.
     fn lookup_parent(&self, c: &Creds, dir: &Handle) -> Result<(Handle, Attr)>;
+    /// [`Vfs::lookup_parent`] if it can be answered without blocking, for
+    /// an async reactor thread; `None` where only [`Vfs::lookup_parent`]
+    /// can answer.
+    fn lookup_parent_nowait(&self, c: &Creds, dir: &Handle) -> Option<Result<(Handle, Attr)>> {
+        let _ = (c, dir);
+        None
+    }
     /// Checks `mask` (a combination of libc::R_OK, W_OK, X_OK) as the kernel
     /// would for these credentials.
     fn access(&self, c: &Creds, h: &Handle, mask: i32) -> Result<bool>;

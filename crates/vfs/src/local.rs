@@ -669,6 +669,25 @@ impl LocalFs {
     }
 
     /// The descriptor kept for `h` (the root's always), if any.
+    /// The cached descriptor and status of the directory `dir`, when this
+    /// caller may search it without a permission system call (kernel
+    /// mode; root with credentials switched, the directory's owner with
+    /// search permission, or credentials off); `None` otherwise, and for
+    /// anything but a live directory.
+    fn searchable_dir_nowait(&self, c: &Creds, dir: &Handle) -> Option<(Arc<OwnedFd>, libc::stat)> {
+        if self.mode != Mode::Kernel {
+            return None;
+        }
+        let dfd = self.cached_fd(dir)?;
+        let st = sys::fstat(dfd.as_raw_fd()).ok()?;
+        let may_search =
+            !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o100 != 0);
+        if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR || !may_search {
+            return None;
+        }
+        Some((dfd, st))
+    }
+
     fn cached_fd(&self, h: &Handle) -> Option<Arc<OwnedFd>> {
         if *h == self.root_handle {
             Some(self.root_fd.clone())
@@ -1175,17 +1194,8 @@ impl Vfs for LocalFs {
         dir: &Handle,
         name: &[u8],
     ) -> Option<Result<(Handle, Attr)>> {
-        if self.mode != Mode::Kernel {
-            return None;
-        }
-        let dfd = self.cached_fd(dir)?;
-        let st = sys::fstat(dfd.as_raw_fd()).ok()?;
-        let may_search =
-            !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o100 != 0);
         // Not a directory: `lookup`'s caller says which error.
-        if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR || !may_search {
-            return None;
-        }
+        let (dfd, _) = self.searchable_dir_nowait(c, dir)?;
         let cn = match cname(name) {
             Ok(n) => n,
             Err(e) => return Some(Err(e)),
@@ -1195,6 +1205,19 @@ impl Vfs for LocalFs {
             Err(Errno(libc::ENOENT)) => Some(Err(Errno(libc::ENOENT))),
             Err(_) => None,
         }
+    }
+
+    /// As [`Vfs::lookup_nowait`]: kernel mode, the directory's descriptor
+    /// cached, a caller needing no permission system call, and ".." in
+    /// the kernel's dentry cache.
+    fn lookup_parent_nowait(&self, c: &Creds, dir: &Handle) -> Option<Result<(Handle, Attr)>> {
+        let (dfd, st) = self.searchable_dir_nowait(c, dir)?;
+        if self.is_root(&st) {
+            return Some(Err(Errno(libc::ENOENT)));
+        }
+        let fd =
+            sys::openat_cached(dfd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
+        Some(self.adopt(fd).map(|(h, a, _)| (h, a)))
     }
 
     fn lookup_parent(&self, c: &Creds, dir: &Handle) -> Result<(Handle, Attr)> {

@@ -1009,6 +1009,30 @@ fn lookup_nowait_answers_cached_names_as_lookup_does() {
     assert_eq!(fs.lookup_nowait(&rootc(), &f, b"x"), None);
 }
 
+/// `lookup_parent_nowait` answers as `lookup_parent` does (ENOENT at the
+/// export's root), for directories whose descriptor is cached, and
+/// leaves other callers and non-directories to it.
+#[test]
+fn lookup_parent_nowait_answers_as_lookup_parent_does() {
+    require_root();
+    let (_d, fs) = setup(None);
+    let root = fs.root();
+    let sub = mkdir(&fs, &root, "sub");
+    let deeper = mkdir(&fs, &sub, "deeper");
+    let f = mkfile(&fs, &deeper, "f");
+    let got = fs
+        .lookup_parent_nowait(&rootc(), &deeper)
+        .expect("a cached directory");
+    assert_eq!(got, fs.lookup_parent(&rootc(), &deeper));
+    assert_eq!(got.unwrap().0, sub);
+    assert_eq!(
+        fs.lookup_parent_nowait(&rootc(), &root),
+        Some(Err(Errno(libc::ENOENT)))
+    );
+    assert_eq!(fs.lookup_parent_nowait(&user(1000), &deeper), None);
+    assert_eq!(fs.lookup_parent_nowait(&rootc(), &f), None);
+}
+
 /// `access_nowait` answers read permission for root and the owner, as
 /// `access` does, and leaves everything else to `access`.
 #[test]

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use proto::nfs3::*;
 
-use crate::nfs3::{fattr3, parent_of, Ctx, Obj};
+use crate::nfs3::{fattr3, parent_of, parent_of_nowait, Ctx, Obj};
 
 /// The fixed part of a READDIR or READDIRPLUS reply: status, the
 /// directory's post_op_attr at its largest, the verifier, the list's
@@ -66,54 +66,67 @@ pub async fn list(
         return Err(NfsStat3::BadCookie);
     }
     let fsid = cx.export(dir.export)?.fsid;
-    let h = dir.handle.clone();
-    // The backend's listing, with "." and ".." before it.
-    let listed = cx
-        .vfs(dir.export, move |v, c| {
-            let a = v.getattr(&h)?;
-            if a.ftype != vfs::FileType::Directory {
-                return Err(vfs::Errno(libc::ENOTDIR));
-            }
-            let mut out: Vec<vfs::DirEntry> = Vec::new();
-            // ".." is looked up only on the page that lists it.
+    let total = budget.total;
+    // The backend's listing, with "." and ".." before it: without a
+    // thread hand-off when the backend keeps a current listing and needs
+    // nothing else looked up (no attributes: READDIR), else on the pool.
+    let fast = if plus {
+        None
+    } else {
+        cx.vfs_nowait(dir.export, |v, c| {
+            let h = &dir.handle;
+            let a = match v.getattr_nowait(h)? {
+                Ok(a) if a.ftype == vfs::FileType::Directory => a,
+                Ok(_) => return Some(Err(vfs::Errno(libc::ENOTDIR))),
+                Err(e) => return Some(Err(e)),
+            };
             let parent = if cookie < 2 {
-                Some(parent_of(v, c, &h, a.clone())?)
+                match parent_of_nowait(v, c, h, a.clone())? {
+                    Ok(p) => Some(p),
+                    Err(e) => return Some(Err(e)),
+                }
             } else {
                 None
             };
-            let dots = [
-                (Bytes::from_static(b"."), 1u64, Some((h.clone(), a))),
-                (Bytes::from_static(b".."), 2, parent),
-            ];
-            for (name, k, obj) in dots {
-                if let Some(obj) = obj.filter(|_| cookie < k) {
-                    out.push(vfs::DirEntry {
-                        name,
-                        cookie: k,
-                        fileid: obj.1.fileid,
-                        ftype: Some(vfs::FileType::Directory),
-                        obj: Some(obj),
-                    });
-                }
-            }
-            let from = if cookie <= 2 { 0 } else { cookie };
-            let mut used = 0usize;
-            let eof = v.readdir(c, &h, from, plus, &mut |e| {
-                // Enough to fill the reply at the smallest entry size.
-                used += 24 + e.name.len();
-                out.push(e);
-                used < budget.total
-            })?;
-            Ok((out, eof))
+            let mut missed = false;
+            let r = gather(h, a, parent, cookie, total, |from, each| {
+                v.readdir_nowait(c, h, from, each).unwrap_or_else(|| {
+                    missed = true;
+                    Ok(true)
+                })
+            });
+            (!missed).then_some(r)
         })
-        .await
-        .map_err(|s| {
-            if s == NfsStat3::Inval {
-                NfsStat3::BadCookie
-            } else {
-                s
-            }
-        })?;
+    };
+    let listed = match fast {
+        Some(r) => r,
+        None => {
+            let h = dir.handle.clone();
+            cx.vfs(dir.export, move |v, c| {
+                let a = v.getattr(&h)?;
+                if a.ftype != vfs::FileType::Directory {
+                    return Err(vfs::Errno(libc::ENOTDIR));
+                }
+                // ".." is looked up only on the page that lists it.
+                let parent = if cookie < 2 {
+                    Some(parent_of(v, c, &h, a.clone())?)
+                } else {
+                    None
+                };
+                gather(&h, a, parent, cookie, total, |from, each| {
+                    v.readdir(c, &h, from, plus, each)
+                })
+            })
+            .await
+        }
+    };
+    let listed = listed.map_err(|s| {
+        if s == NfsStat3::Inval {
+            NfsStat3::BadCookie
+        } else {
+            s
+        }
+    })?;
     let (all, mut eof) = listed;
     let mut entries = Vec::new();
     let (mut names, mut total) = (0usize, budget.fixed);
@@ -163,4 +176,42 @@ pub async fn list(
         return Err(NfsStat3::TooSmall);
     }
     Ok((entries, eof))
+}
+
+/// "." and ".." of `h` (attributes `a`, its parent `parent`) as far as
+/// they come after `cookie` (theirs are 1 and 2), then what `readdir`
+/// lists from the backend's cookie until about `total` bytes of entries.
+fn gather(
+    h: &vfs::Handle,
+    a: vfs::Attr,
+    parent: Option<(vfs::Handle, vfs::Attr)>,
+    cookie: u64,
+    total: usize,
+    readdir: impl FnOnce(u64, &mut dyn FnMut(vfs::DirEntry) -> bool) -> vfs::Result<bool>,
+) -> vfs::Result<(Vec<vfs::DirEntry>, bool)> {
+    let mut out: Vec<vfs::DirEntry> = Vec::new();
+    let dots = [
+        (Bytes::from_static(b"."), 1u64, Some((h.clone(), a))),
+        (Bytes::from_static(b".."), 2, parent),
+    ];
+    for (name, k, obj) in dots {
+        if let Some(obj) = obj.filter(|_| cookie < k) {
+            out.push(vfs::DirEntry {
+                name,
+                cookie: k,
+                fileid: obj.1.fileid,
+                ftype: Some(vfs::FileType::Directory),
+                obj: Some(obj),
+            });
+        }
+    }
+    let from = if cookie <= 2 { 0 } else { cookie };
+    let mut used = 0usize;
+    let eof = readdir(from, &mut |e| {
+        // Enough to fill the reply at the smallest entry size.
+        used += 24 + e.name.len();
+        out.push(e);
+        used < total
+    })?;
+    Ok((out, eof))
 }
