@@ -228,7 +228,7 @@ pub fn notify_all(nsm: Arc<Nsm>, records: Vec<Record>, pmap_port: u16, machine: 
                 match sent.await {
                     Ok(_) => {
                         info!(host = %r.addr, "NSM: SM_NOTIFY sent");
-                        nsm.told(&r);
+                        forget(nsm, r).await;
                         return;
                     }
                     Err(e) => {
@@ -241,9 +241,15 @@ pub fn notify_all(nsm: Arc<Nsm>, records: Vec<Record>, pmap_port: u16, machine: 
                 wait *= 2;
             }
             warn!(host = %r.addr, "NSM: gave up telling the host of the restart");
-            nsm.told(&r);
+            forget(nsm, r).await;
         });
     }
+}
+
+/// [`Nsm::told`] on the blocking pool (it removes a file and syncs its
+/// directory).
+async fn forget(nsm: Arc<Nsm>, r: Record) {
+    let _ = crate::nfs4::compound::off_thread(move || nsm.told(&r)).await;
 }
 
 /// The status monitor program's service (100024 version 1).
