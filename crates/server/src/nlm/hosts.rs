@@ -55,46 +55,51 @@ impl Hosts {
     }
 
     /// The host at `addr` calling itself `name`, added if new (reached
-    /// through `server`); `None` when the table is full of hosts that
-    /// `busy` says hold something.
+    /// through `server`), and the hosts forgotten to make room for it
+    /// (whose status monitor records the caller drops); no host when the
+    /// table is full of hosts that `busy` says hold something.
     pub fn get_or_add(
         &self,
         addr: IpAddr,
         name: &Bytes,
         server: IpAddr,
         busy: impl Fn(ClientId4) -> bool,
-    ) -> Option<Host> {
+    ) -> (Option<Host>, Vec<Host>) {
         let mut t = self.table();
         if let Some(id) = t.by_key.get(&(addr, name.clone())) {
-            return t.hosts.get(id).cloned();
+            return (t.hosts.get(id).cloned(), Vec::new());
         }
+        let mut evicted = Vec::new();
         if t.hosts.len() >= MAX_HOSTS {
-            let idle: Vec<(u32, IpAddr, Bytes)> = t
+            evicted = t
                 .hosts
                 .values()
                 .filter(|h| !busy(h.client()))
                 .take(MAX_HOSTS / 8 + 1)
-                .map(|h| (h.id, h.addr, h.name.clone()))
+                .cloned()
                 .collect();
-            if idle.is_empty() {
-                return None;
+            if evicted.is_empty() {
+                return (None, evicted);
             }
-            for (id, a, n) in idle {
-                t.hosts.remove(&id);
-                t.by_key.remove(&(a, n));
+            for h in &evicted {
+                t.hosts.remove(&h.id);
+                t.by_key.remove(&(h.addr, h.name.clone()));
             }
         }
         // Numbers are not reused while the server runs.
-        t.next = t.next.checked_add(1)?;
+        let Some(id) = t.next.checked_add(1) else {
+            return (None, evicted);
+        };
+        t.next = id;
         let h = Host {
-            id: t.next,
+            id,
             name: name.clone(),
             addr,
             server,
         };
         t.by_key.insert((addr, name.clone()), h.id);
         t.hosts.insert(h.id, h.clone());
-        Some(h)
+        (Some(h), evicted)
     }
 
     /// The host with client id `client`.
@@ -139,9 +144,9 @@ mod tests {
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
         let n = Bytes::from_static(b"guest");
-        let x = h.get_or_add(a, &n, a, |_| true).unwrap();
-        assert_eq!(h.get_or_add(a, &n, a, |_| true).unwrap(), x);
-        let y = h.get_or_add(b, &n, a, |_| true).unwrap();
+        let x = h.get_or_add(a, &n, a, |_| true).0.unwrap();
+        assert_eq!(h.get_or_add(a, &n, a, |_| true).0.unwrap(), x);
+        let y = h.get_or_add(b, &n, a, |_| true).0.unwrap();
         assert_ne!(x.id, y.id);
         assert_eq!(h.named(a, b"guest"), vec![x.clone()]);
         assert_eq!(h.by_client(y.client()), Some(y.clone()));
@@ -151,14 +156,17 @@ mod tests {
             h.get_or_add(a, &name, a, |_| true);
         }
         assert_eq!(h.len(), MAX_HOSTS);
-        assert!(h
-            .get_or_add(a, &Bytes::from_static(b"new"), a, |_| true)
-            .is_none());
-        assert!(h
-            .get_or_add(a, &Bytes::from_static(b"new"), a, |_| false)
-            .is_some());
+        let (none, evicted) = h.get_or_add(a, &Bytes::from_static(b"new"), a, |_| true);
+        assert!(none.is_none() && evicted.is_empty());
+        let (some, evicted) = h.get_or_add(a, &Bytes::from_static(b"new"), a, |_| false);
+        assert!(some.is_some());
+        assert_eq!(evicted.len(), MAX_HOSTS / 8 + 1);
+        assert!(evicted.iter().all(|e| h.by_client(e.client()).is_none()));
         assert!(h.len() <= MAX_HOSTS);
-        h.remove(x.id);
+        let x = h.named(a, b"guest").pop();
+        if let Some(x) = x {
+            h.remove(x.id);
+        }
         assert!(h.named(a, b"guest").is_empty());
     }
 }

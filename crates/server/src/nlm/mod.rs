@@ -144,19 +144,30 @@ impl Nlm {
         Ok((o, key))
     }
 
-    /// The host making this call, added if new.
+    /// The host making this call, added if new. Hosts forgotten to make
+    /// room (they held nothing) lose their status monitor records too, so
+    /// that a client cycling through names fills neither.
     pub fn host(&self, c: &NlmCall, caller_name: &Bytes) -> Result<Host, Nlm4Stats> {
         let st = self.srv.state();
-        self.hosts
+        let (host, evicted) = self
+            .hosts
             .get_or_add(c.peer.ip(), caller_name, c.local.ip(), |id| {
                 st.nlm_host_busy(id)
-            })
-            .ok_or_else(|| {
-                if let Some(n) = BAD_LOG.allow() {
-                    warn!(peer = %c.peer, "NLM host table full: refusing a lock ({n} more not logged)");
+            });
+        if !evicted.is_empty() {
+            let nsm = self.nsm.clone();
+            tokio::spawn(crate::nfs4::compound::off_thread(move || {
+                for h in &evicted {
+                    let _ = nsm.unmonitor(h);
                 }
-                Nlm4Stats::DeniedNolocks
-            })
+            }));
+        }
+        host.ok_or_else(|| {
+            if let Some(n) = BAD_LOG.allow() {
+                warn!(peer = %c.peer, "NLM host table full: refusing a lock ({n} more not logged)");
+            }
+            Nlm4Stats::DeniedNolocks
+        })
     }
 
     /// The host making this call, if known.
