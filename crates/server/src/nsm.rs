@@ -219,12 +219,9 @@ pub fn notify_all(nsm: Arc<Nsm>, records: Vec<Record>, pmap_port: u16, machine: 
             };
             let mut wait = NOTIFY_FIRST_WAIT;
             for attempt in 1..=NOTIFY_TRIES {
-                let sent = async {
-                    let at =
-                        callback::port_of(r.addr, pmap_port, SM_PROG, SM_VERS, "NSM", &machine)
-                            .await?;
-                    callback::call(at, SM_PROG, SM_VERS, SM_NOTIFY, &machine, &args).await
-                };
+                let sent = callback::call_host(
+                    r.addr, pmap_port, SM_PROG, SM_VERS, SM_NOTIFY, "NSM", &machine, &args,
+                );
                 match sent.await {
                     Ok(_) => {
                         info!(host = %r.addr, "NSM: SM_NOTIFY sent");

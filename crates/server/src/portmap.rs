@@ -73,6 +73,27 @@ fn prot_of(netid: &str) -> Option<u32> {
     }
 }
 
+/// The IPv4 netid of a PMAP version 2 protocol number.
+fn netid_of(prot: u32) -> Option<&'static str> {
+    match prot {
+        IPPROTO_TCP => Some("tcp"),
+        IPPROTO_UDP => Some("udp"),
+        _ => None,
+    }
+}
+
+impl Entry {
+    /// This mapping as PMAP version 2 has it (IPv4 TCP and UDP only).
+    fn mapping(&self) -> Option<Mapping> {
+        Some(Mapping {
+            prog: self.prog,
+            vers: self.vers,
+            prot: prot_of(&self.netid)?,
+            port: u32::from(self.addr.port()),
+        })
+    }
+}
+
 impl Portmap {
     /// A port mapper for Ferrite's programs `own`.
     pub fn new(own: Vec<Entry>) -> Arc<Portmap> {
@@ -209,10 +230,8 @@ fn answer(pm: &Portmap, call: &mut Call) -> Reply {
         return match call.proc_ {
             PMAPPROC_SET | PMAPPROC_UNSET => {
                 let m = arg!(Mapping);
-                let netid = match m.prot {
-                    IPPROTO_TCP => "tcp",
-                    IPPROTO_UDP => "udp",
-                    _ => return Reply::success(&false),
+                let Some(netid) = netid_of(m.prot) else {
+                    return Reply::success(&false);
                 };
                 let ok = local(call)
                     && if call.proc_ == PMAPPROC_SET {
@@ -235,10 +254,8 @@ fn answer(pm: &Portmap, call: &mut Call) -> Reply {
             }
             PMAPPROC_GETPORT => {
                 let m = arg!(Mapping);
-                let netid = match m.prot {
-                    IPPROTO_TCP => "tcp",
-                    IPPROTO_UDP => "udp",
-                    _ => return Reply::success(&0u32),
+                let Some(netid) = netid_of(m.prot) else {
+                    return Reply::success(&0u32);
                 };
                 let port = pm
                     .find(m.prog, m.vers, netid, false)
@@ -246,19 +263,7 @@ fn answer(pm: &Portmap, call: &mut Call) -> Reply {
                 Reply::success(&u32::from(port))
             }
             PMAPPROC_DUMP => {
-                let l: PmapList = List(
-                    pm.entries()
-                        .iter()
-                        .filter_map(|e| {
-                            Some(Mapping {
-                                prog: e.prog,
-                                vers: e.vers,
-                                prot: prot_of(&e.netid)?,
-                                port: u32::from(e.addr.port()),
-                            })
-                        })
-                        .collect(),
-                );
+                let l: PmapList = List(pm.entries().iter().filter_map(Entry::mapping).collect());
                 Reply::success(&l)
             }
             PMAPPROC_CALLIT => Reply::Drop,
@@ -404,17 +409,7 @@ pub async fn register_with(at: SocketAddr, entries: &[Entry], unset: bool) -> us
     let call = |proc_: u32, m: Mapping| async move {
         crate::nlm::callback::call(at, PMAP_PROG, PMAP_VERS, proc_, OWNER, &m).await
     };
-    let mappings: Vec<Mapping> = entries
-        .iter()
-        .filter_map(|e| {
-            Some(Mapping {
-                prog: e.prog,
-                vers: e.vers,
-                prot: prot_of(&e.netid)?,
-                port: u32::from(e.addr.port()),
-            })
-        })
-        .collect();
+    let mappings: Vec<Mapping> = entries.iter().filter_map(Entry::mapping).collect();
     let mut cleared = std::collections::HashSet::new();
     let mut n = 0;
     for m in &mappings {

@@ -52,9 +52,27 @@ pub async fn call<A: Pack>(
         .map_err(|_| CallbackError::Timeout(CALL_TIMEOUT))?
 }
 
+/// Calls `proc_` of `prog`/`vers` (`name`, for errors) at `host`, found
+/// through the host's port mapper on `pmap_port`: the decoder at the
+/// results.
+#[allow(clippy::too_many_arguments)]
+pub async fn call_host<A: Pack>(
+    host: IpAddr,
+    pmap_port: u16,
+    prog: u32,
+    vers: u32,
+    proc_: u32,
+    name: &'static str,
+    machine: &str,
+    args: &A,
+) -> Result<Decoder, CallbackError> {
+    let at = port_of(host, pmap_port, prog, vers, name, machine).await?;
+    call(at, prog, vers, proc_, machine, args).await
+}
+
 /// Where `prog`/`vers` listens on TCP at `host`, asked of its port mapper
 /// on `pmap_port` (RFC 1833 §3.2 PMAPPROC_GETPORT).
-pub async fn port_of(
+async fn port_of(
     host: IpAddr,
     pmap_port: u16,
     prog: u32,

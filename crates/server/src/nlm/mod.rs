@@ -315,20 +315,13 @@ impl Nlm {
         host: &Host,
         args: &Nlm4TestArgs,
     ) -> Result<Nlm4Stats, callback::CallbackError> {
-        let at = callback::port_of(
+        let mut d = callback::call_host(
             host.addr,
             self.client_pmap_port,
             NLM_PROG,
             NLM4_VERS,
-            "NLM",
-            &self.machine,
-        )
-        .await?;
-        let mut d = callback::call(
-            at,
-            NLM_PROG,
-            NLM4_VERS,
             NLMPROC4_GRANTED,
+            "NLM",
             &self.machine,
             args,
         )
@@ -361,24 +354,18 @@ impl Nlm {
         let nlm = self.clone();
         let peer = c.peer.ip();
         tokio::spawn(async move {
-            let at = match callback::port_of(
+            let sent = callback::call_host(
                 peer,
                 nlm.client_pmap_port,
                 NLM_PROG,
                 NLM4_VERS,
+                proc_,
                 "NLM",
                 &nlm.machine,
+                &res,
             )
-            .await
-            {
-                Ok(a) => a,
-                Err(e) => {
-                    debug!(%peer, "NLM: cannot send {}: {e}", nlmproc4_name(proc_));
-                    return;
-                }
-            };
-            if let Err(e) = callback::call(at, NLM_PROG, NLM4_VERS, proc_, &nlm.machine, &res).await
-            {
+            .await;
+            if let Err(e) = sent {
                 debug!(%peer, "NLM: {} failed: {e}", nlmproc4_name(proc_));
             }
         });
