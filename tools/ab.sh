@@ -17,11 +17,16 @@
 # Prints, per row: each server's µs of CPU per operation (summed CPU over
 # summed operations of all repetitions), its ops/s (mean), Ferrite / Ganesha,
 # and flags: "client-bound" when a client used 90% or more of its core in
-# some run (the row then measures the client as much as the servers). For
-# the 1-thread read row it adds the p50 latency of a READ.
+# some run (the row then measures the client as much as the servers), and
+# the p50 latency of the row's unit (a READ, a whole file, a cycle).
+#
+# Every row runs twice: over NFSv4.1 and over NFSv3 (issue 13: MOUNT and
+# NLM on Ferrite's NFS port, on their own ports for Ganesha, which runs
+# its own rpcbind and rpc.statd). The NFSv3 rows' names end in "-v3".
 #
 # Environment: REPS (2), DURATION (5s, per time-based run), ONLY (a subset
-# of the row names below), FILES_NFSRS (2000), FERRITE_PORT (20750),
+# of the row names below, "-v3" ones included), VERS ("4.1 3": the
+# versions to run), FILES_NFSRS (2000), FERRITE_PORT (20750),
 # FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
 # on the same disk).
 # Everything (JSON per run, server logs, table.md) goes to OUTDIR
@@ -35,8 +40,19 @@ DURATION="${DURATION:-5s}"
 FILES_NFSRS="${FILES_NFSRS:-2000}"
 FPORT="${FERRITE_PORT:-20750}"
 GPORT="${GANESHA_PORT:-12050}"
-ROWS=(randread-16 randread-1 randwrite-16 randwrite-sync seqread seqwrite
+BASE=(randread-16 randread-1 randwrite-16 randwrite-sync seqread seqwrite
     smallfile-read dirlist create locked-read nfsrs)
+VERS="${VERS:-4.1 3}"
+ROWS=()
+for v in $VERS; do
+    case "$v" in
+    4.1) ROWS+=("${BASE[@]}") ;;
+    # No nfs-rs row over NFSv3: nfs-rs 0.8.7 asks MOUNT for "" when the
+    # export is "/", which Ganesha refuses ("Export entry for  not found").
+    3) for r in "${BASE[@]}"; do [ "$r" = nfsrs ] || ROWS+=("$r-v3"); done ;;
+    *) echo "ab.sh: VERS takes 4.1 and 3, not $v" >&2; exit 2 ;;
+    esac
+done
 ONLY="${ONLY:-${ROWS[*]}}"
 VENV=/var/tmp/ferrite-nfsrs-venv
 mkdir -p "$OUT"
@@ -46,7 +62,7 @@ cargo build --release -p ferrite
 F="$top/target/release/ferrite"
 
 # The third-party client, outside the repository.
-if [[ " $ONLY " == *" nfsrs "* ]] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
+if [[ " $ONLY " == *" nfsrs"* ]] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
     echo "ab.sh: installing nfs-rs 0.8.7 from PyPI into $VENV" >&2
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q nfs-rs==0.8.7
@@ -61,7 +77,7 @@ cleanup() {
 trap cleanup EXIT
 rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
 log=(); [ "${FERRITE_LOG:-0}" = 1 ] && log=(--log "$OUT/ferrite/log")
-taskset -c 1 "$F" serve "$OUT/ferrite/export" --listen "127.0.0.1:$FPORT" \
+taskset -c 1 "$F" serve "$OUT/ferrite/export" --listen "127.0.0.1:$FPORT" --portmap off \
     --state-dir "$OUT/ferrite/state" "${log[@]}" >"$OUT/ferrite/server.log" 2>&1 &
 fpid=$!
 FRESH=1 bash tools/ganesha.sh restart >"$OUT/ganesha-start.log" 2>&1
@@ -74,6 +90,11 @@ done
 declare -A PID=([ferrite]="$fpid" [ganesha]="$gpid")
 declare -A TGT=([ferrite]="nfs4://127.0.0.1:$FPORT/" [ganesha]="nfs4://127.0.0.1:$GPORT/")
 declare -A URL=([ferrite]="nfs://127.0.0.1:$FPORT/?version=4.1" [ganesha]="nfs://127.0.0.1:$GPORT/?version=4.1")
+# NFSv3: Ferrite serves MOUNT and NLM on its NFS port; Ganesha on the
+# ports tools/ganesha.sh gives them (its defaults, or the same variables).
+GMNT="${GANESHA_MNT_PORT:-12048}" GNLM="${GANESHA_NLM_PORT:-12047}"
+declare -A TGT3=([ferrite]="nfs3://127.0.0.1:$FPORT/?mountport=$FPORT&nlmport=$FPORT"
+    [ganesha]="nfs3://127.0.0.1:$GPORT/?mountport=$GMNT&nlmport=$GNLM")
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 large=(--file-size 64m)
@@ -93,15 +114,20 @@ args() {
     esac
 }
 
+# The rows of both versions share one data set per server, prepared over
+# NFSv4.1 when any of its rows run, else over NFSv3.
+wants() { want "$1" || want "$1-v3"; }
 for s in ferrite ganesha; do
-    if want randread-16 || want randread-1 || want randwrite-16 || want randwrite-sync ||
-        want seqread || want seqwrite; then
-        "$F" bench prepare randread --target "${TGT[$s]}" "${large[@]}" >/dev/null
+    t="${TGT[$s]}"
+    [[ " $VERS " == *" 4.1 "* ]] || t="${TGT3[$s]}"
+    if wants randread-16 || wants randread-1 || wants randwrite-16 || wants randwrite-sync ||
+        wants seqread || wants seqwrite; then
+        "$F" bench prepare randread --target "$t" "${large[@]}" >/dev/null
     fi
-    if want smallfile-read || want locked-read; then
-        "$F" bench prepare smallfile-read --target "${TGT[$s]}" >/dev/null
+    if wants smallfile-read || wants locked-read; then
+        "$F" bench prepare smallfile-read --target "$t" >/dev/null
     fi
-    if want dirlist; then "$F" bench prepare dirlist --target "${TGT[$s]}" >/dev/null; fi
+    if wants dirlist; then "$F" bench prepare dirlist --target "$t" >/dev/null; fi
 done
 
 # ---- the runs, interleaved ----
@@ -113,12 +139,14 @@ for row in "${ROWS[@]}"; do
         for s in $order; do
             j="$OUT/$row-$s-$r.json"
             echo "ab: $row, $s, repetition $r" >&2
-            if [ "$row" = nfsrs ]; then
+            base="${row%-v3}" tgt="${TGT[$s]}"
+            [ "$base" = "$row" ] || tgt="${TGT3[$s]}"
+            if [ "$base" = nfsrs ]; then
                 taskset -c 0 "$VENV/bin/python" tools/nfsrs-ops.py "${URL[$s]}" "${PID[$s]}" \
                     "$FILES_NFSRS" >"$j"
             else
                 # shellcheck disable=SC2046
-                taskset -c 0 "$F" bench run $(args "$row") --target "${TGT[$s]}" \
+                taskset -c 0 "$F" bench run $(args "$base") --target "$tgt" \
                     --server-pid "${PID[$s]}" -o "$j" >"${j%.json}.txt"
             fi
         done
@@ -154,16 +182,18 @@ def bench(row, s):
             ops += run["ops"]
             rates.append(run["ops_per_s"])
             clients.append(run["cpu"]["percent"])
-            lat = next(iter(run["latency"].values()), None)
+            # The unit's own latency (a whole file, a locked-read cycle,
+            # a READ): the longest of the recorded kinds.
+            lat = max(run["latency"].items(), key=lambda kv: kv[1]["p50_us"], default=None)
             if lat:
-                p50.append(lat["p50_us"])
+                p50.append((lat[0], lat[1]["p50_us"]))
     return cpu, ops, rates, max(clients), p50
 
-def nfsrs(phase, s):
+def nfsrs(phase, s, suffix):
     cpu = ops = 0.0
     rates, clients = [], []
     for r in range(1, reps + 1):
-        p = json.load(open(f"{out}/nfsrs-{s}-{r}.json"))["phases"][phase]
+        p = json.load(open(f"{out}/nfsrs{suffix}-{s}-{r}.json"))["phases"][phase]
         cpu += p["server_cpu_s"]
         ops += p["ops"]
         rates.append(p["ops_per_s"])
@@ -171,11 +201,12 @@ def nfsrs(phase, s):
     return cpu, ops, rates, max(clients), []
 
 rows = []
-for row in [r for r in names if r in only]:
-    rows.append((names[row], bench(row, "ferrite"), bench(row, "ganesha")))
-if "nfsrs" in only:
-    for ph in ("create", "stat", "remove"):
-        rows.append((f"nfs-rs 0.8.7 v4.1 {ph}", nfsrs(ph, "ferrite"), nfsrs(ph, "ganesha")))
+for suffix, vers in (("", "v4.1"), ("-v3", "v3")):
+    for row in [r for r in names if r + suffix in only]:
+        rows.append((f"{vers} {names[row]}", bench(row + suffix, "ferrite"), bench(row + suffix, "ganesha")))
+    if "nfsrs" + suffix in only:
+        for ph in ("create", "stat", "remove"):
+            rows.append((f"{vers} nfs-rs 0.8.7 {ph}", nfsrs(ph, "ferrite", suffix), nfsrs(ph, "ganesha", suffix)))
 
 mean = lambda v: sum(v) / len(v) if v else float("nan")
 print(f"Server CPU per operation, {reps} repetitions interleaved; "
@@ -189,7 +220,9 @@ for name, f, g in rows:
         if x[3] >= 90:
             notes.append(f"client-bound against {who} ({x[3]:.0f}% of a core)")
     if f[4] and g[4]:
-        notes.append(f"p50 {mean(f[4]):.0f} µs vs {mean(g[4]):.0f} µs")
+        what = f[4][0][0]
+        notes.append(f"p50 of a {what} {mean([x for _, x in f[4]]):.0f} µs "
+                     f"vs {mean([x for k, x in g[4] if k == what]):.0f} µs")
     print(f"| {name} | {fu:.1f} | {gu:.1f} | {fu / gu:.2f} | {mean(f[2]):,.0f} | {mean(g[2]):,.0f} | {'; '.join(notes)} |")
 EOF
 echo "ab.sh: results in $OUT" >&2

@@ -151,6 +151,67 @@ async fn readdir_and_readdirplus_page_through_a_directory() {
     .await
 }
 
+/// "." and ".." carry the directory's and its parent's file ids (the
+/// root's own for the root), and the reply the directory's attributes,
+/// on a first listing and on later ones served from the settled listing
+/// the server keeps, and after the directory moves to another parent.
+#[tokio::test]
+async fn readdir_dots_name_the_directory_and_its_parent() {
+    within(async {
+        let srv = TestServer::start().await;
+        put_file(&srv, "a/sub/f", b"x");
+        std::fs::create_dir(srv.export.path().join("b")).unwrap();
+        let c = client3(&srv).await;
+        let root = c.lookup_path("").await.unwrap();
+        let dots = |dir: NfsFh3| {
+            let c = &c;
+            async move {
+                let page = c.readdir_page(&dir, 0, [0; 8], 4096).await.unwrap();
+                let e = &page.reply.entries.0;
+                assert_eq!((&e[0].name[..], &e[1].name[..]), (&b"."[..], &b".."[..]));
+                let attr = page.dir_attributes.expect("the directory's attributes");
+                assert_eq!(attr.fileid, e[0].fileid);
+                assert_eq!(attr.type_, Ftype3::Dir);
+                (e[0].fileid, e[1].fileid)
+            }
+        };
+        let id = |fh: NfsFh3| {
+            let c = &c;
+            async move { c.getattr(&fh).await.unwrap().fileid }
+        };
+        let (a, b) = (
+            c.lookup_path("a").await.unwrap(),
+            c.lookup_path("b").await.unwrap(),
+        );
+        let sub = c.lookup_path("a/sub").await.unwrap();
+        for round in 0..3 {
+            assert_eq!(
+                dots(sub.clone()).await,
+                (id(sub.clone()).await, id(a.clone()).await),
+                "round {round}"
+            );
+            assert_eq!(
+                dots(root.clone()).await,
+                (id(root.clone()).await, id(root.clone()).await)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(80)).await; // settled
+        }
+        std::fs::rename(
+            srv.export.path().join("a/sub"),
+            srv.export.path().join("b/sub"),
+        )
+        .unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                dots(sub.clone()).await,
+                (id(sub.clone()).await, id(b.clone()).await)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn mount_answers_by_the_export_rules() {
     within(async {

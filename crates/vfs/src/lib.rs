@@ -241,6 +241,19 @@ pub struct DirEntry {
     pub obj: Option<(Handle, Attr)>,
 }
 
+/// What [`Vfs::list_dir_nowait`] says of the directory besides its
+/// entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirListed {
+    /// The listing reached its end.
+    pub eof: bool,
+    /// The directory's attributes, as they were when it was listed.
+    pub attr: Attr,
+    /// The file id of its parent (its own for the export's root), for
+    /// an NFSv3 listing's "..".
+    pub parent_fileid: u64,
+}
+
 /// The backend interface. Names are byte strings of one path component
 /// (never empty, never containing '/' or NUL, never "." or ".."; callers
 /// check). Calls that do not take [`Creds`] act with the server's own
@@ -395,6 +408,41 @@ pub trait Vfs: Send + Sync + 'static {
     ) -> Option<Result<bool>> {
         let _ = (c, dir, cookie, each);
         None
+    }
+    /// [`Vfs::readdir_nowait`] with the directory's attributes and its
+    /// parent's file id ([`DirListed`]), which an NFSv3 READDIR needs for
+    /// "." and ".."; `None` where any of them needs [`Vfs::readdir`],
+    /// [`Vfs::getattr`] or [`Vfs::lookup_parent`]. An `Ok` means `dir`
+    /// is a directory.
+    fn list_dir_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        cookie: u64,
+        each: &mut dyn FnMut(DirEntry) -> bool,
+    ) -> Option<Result<DirListed>> {
+        let attr = match self.getattr_nowait(dir)? {
+            Ok(a) if a.ftype == FileType::Directory => a,
+            Ok(_) => return Some(Err(Errno(libc::ENOTDIR))),
+            Err(e) => return Some(Err(e)),
+        };
+        let parent_fileid = if *dir == self.root() {
+            attr.fileid
+        } else {
+            match self.lookup_parent_nowait(c, dir)? {
+                Ok((_, p)) => p.fileid,
+                Err(e) => return Some(Err(e)),
+            }
+        };
+        let eof = match self.readdir_nowait(c, dir, cookie, each)? {
+            Ok(eof) => eof,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(DirListed {
+            eof,
+            attr,
+            parent_fileid,
+        }))
     }
     fn fsstat(&self, h: &Handle) -> Result<FsStat>;
     /// Asks to be told (`on_break`, from another thread) before anything

@@ -69,8 +69,8 @@ use self::ident::AsCaller;
 use self::sync::OpenFile;
 use self::sys::EMPTY;
 use crate::{
-    Attr, CreateKind, CreateMode, Creds, DirEntry, Errno, FileType, FsStat, Handle, Result,
-    SeekWhat, SetAttr, SetTime, Stability, Timespec, Vfs,
+    Attr, CreateKind, CreateMode, Creds, DirEntry, DirListed, Errno, FileType, FsStat, Handle,
+    Result, SeekWhat, SetAttr, SetTime, Stability, Timespec, Vfs,
 };
 
 /// Bytes of the root tag ending every backend handle.
@@ -106,6 +106,10 @@ struct Listing {
     key: (u64, i128, i128),
     /// Name, `d_off`, `d_ino`, `d_type`, in `getdents` order.
     entries: Vec<(Bytes, i64, u64, u8)>,
+    /// The `d_ino` of "..", 0 if the listing had none. A directory moved
+    /// to another parent has a new ctime, so a listing whose key still
+    /// matches names the parent it has now.
+    dotdot: u64,
     /// Where the directory was, relative to the export root, when it was
     /// read (`None` for the root itself or where the kernel could not
     /// say): lets a READDIR find it again without a cached descriptor.
@@ -648,9 +652,13 @@ impl LocalFs {
             return Ok(None);
         }
         let mut entries = Vec::new();
+        let mut dotdot = 0;
         let mut buf = sys::DentBuf::new(16 << 10);
         while buf.fill(rd)? {
             while let Some(e) = buf.next_entry() {
+                if e.name == b".." {
+                    dotdot = e.ino;
+                }
                 if e.name == b"." || e.name == b".." {
                     continue;
                 }
@@ -664,6 +672,7 @@ impl LocalFs {
         Ok(Some(Arc::new(Listing {
             key,
             entries,
+            dotdot,
             rel: self.rel_path(rd),
         })))
     }
@@ -706,6 +715,26 @@ impl LocalFs {
             return None;
         }
         CString::new(rel.as_os_str().as_bytes()).ok()
+    }
+
+    /// The cached listing of the directory `dir` and its status, found
+    /// without blocking ([`Self::dir_nowait`]), if the directory is as it
+    /// was when listed and the caller may read it without a permission
+    /// system call (root with credentials switched, or its owner with
+    /// read permission, or credentials off).
+    fn current_listing(&self, c: &Creds, dir: &Handle) -> Option<(Arc<Listing>, libc::stat)> {
+        let l = lock(&self.listings).get(dir)?;
+        let fd = self.dir_nowait(dir, &l)?;
+        let st = sys::fstat(fd.as_raw_fd()).ok()?;
+        if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return None;
+        }
+        let may_read =
+            !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o400 != 0);
+        if !may_read || l.key != listing_key(&st) {
+            return None;
+        }
+        Some((l, st))
     }
 
     /// A directory's descriptor without blocking: the cached one, or else
@@ -1744,21 +1773,33 @@ impl Vfs for LocalFs {
         cookie: u64,
         each: &mut dyn FnMut(DirEntry) -> bool,
     ) -> Option<Result<bool>> {
-        let l = lock(&self.listings).get(dir)?;
-        let fd = self.dir_nowait(dir, &l)?;
-        let st = sys::fstat(fd.as_raw_fd()).ok()?;
-        if st.st_nlink == 0 || st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-            return None;
-        }
-        let may_read =
-            !self.switch_creds || c.uid == 0 || (c.uid == st.st_uid && st.st_mode & 0o400 != 0);
-        if !may_read {
-            return None;
-        }
-        if l.key != listing_key(&st) {
-            return None;
-        }
+        let (l, _) = self.current_listing(c, dir)?;
         serve_listing(&l, cookie, each).map(Ok)
+    }
+
+    /// As [`Self::readdir_nowait`], the directory's status read once for
+    /// its attributes too, and its parent from the listing's "..".
+    fn list_dir_nowait(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        cookie: u64,
+        each: &mut dyn FnMut(DirEntry) -> bool,
+    ) -> Option<Result<DirListed>> {
+        let (l, st) = self.current_listing(c, dir)?;
+        let parent_fileid = if self.is_root(&st) {
+            st.st_ino
+        } else if l.dotdot != 0 {
+            l.dotdot
+        } else {
+            return None;
+        };
+        let eof = serve_listing(&l, cookie, each)?;
+        Some(Ok(DirListed {
+            eof,
+            attr: self.attr(&st),
+            parent_fileid,
+        }))
     }
 
     fn allocate(&self, c: &Creds, h: &Handle, offset: u64, len: u64) -> Result<()> {

@@ -187,20 +187,6 @@ impl Ctx {
     }
 }
 
-/// [`parent_of`] if the backend can answer without blocking.
-pub fn parent_of_nowait(
-    v: &dyn vfs::Vfs,
-    c: &vfs::Creds,
-    h: &vfs::Handle,
-    a: vfs::Attr,
-) -> Option<vfs::Result<(vfs::Handle, vfs::Attr)>> {
-    if *h == v.root() {
-        Some(Ok((h.clone(), a)))
-    } else {
-        v.lookup_parent_nowait(c, h)
-    }
-}
-
 /// The parent of the directory `h` (attributes `a`) for "..": the export's
 /// root is its own, so that a client cannot climb out of the export.
 pub fn parent_of(

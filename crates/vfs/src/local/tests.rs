@@ -1158,3 +1158,57 @@ fn metadata_changes_are_synced_unless_the_export_is_async() {
         assert_eq!(list(&fs, &d), vec!["h".to_string()]);
     }
 }
+
+/// `list_dir_nowait` gives the directory's attributes and its parent's
+/// file id (the root's own for the root) with the listing, also for a
+/// directory whose descriptor has left the cache; a directory moved to
+/// another parent is listed again before it is served, and then names
+/// its new parent.
+#[test]
+fn list_dir_nowait_names_the_parent_it_has_now() {
+    require_root();
+    let (d, fs) = setup(None);
+    let root = fs.root();
+    let a = mkdir(&fs, &root, "a");
+    let b = mkdir(&fs, &root, "b");
+    let sub = mkdir(&fs, &a, "sub");
+    mkfile(&fs, &sub, "f1");
+    std::thread::sleep(std::time::Duration::from_millis(60)); // settled
+    let listed = |h: &Handle| {
+        let mut names = Vec::new();
+        let l = fs.list_dir_nowait(&rootc(), h, 0, &mut |e| {
+            names.push(String::from_utf8_lossy(&e.name).into_owned());
+            true
+        })?;
+        Some((l.unwrap(), names))
+    };
+    let fileid = |h: &Handle| fs.getattr(h).unwrap().fileid;
+    assert!(listed(&sub).is_none(), "never listed: the blocking path");
+    assert_eq!(list(&fs, &sub), ["f1"]);
+    assert_eq!(list(&fs, &root), ["a", "b"]);
+    let (l, names) = listed(&sub).expect("a current listing");
+    assert_eq!(names, ["f1"]);
+    assert!(l.eof);
+    assert_eq!(l.attr, fs.getattr(&sub).unwrap());
+    assert_eq!(l.parent_fileid, fileid(&a));
+    let (l, _) = listed(&root).expect("the root's listing");
+    assert_eq!(l.parent_fileid, fileid(&root));
+    fs.forget(&sub);
+    assert_eq!(
+        listed(&sub).expect("found by its path").0.parent_fileid,
+        fileid(&a)
+    );
+
+    // Moved under b by a local process: not served until listed again,
+    // though its descriptor is cached (its ctime changed).
+    fs.getattr(&sub).unwrap();
+    assert!(lock(&fs.fds).get(&sub).is_some());
+    std::fs::rename(d.path().join("a/sub"), d.path().join("b/sub")).unwrap();
+    assert!(listed(&sub).is_none());
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    assert_eq!(list(&fs, &sub), ["f1"]);
+    assert_eq!(
+        listed(&sub).expect("listed again").0.parent_fileid,
+        fileid(&b)
+    );
+}

@@ -20,14 +20,13 @@ pub async fn run(cx: &Ctx, args: ReadDir3Args) -> ReadDir3Res {
         total: (args.count as usize).min(cx.srv.cfg.max_io as usize),
         fixed: DIR_OK,
     };
-    let r = list(cx, &dir, args.cookie, &args.cookieverf, budget, false).await;
-    let dir_attributes = cx.post_op(&dir).await;
-    match r {
-        Ok((entries, eof)) => Res3::Ok(ReadDir3ResOk {
-            dir_attributes,
+    match list(cx, &dir, args.cookie, &args.cookieverf, budget, false).await {
+        Ok(l) => Res3::Ok(ReadDir3ResOk {
+            dir_attributes: l.dir_attributes,
             cookieverf: crate::nfs4::dirs::COOKIEVERF,
             reply: DirList3 {
-                entries: entries
+                entries: l
+                    .entries
                     .into_iter()
                     .map(|e| Entry3 {
                         fileid: e.fileid,
@@ -36,9 +35,14 @@ pub async fn run(cx: &Ctx, args: ReadDir3Args) -> ReadDir3Res {
                     })
                     .collect::<Vec<_>>()
                     .into(),
-                eof,
+                eof: l.eof,
             },
         }),
-        Err(s) => Res3::Fail(s, DirAttrFail3 { dir_attributes }),
+        Err(s) => Res3::Fail(
+            s,
+            DirAttrFail3 {
+                dir_attributes: cx.post_op(&dir).await,
+            },
+        ),
     }
 }

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use proto::nfs3::*;
 
-use crate::nfs3::{fattr3, parent_of, parent_of_nowait, Ctx, Obj};
+use crate::nfs3::{fattr3, parent_of, Ctx, Obj};
 
 /// The fixed part of a READDIR or READDIRPLUS reply: status, the
 /// directory's post_op_attr at its largest, the verifier, the list's
@@ -36,24 +36,37 @@ pub async fn run(cx: &Ctx, args: ReadDirPlus3Args) -> ReadDirPlus3Res {
         fixed: DIR_OK,
     };
     let r = list(cx, &dir, args.cookie, &args.cookieverf, budget, true).await;
-    let dir_attributes = cx.post_op(&dir).await;
     match r {
-        Ok((entries, eof)) => Res3::Ok(ReadDirPlus3ResOk {
-            dir_attributes,
+        Ok(l) => Res3::Ok(ReadDirPlus3ResOk {
+            dir_attributes: l.dir_attributes,
             cookieverf: crate::nfs4::dirs::COOKIEVERF,
             reply: DirListPlus3 {
-                entries: entries.into(),
-                eof,
+                entries: l.entries.into(),
+                eof: l.eof,
             },
         }),
-        Err(s) => Res3::Fail(s, DirAttrFail3 { dir_attributes }),
+        Err(s) => Res3::Fail(
+            s,
+            DirAttrFail3 {
+                dir_attributes: cx.post_op(&dir).await,
+            },
+        ),
     }
+}
+
+/// A page of a directory's listing.
+pub struct Listed {
+    pub entries: Vec<EntryPlus3>,
+    pub eof: bool,
+    /// The directory's, as it was listed.
+    pub dir_attributes: PostOpAttr,
 }
 
 /// The entries of `dir` after `cookie` that fit `budget` ("." and ".."
 /// first, cookies 1 and 2), with attributes and filehandles when `plus`,
-/// and whether the listing ended. A `cookie` from a listing with another
-/// verifier is NFS3ERR_BAD_COOKIE; no entry fitting is NFS3ERR_TOOSMALL.
+/// whether the listing ended, and the directory's attributes. A `cookie`
+/// from a listing with another verifier is NFS3ERR_BAD_COOKIE; no entry
+/// fitting is NFS3ERR_TOOSMALL.
 pub async fn list(
     cx: &Ctx,
     dir: &Obj,
@@ -61,7 +74,7 @@ pub async fn list(
     verf: &CookieVerf3,
     budget: Budget,
     plus: bool,
-) -> Result<(Vec<EntryPlus3>, bool), NfsStat3> {
+) -> Result<Listed, NfsStat3> {
     if cookie != 0 && *verf != crate::nfs4::dirs::COOKIEVERF {
         return Err(NfsStat3::BadCookie);
     }
@@ -69,33 +82,30 @@ pub async fn list(
     let total = budget.total;
     // The backend's listing, with "." and ".." before it: without a
     // thread hand-off when the backend keeps a current listing and needs
-    // nothing else looked up (no attributes: READDIR), else on the pool.
+    // nothing else looked up (no attributes: READDIR, whose ".." needs
+    // only the parent's file id), else on the pool.
     let fast = if plus {
         None
     } else {
         cx.vfs_nowait(dir.export, |v, c| {
-            let h = &dir.handle;
-            let a = match v.getattr_nowait(h)? {
-                Ok(a) if a.ftype == vfs::FileType::Directory => a,
-                Ok(_) => return Some(Err(vfs::Errno(libc::ENOTDIR))),
+            let from = if cookie <= 2 { 0 } else { cookie };
+            let mut out = Vec::new();
+            let mut used = 0usize;
+            let listed = match v.list_dir_nowait(c, &dir.handle, from, &mut |e| {
+                take(&mut out, &mut used, total, e)
+            })? {
+                Ok(l) => l,
+                // A cookie it cannot resume from: the blocking path says so.
+                Err(vfs::Errno(libc::EINVAL)) => return None,
                 Err(e) => return Some(Err(e)),
             };
-            let parent = if cookie < 2 {
-                match parent_of_nowait(v, c, h, a.clone())? {
-                    Ok(p) => Some(p),
-                    Err(e) => return Some(Err(e)),
-                }
-            } else {
-                None
+            let parent = Dot {
+                fileid: listed.parent_fileid,
+                obj: None,
             };
-            let mut missed = false;
-            let r = gather(h, a, parent, cookie, total, |from, each| {
-                v.readdir_nowait(c, h, from, each).unwrap_or_else(|| {
-                    missed = true;
-                    Ok(true)
-                })
-            });
-            (!missed).then_some(r)
+            let mut all = dots(&dir.handle, &listed.attr, Some(parent), cookie);
+            all.append(&mut out);
+            Some(Ok((all, listed.eof, listed.attr)))
         })
     };
     let listed = match fast {
@@ -109,13 +119,21 @@ pub async fn list(
                 }
                 // ".." is looked up only on the page that lists it.
                 let parent = if cookie < 2 {
-                    Some(parent_of(v, c, &h, a.clone())?)
+                    let (ph, pa) = parent_of(v, c, &h, a.clone())?;
+                    Some(Dot {
+                        fileid: pa.fileid,
+                        obj: Some((ph, pa)),
+                    })
                 } else {
                     None
                 };
-                gather(&h, a, parent, cookie, total, |from, each| {
-                    v.readdir(c, &h, from, plus, each)
-                })
+                let mut all = dots(&h, &a, parent, cookie);
+                let from = if cookie <= 2 { 0 } else { cookie };
+                let mut used = 0usize;
+                let eof = v.readdir(c, &h, from, plus, &mut |e| {
+                    take(&mut all, &mut used, total, e)
+                })?;
+                Ok((all, eof, a))
             })
             .await
         }
@@ -127,7 +145,7 @@ pub async fn list(
             s
         }
     })?;
-    let (all, mut eof) = listed;
+    let (all, mut eof, dir_attr) = listed;
     let mut entries = Vec::new();
     let (mut names, mut total) = (0usize, budget.fixed);
     let n = all.len();
@@ -175,43 +193,49 @@ pub async fn list(
     if entries.is_empty() && !(eof && n == 0) {
         return Err(NfsStat3::TooSmall);
     }
-    Ok((entries, eof))
+    Ok(Listed {
+        entries,
+        eof,
+        dir_attributes: Some(fattr3(&dir_attr, fsid)),
+    })
+}
+
+/// ".." of a directory: its parent's file id, and handle and attributes
+/// where READDIRPLUS needs them.
+struct Dot {
+    fileid: u64,
+    obj: Option<(vfs::Handle, vfs::Attr)>,
 }
 
 /// "." and ".." of `h` (attributes `a`, its parent `parent`) as far as
-/// they come after `cookie` (theirs are 1 and 2), then what `readdir`
-/// lists from the backend's cookie until about `total` bytes of entries.
-fn gather(
-    h: &vfs::Handle,
-    a: vfs::Attr,
-    parent: Option<(vfs::Handle, vfs::Attr)>,
-    cookie: u64,
-    total: usize,
-    readdir: impl FnOnce(u64, &mut dyn FnMut(vfs::DirEntry) -> bool) -> vfs::Result<bool>,
-) -> vfs::Result<(Vec<vfs::DirEntry>, bool)> {
-    let mut out: Vec<vfs::DirEntry> = Vec::new();
-    let dots = [
-        (Bytes::from_static(b"."), 1u64, Some((h.clone(), a))),
+/// they come after `cookie` (theirs are 1 and 2).
+fn dots(h: &vfs::Handle, a: &vfs::Attr, parent: Option<Dot>, cookie: u64) -> Vec<vfs::DirEntry> {
+    let this = Dot {
+        fileid: a.fileid,
+        obj: Some((h.clone(), a.clone())),
+    };
+    [
+        (Bytes::from_static(b"."), 1u64, Some(this)),
         (Bytes::from_static(b".."), 2, parent),
-    ];
-    for (name, k, obj) in dots {
-        if let Some(obj) = obj.filter(|_| cookie < k) {
-            out.push(vfs::DirEntry {
-                name,
-                cookie: k,
-                fileid: obj.1.fileid,
-                ftype: Some(vfs::FileType::Directory),
-                obj: Some(obj),
-            });
-        }
-    }
-    let from = if cookie <= 2 { 0 } else { cookie };
-    let mut used = 0usize;
-    let eof = readdir(from, &mut |e| {
-        // Enough to fill the reply at the smallest entry size.
-        used += 24 + e.name.len();
-        out.push(e);
-        used < total
-    })?;
-    Ok((out, eof))
+    ]
+    .into_iter()
+    .filter_map(|(name, k, dot)| {
+        let dot = dot.filter(|_| cookie < k)?;
+        Some(vfs::DirEntry {
+            name,
+            cookie: k,
+            fileid: dot.fileid,
+            ftype: Some(vfs::FileType::Directory),
+            obj: dot.obj,
+        })
+    })
+    .collect()
+}
+
+/// Adds a backend entry to `out`; false once about `total` bytes of
+/// entries (at the smallest entry size) are there, to stop the listing.
+fn take(out: &mut Vec<vfs::DirEntry>, used: &mut usize, total: usize, e: vfs::DirEntry) -> bool {
+    *used += 24 + e.name.len();
+    out.push(e);
+    *used < total
 }
