@@ -9,7 +9,7 @@
 #
 # Environment: REPS (default 2), DURATION (default 5s), ONLY (default
 # "randread dirlist create"; also randread1, randwrite, writesync(1),
-# smallfile, locked), LOG_A=1 / LOG_B=1 (that server gets a write log,
+# smallfile, locked, seqread, seqwrite), LOG_A=1 / LOG_B=1 (that server gets a write log,
 # `--log OUTDIR/A/log`: the same binary as A and B compares with and
 # without). Prints one line per run and a summary with the B/A ratio of
 # the mean µs per operation.
@@ -32,6 +32,8 @@ args() {
         randread1) echo "randread --file-size 64m --io-size 4k --threads 1 --duration $DURATION --warmup 1s --runs 1" ;;
         randwrite) echo "randwrite --file-size 64m --io-size 4k --threads 16 --duration $DURATION --warmup 1s --runs 1" ;;
         writesync) echo "randwrite --file-size 64m --io-size 4k --threads 16 --sync --duration $DURATION --warmup 1s --runs 1" ;;
+        seqread) echo "seqread --file-size 64m --io-size 1m --threads 4 --duration $DURATION --warmup 1s --runs 1" ;;
+        seqwrite) echo "seqwrite --file-size 64m --io-size 1m --threads 4 --duration $DURATION --warmup 1s --runs 1" ;;
         writesync1) echo "randwrite --file-size 64m --io-size 4k --threads 1 --sync --duration $DURATION --warmup 1s --runs 1" ;;
         smallfile) echo "smallfile-read --threads 8 --duration $DURATION --warmup 1s --runs 1" ;;
         locked) echo "locked-read --duration 10m" ;;
@@ -42,7 +44,7 @@ args() {
 for w in $ONLY; do
     for s in A B; do
         case "$w" in
-            randread|randread1|randwrite|writesync|writesync1) "$A" bench prepare randread --target "$(target $s)" --file-size 64m >/dev/null ;;
+            randread|randread1|randwrite|writesync|writesync1|seqread|seqwrite) "$A" bench prepare randread --target "$(target $s)" --file-size 64m >/dev/null ;;
             smallfile|locked) "$A" bench prepare smallfile-read --target "$(target $s)" >/dev/null ;;
             dirlist) "$A" bench prepare dirlist --target "$(target $s)" >/dev/null ;;
         esac

@@ -1347,18 +1347,9 @@ impl Vfs for LocalFs {
             return Ok((Bytes::new(), offset >= size));
         }
         let len = (count as u64).min(size - offset).min(READ_CAP) as usize;
-        let mut buf = BytesMut::zeroed(len);
-        let mut n = 0;
-        while n < len {
-            match f.read_at(&mut buf[n..], offset + n as u64) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        buf.truncate(n);
-        Ok((buf.freeze(), offset + n as u64 >= size))
+        let buf = sys::pread_full(f.as_raw_fd(), len, offset)?;
+        let end = offset + buf.len() as u64;
+        Ok((buf.freeze(), end >= size))
     }
 
     /// A file already open for I/O, read by its owner (or with credential
@@ -1385,11 +1376,10 @@ impl Vfs for LocalFs {
             return Some(Ok((Bytes::new(), offset >= size)));
         }
         let len = (count as u64).min(size - offset).min(READ_CAP) as usize;
-        let mut buf = BytesMut::zeroed(len);
-        match sys::pread_nowait(f.as_raw_fd(), &mut buf, offset) {
-            Ok(n) if n > 0 => {
-                buf.truncate(n);
-                Some(Ok((buf.freeze(), offset + n as u64 >= size)))
+        match sys::pread_nowait(f.as_raw_fd(), len, offset) {
+            Ok(buf) if !buf.is_empty() => {
+                let end = offset + buf.len() as u64;
+                Some(Ok((buf.freeze(), end >= size)))
             }
             _ => None,
         }

@@ -9,7 +9,7 @@ use std::ffi::{CStr, CString};
 use std::mem::MaybeUninit;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::{Errno, Handle, Result, MAX_HANDLE};
 
@@ -181,19 +181,56 @@ pub(crate) fn openat_cached(dir: RawFd, name: &CStr, flags: i32, resolve: u64) -
     })
 }
 
-/// Reads at `offset` only what is already in the page cache
-/// (`preadv2(RWF_NOWAIT)`): EAGAIN where it would have to wait for the
-/// disk, EOPNOTSUPP where the file system cannot say.
-pub(crate) fn pread_nowait(fd: RawFd, buf: &mut [u8], offset: u64) -> Result<usize> {
+/// Reads up to `len` bytes at `offset`, only what is already in the page
+/// cache (`preadv2(RWF_NOWAIT)`), into a new buffer: EAGAIN where it
+/// would have to wait for the disk, EOPNOTSUPP where the file system
+/// cannot say. The buffer is not zeroed first: the kernel writes it, and
+/// only what it wrote is kept.
+pub(crate) fn pread_nowait(fd: RawFd, len: usize, offset: u64) -> Result<BytesMut> {
+    let mut buf = BytesMut::with_capacity(len);
+    pread_spare(fd, &mut buf, len, offset, libc::RWF_NOWAIT)?;
+    Ok(buf)
+}
+
+/// Reads `len` bytes at `offset`, or up to the end of the file, into a
+/// new buffer (`pread`, no flags; not zeroed first).
+pub(crate) fn pread_full(fd: RawFd, len: usize, offset: u64) -> Result<BytesMut> {
+    let mut buf = BytesMut::with_capacity(len);
+    while buf.len() < len {
+        let at = offset + buf.len() as u64;
+        if pread_spare(fd, &mut buf, len, at, 0)? == 0 {
+            break;
+        }
+    }
+    Ok(buf)
+}
+
+/// One `preadv2(flags)` into the spare capacity of `buf`, `buf` growing
+/// by what was read but never past `len` bytes.
+fn pread_spare(
+    fd: RawFd,
+    buf: &mut BytesMut,
+    len: usize,
+    offset: u64,
+    flags: i32,
+) -> Result<usize> {
+    let want = len.saturating_sub(buf.len());
+    let spare = buf.spare_capacity_mut();
     let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: want.min(spare.len()),
     };
-    retry(|| {
-        // SAFETY: one iovec describing `buf`, writable for its length.
-        let n = unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off_t, libc::RWF_NOWAIT) };
+    let n = retry(|| {
+        // SAFETY: one iovec within the spare capacity, writable for its
+        // length; the kernel only writes into it.
+        let n = unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off_t, flags) };
         cvt_long(n as libc::c_long).map(|n| n as usize)
-    })
+    })?;
+    let n = n.min(iov.iov_len);
+    // SAFETY: the kernel initialized the first `n` bytes of the spare
+    // capacity, which directly follows the initialized part.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
 }
 
 /// Opens a serialized kernel handle relative to the file system of

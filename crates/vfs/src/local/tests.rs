@@ -1212,3 +1212,36 @@ fn list_dir_nowait_names_the_parent_it_has_now() {
         fileid(&b)
     );
 }
+
+/// The unzeroed reads give exactly what the file holds: at most the
+/// length asked for, less at its end, nothing past it.
+#[test]
+fn reads_into_unzeroed_buffers_stop_at_the_length_and_the_end() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("f");
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&p, &data).unwrap();
+    let f = std::fs::File::open(&p).unwrap();
+    let fd = f.as_raw_fd();
+    for (len, off) in [
+        (4096, 0u64),
+        (100, 9_950),
+        (1 << 20, 0),
+        (10, 10_000),
+        (1, 20_000),
+    ] {
+        let want = &data[(off as usize).min(data.len())..]
+            [..len.min(data.len().saturating_sub(off as usize))];
+        assert_eq!(
+            &sys::pread_full(fd, len, off).unwrap()[..],
+            want,
+            "full {len} at {off}"
+        );
+        // Just written, so in the page cache.
+        assert_eq!(
+            &sys::pread_nowait(fd, len, off).unwrap()[..],
+            want,
+            "nowait {len} at {off}"
+        );
+    }
+}
