@@ -274,7 +274,7 @@ impl NullServer {
                 let (len, eof) = read_extent(a.offset, a.count);
                 R::Read(Res4::Ok(Read4ResOk {
                     eof,
-                    data: Bytes::from_static(&ZEROS[..len]),
+                    data: Bytes::from_static(&ZEROS[..len]).into(),
                 }))
             }
             A::Write(a) => {

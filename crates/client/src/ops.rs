@@ -374,7 +374,10 @@ impl Client {
                 }),
             ])
             .await?;
-        Ok(take!(r, 1, NfsResOp4::Read(Res4::Ok(ok)) => (ok.data, ok.eof)))
+        // A decoded payload is in memory.
+        Ok(
+            take!(r, 1, NfsResOp4::Read(Res4::Ok(ok)) => (ok.data.into_mem().unwrap_or_default(), ok.eof)),
+        )
     }
 
     /// PUTFH; WRITE.

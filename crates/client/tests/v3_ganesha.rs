@@ -158,7 +158,7 @@ async fn v3_against_live_server() {
     });
     let mut back = vec![0u8; total];
     for (off, r) in futures_join_all(reads).await {
-        back[off..off + r.data.len()].copy_from_slice(&r.data);
+        back[off..off + r.data.len()].copy_from_slice(&r.data[..]);
         assert_eq!(r.count as usize, r.data.len());
     }
     assert!(back == data[..], "read back differs from what was written");

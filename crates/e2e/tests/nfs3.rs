@@ -12,16 +12,6 @@ use common::*;
 use proto::mount::MountStat3;
 use proto::nfs3::*;
 
-fn root_auth() -> rpc::Auth {
-    rpc::Auth::Sys(rpc::AuthSysParms {
-        stamp: 1,
-        machinename: Bytes::from_static(b"test"),
-        uid: 0,
-        gid: 0,
-        gids: Vec::new(),
-    })
-}
-
 async fn client3(srv: &TestServer) -> Client3 {
     Client3::connect(srv.addr, srv.addr, "/", root_auth())
         .await

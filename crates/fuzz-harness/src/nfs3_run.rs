@@ -112,7 +112,7 @@ impl World {
 }
 
 fn results(r: Reply) -> Option<Decoder> {
-    match r {
+    match r.in_memory() {
         Reply::Success(chunks) => {
             let mut v = Vec::new();
             for c in chunks {

@@ -414,7 +414,7 @@ impl World {
 
     /// Checks a reply and remembers what its results return.
     fn absorb(&mut self, reply: Reply, nops: usize, raw: bool) {
-        let chunks = match reply {
+        let chunks = match reply.in_memory() {
             Reply::Success(chunks) => chunks,
             Reply::Error(e) => {
                 if trace() {
@@ -424,6 +424,7 @@ impl World {
                 return;
             }
             Reply::Drop => panic!("COMPOUND dropped"),
+            Reply::Pieces(_) => unreachable!("in_memory leaves no pieces"),
         };
         let bytes: Bytes = chunks.concat().into();
         let res = match xdr::from_bytes::<Compound4Res>(bytes.clone()) {

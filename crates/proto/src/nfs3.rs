@@ -522,13 +522,13 @@ pub struct Read3Args {
 }
 
 /// RFC 1813 §3.3.6: `READ3resok`. `data` is a zero-copy slice of the
-/// reply buffer.
+/// reply buffer, or a range of a file sent from the page cache.
 #[derive(Debug, Clone, PartialEq, Eq, Pack, Unpack)]
 pub struct Read3ResOk {
     pub file_attributes: PostOpAttr,
     pub count: Count3,
     pub eof: bool,
-    pub data: Bytes,
+    pub data: xdr::Payload,
 }
 
 /// RFC 1813 §3.3.6: `READ3res` (the failure arm is `file_attributes`).
@@ -1197,7 +1197,7 @@ mod tests {
             file_attributes: Some(attrs()),
             count: 3,
             eof: true,
-            data: Bytes::from_static(b"abc"),
+            data: Bytes::from_static(b"abc").into(),
         }));
         roundtrip(&Write3Res::Ok(Write3ResOk {
             file_wcc: wcc(),

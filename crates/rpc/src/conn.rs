@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tracing::{debug, warn, Instrument};
-use xdr::{Decoder, Encoder, Pack, Unpack};
+use xdr::{Decoder, Encoder, Pack, Piece, Unpack};
 
 use crate::msg::*;
 use crate::out::{Flushed, Out, Queued};
@@ -72,6 +72,10 @@ pub struct Call {
 pub enum Reply {
     /// SUCCESS with the encoded results as a gather list.
     Success(Vec<Bytes>),
+    /// SUCCESS with results that include ranges of files (READ data), which
+    /// a TCP connection sends from the page cache (`sendfile`); other
+    /// transports read them first ([`Reply::in_memory`]).
+    Pieces(Vec<Piece>),
     Error(ReplyError),
     /// Send nothing (the request is being answered elsewhere or dropped).
     Drop,
@@ -81,7 +85,27 @@ impl Reply {
     pub fn success<T: Pack + ?Sized>(v: &T) -> Reply {
         let mut e = Encoder::new();
         v.pack(&mut e);
-        Reply::Success(e.finish())
+        if e.has_files() {
+            Reply::Pieces(e.finish_pieces())
+        } else {
+            Reply::Success(e.finish())
+        }
+    }
+
+    /// The reply with every range of a file read into memory (this blocks):
+    /// SYSTEM_ERR if one can no longer be read in full.
+    pub fn in_memory(self) -> Reply {
+        match self {
+            Reply::Pieces(pieces) => match pieces
+                .into_iter()
+                .map(Piece::into_mem)
+                .collect::<std::io::Result<Vec<Bytes>>>()
+            {
+                Ok(chunks) => Reply::Success(chunks),
+                Err(_) => Reply::Error(ReplyError::SystemErr),
+            },
+            r => r,
+        }
     }
 }
 
@@ -431,7 +455,7 @@ impl Connection {
     /// Queues a record. The writer task is woken for it unless `direct`:
     /// then the connection's reader flushes it itself before it next waits
     /// for input.
-    fn send(&self, chunks: Vec<Bytes>, charge: Option<Charge>, direct: bool) -> bool {
+    fn send(&self, chunks: Vec<Piece>, charge: Option<Charge>, direct: bool) -> bool {
         if self.is_closed() {
             return false;
         }
@@ -448,7 +472,15 @@ impl Connection {
                 }
                 true
             }
-            Sink::InProcess(tx) => tx.try_send(chunks).is_ok(),
+            // In process (tests): ranges of files are read here.
+            Sink::InProcess(tx) => match chunks
+                .into_iter()
+                .map(Piece::into_mem)
+                .collect::<std::io::Result<Vec<Bytes>>>()
+            {
+                Ok(chunks) => tx.try_send(chunks).is_ok(),
+                Err(_) => false,
+            },
             Sink::Datagram => false,
         }
     }
@@ -458,15 +490,16 @@ impl Connection {
     fn send_message(
         &self,
         header: Encoder,
-        body: Vec<Bytes>,
+        body: Vec<Piece>,
         charge: Option<Charge>,
         direct: bool,
     ) -> bool {
         let head = header.finish();
-        let len: usize = head.iter().chain(body.iter()).map(Bytes::len).sum();
+        let len: usize =
+            head.iter().map(Bytes::len).sum::<usize>() + body.iter().map(Piece::len).sum::<usize>();
         let mut chunks = Vec::with_capacity(1 + head.len() + body.len());
-        chunks.push(record_header(len));
-        chunks.extend(head);
+        chunks.push(Piece::Mem(record_header(len)));
+        chunks.extend(head.into_iter().map(Piece::Mem));
         chunks.extend(body);
         let charge = charge.map(|mut c| {
             c.set(len + 4);
@@ -503,6 +536,7 @@ impl Connection {
             verf: OpaqueAuth::none(),
         }
         .pack(&mut h);
+        let args = args.into_iter().map(Piece::Mem).collect();
         if !self.send_message(h, args, None, false) {
             if let Ok(mut p) = self.pending.lock() {
                 p.remove(&xid);
@@ -535,7 +569,7 @@ impl Connection {
 
     /// Answers call `xid`; `charge` is what the call held.
     fn reply(&self, xid: u32, reply: Reply, charge: Charge, direct: bool) {
-        if let Some((h, body)) = reply_message(xid, reply) {
+        if let Some((h, body)) = reply_pieces(xid, reply) {
             self.send_message(h, body, Some(charge), direct);
         }
     }
@@ -555,17 +589,38 @@ impl Connection {
 }
 
 /// The reply message to call `xid` (RFC 5531 §9): its header and the
-/// results after it; none for [`Reply::Drop`].
+/// results after it, in memory; none for [`Reply::Drop`].
 pub(crate) fn reply_message(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Bytes>)> {
+    let (h, body) = reply_pieces(xid, reply.in_memory())?;
+    let body = body
+        .into_iter()
+        .map(|p| match p {
+            Piece::Mem(b) => b,
+            // `in_memory` left none.
+            Piece::File(_) => Bytes::new(),
+        })
+        .collect();
+    Some((h, body))
+}
+
+/// [`reply_message`], ranges of files kept as such.
+fn reply_pieces(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Piece>)> {
     let mut h = Encoder::with_capacity(32);
     h.u32(xid);
     h.u32(REPLY);
+    let accepted = |h: &mut Encoder| {
+        h.u32(MSG_ACCEPTED);
+        OpaqueAuth::none().pack(h);
+        AcceptStat::Success.pack(h);
+    };
     let body = match reply {
         Reply::Drop => return None,
         Reply::Success(body) => {
-            h.u32(MSG_ACCEPTED);
-            OpaqueAuth::none().pack(&mut h);
-            AcceptStat::Success.pack(&mut h);
+            accepted(&mut h);
+            body.into_iter().map(Piece::Mem).collect()
+        }
+        Reply::Pieces(body) => {
+            accepted(&mut h);
             body
         }
         Reply::Error(err) => {

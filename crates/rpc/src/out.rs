@@ -11,11 +11,14 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 
-use bytes::{Buf, Bytes};
+use bytes::Buf;
+use tokio::io::Interest;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
+use xdr::{FileSlice, Piece};
 
 /// Slices handed to one `writev` (Linux allows 1024).
 const MAX_SLICES: usize = 64;
@@ -23,7 +26,9 @@ const MAX_SLICES: usize = 64;
 /// A record to send, with whatever it holds until it has been sent (its
 /// bytes in the connection's flow budget and its in-flight slot).
 pub(crate) struct Queued<H> {
-    pub(crate) chunks: Vec<Bytes>,
+    /// Bytes in memory, written with `writev`, and ranges of files, sent
+    /// from the page cache with `sendfile`.
+    pub(crate) chunks: Vec<Piece>,
     pub(crate) hold: H,
 }
 
@@ -114,21 +119,42 @@ impl<H> Out<H> {
             return Flushed::Closed;
         };
         while !s.queue.is_empty() {
+            // The memory pieces up to the first range of a file, or that
+            // range when it comes first.
+            let mut file: Option<FileSlice> = None;
             let written = {
                 let mut slices = [IoSlice::new(&[]); MAX_SLICES];
                 let mut n = 0;
                 'gather: for q in &s.queue {
                     for c in q.chunks.iter().filter(|c| !c.is_empty()) {
-                        if n == MAX_SLICES {
-                            break 'gather;
+                        match c {
+                            Piece::Mem(b) => {
+                                if n == MAX_SLICES {
+                                    break 'gather;
+                                }
+                                slices[n] = IoSlice::new(b);
+                                n += 1;
+                            }
+                            Piece::File(f) => {
+                                if n == 0 {
+                                    file = Some(f.clone());
+                                }
+                                break 'gather;
+                            }
                         }
-                        slices[n] = IoSlice::new(c);
-                        n += 1;
                     }
                 }
-                socket.try_write_vectored(&slices[..n])
+                match (&file, n) {
+                    (Some(f), _) => send_file(&socket, f),
+                    (None, 0) => Ok(0),
+                    (None, _) => socket.try_write_vectored(&slices[..n]),
+                }
             };
             let mut n = match written {
+                // Only empty pieces were left: the records are done.
+                Ok(0) if file.is_none() => 0,
+                // A file shorter than its range (truncated since the READ
+                // was answered): the record cannot be completed.
                 Ok(0) => return Flushed::Closed,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Flushed::Blocked,
@@ -145,13 +171,19 @@ impl<H> Out<H> {
                 };
                 for c in first.chunks.iter_mut() {
                     let k = n.min(c.len());
-                    c.advance(k);
+                    match c {
+                        Piece::Mem(b) => b.advance(k),
+                        Piece::File(f) => {
+                            f.offset += k as u64;
+                            f.len -= k;
+                        }
+                    }
                     n -= k;
                     if n == 0 {
                         break;
                     }
                 }
-                if first.chunks.iter().all(Bytes::is_empty) {
+                if first.chunks.iter().all(Piece::is_empty) {
                     if let Some(done) = s.queue.pop_front() {
                         sent.push(done.hold);
                     }
@@ -160,7 +192,7 @@ impl<H> Out<H> {
             while s
                 .queue
                 .front()
-                .is_some_and(|q| q.chunks.iter().all(Bytes::is_empty))
+                .is_some_and(|q| q.chunks.iter().all(Piece::is_empty))
             {
                 if let Some(done) = s.queue.pop_front() {
                     sent.push(done.hold);
@@ -169,6 +201,27 @@ impl<H> Out<H> {
         }
         Flushed::All
     }
+}
+
+/// Sends what the socket takes of the range `f` of a file, from the page
+/// cache (`sendfile(2)`), without waiting: WouldBlock when the socket's
+/// buffer is full, 0 when the file ends before the range does.
+fn send_file(socket: &OwnedWriteHalf, f: &FileSlice) -> io::Result<usize> {
+    let stream: &tokio::net::TcpStream = socket.as_ref();
+    let sock = stream.as_raw_fd();
+    let fd = f.file.as_raw_fd();
+    stream.try_io(Interest::WRITABLE, || {
+        let mut off = libc::off_t::try_from(f.offset).map_err(|_| io::ErrorKind::InvalidInput)?;
+        // SAFETY: both descriptors are open (the socket half and the file
+        // are borrowed for the call); `off` is a valid off_t the call
+        // updates.
+        let r = unsafe { libc::sendfile(sock, fd, &mut off, f.len) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -192,14 +245,63 @@ mod tests {
         (a.unwrap().0, c.unwrap())
     }
 
-    /// Record `i`: a few chunks, one empty, filled with its number.
-    fn record(i: usize) -> Vec<Bytes> {
+    use bytes::Bytes;
+    use std::fs::File;
+    use std::io::Write;
+
+    /// A file of `len` bytes, byte `k` being `k % 253`.
+    fn numbered_file(len: usize) -> Arc<File> {
+        let path = std::env::temp_dir().join(format!(
+            "rpc-out-test-{}-{len}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let mut f = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let data: Vec<u8> = (0..len).map(|k| (k % 253) as u8).collect();
+        f.write_all(&data).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        Arc::new(f)
+    }
+
+    /// Record `i`: a few chunks, one empty, filled with its number; every
+    /// third record also has a range of `file` (from offset `i`) between
+    /// two of them, every fifth an empty range.
+    fn record(i: usize, file: &Arc<File>) -> Vec<Piece> {
         let b = (i % 251) as u8;
-        vec![
-            Bytes::from(vec![b; 3]),
-            Bytes::new(),
-            Bytes::from(vec![b; 64 * 1024 + i]),
-        ]
+        let mut r = vec![
+            Piece::Mem(Bytes::from(vec![b; 3])),
+            Piece::Mem(Bytes::new()),
+        ];
+        if i.is_multiple_of(3) {
+            r.push(Piece::File(FileSlice {
+                file: file.clone(),
+                offset: i as u64,
+                len: 40 * 1024 + i,
+            }));
+        }
+        if i.is_multiple_of(5) {
+            r.push(Piece::File(FileSlice {
+                file: file.clone(),
+                offset: 0,
+                len: 0,
+            }));
+        }
+        r.push(Piece::Mem(Bytes::from(vec![b; 64 * 1024 + i])));
+        r
+    }
+
+    /// What `record(i)` puts on the wire.
+    fn record_bytes(i: usize, file: &Arc<File>) -> Vec<u8> {
+        record(i, file)
+            .into_iter()
+            .flat_map(|p| p.into_mem().unwrap().to_vec())
+            .collect()
     }
 
     #[tokio::test]
@@ -209,10 +311,11 @@ mod tests {
         let out = Out::new(wr);
         let released = Arc::new(AtomicUsize::new(0));
         let n = 256;
+        let file = numbered_file(64 * 1024 + n);
         for i in 0..n {
             let hold = Hold(released.clone());
             assert!(out.push(Queued {
-                chunks: record(i),
+                chunks: record(i, &file),
                 hold
             }));
         }
@@ -221,7 +324,7 @@ mod tests {
         assert_eq!(out.flush(), Flushed::Blocked);
         let early = released.load(Ordering::Acquire);
         assert!(early < n, "{early} of {n} written at once");
-        let want: Vec<u8> = (0..n).flat_map(record).flatten().collect();
+        let want: Vec<u8> = (0..n).flat_map(|i| record_bytes(i, &file)).collect();
         let reader = tokio::spawn(async move {
             let mut got = vec![0u8; want.len()];
             peer.read_exact(&mut got).await.unwrap();
@@ -244,10 +347,11 @@ mod tests {
         let (_rd, wr) = server.into_split();
         let out = Out::new(wr);
         let released = Arc::new(AtomicUsize::new(0));
+        let file = numbered_file(128 * 1024);
         for i in 0..3 {
             let hold = Hold(released.clone());
             assert!(out.push(Queued {
-                chunks: record(i),
+                chunks: record(i, &file),
                 hold
             }));
         }
@@ -255,11 +359,49 @@ mod tests {
         assert_eq!(released.load(Ordering::Acquire), 3);
         let hold = Hold(released.clone());
         assert!(!out.push(Queued {
-            chunks: record(9),
+            chunks: record(9, &file),
             hold
         }));
         assert_eq!(released.load(Ordering::Acquire), 4);
         assert_eq!(out.flush(), Flushed::Closed);
         assert!(out.socket().is_none());
+    }
+
+    /// A range the file no longer holds in full (truncated after the READ
+    /// was answered) cannot complete its record: the connection closes
+    /// rather than send the record short or with bytes that are not the
+    /// file's.
+    #[tokio::test]
+    async fn a_truncated_file_closes_the_connection() {
+        let (server, mut peer) = pair().await;
+        let (_rd, wr) = server.into_split();
+        let out = Out::new(wr);
+        let file = numbered_file(1000);
+        let released = Arc::new(AtomicUsize::new(0));
+        let hold = Hold(released.clone());
+        assert!(out.push(Queued {
+            chunks: vec![
+                Piece::Mem(Bytes::from_static(b"head")),
+                Piece::File(FileSlice {
+                    file: file.clone(),
+                    offset: 900,
+                    len: 200,
+                }),
+                Piece::Mem(Bytes::from_static(b"tail")),
+            ],
+            hold
+        }));
+        assert_eq!(out.flush(), Flushed::Closed);
+        assert_eq!(
+            released.load(Ordering::Acquire),
+            1,
+            "the record is released"
+        );
+        drop(_rd);
+        let mut got = Vec::new();
+        peer.read_to_end(&mut got).await.unwrap();
+        let mut want = b"head".to_vec();
+        want.extend((900..1000).map(|k| (k % 253) as u8));
+        assert_eq!(got, want, "what was sent before the file ended");
     }
 }

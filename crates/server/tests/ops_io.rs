@@ -1054,7 +1054,7 @@ async fn anonymous_io_meets_share_reservations() {
 async fn content_bypass(h: &InProcess, s: &Session, fh: &NfsFh4) -> Bytes {
     let r = h.seq(s, &[putfh(fh), read(StateId4::BYPASS, 0, 100)]).await;
     ok(&r);
-    resok!(r, 2, Read).data
+    resok!(r, 2, Read).data.into_mem().unwrap()
 }
 
 #[tokio::test]

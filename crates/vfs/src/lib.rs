@@ -342,6 +342,24 @@ pub trait Vfs: Send + Sync + 'static {
         let _ = (c, h, offset, count);
         None
     }
+    /// [`Vfs::read_nowait`] with the data left where it is: a range of the
+    /// file, open, every page of it in the page cache now, for the
+    /// connection to send from there (`sendfile`) instead of copying it
+    /// into memory and again into the socket; with whether it reaches the
+    /// end of the file. `None` where [`Vfs::read_nowait`] or [`Vfs::read`]
+    /// must answer, and where the range would be shorter than `min_len`
+    /// (the file ends sooner), which is cheaper to copy.
+    fn read_slice_nowait(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        offset: u64,
+        count: u32,
+        min_len: usize,
+    ) -> Option<Result<(xdr::FileSlice, bool)>> {
+        let _ = (c, h, offset, count, min_len);
+        None
+    }
     /// Writes all of `data`; returns how durable it is.
     fn write(
         &self,

@@ -94,6 +94,16 @@ const LISTING_MAX: usize = 64;
 /// tick of the file system's coarse clock.
 const SETTLED_NS: i128 = 50_000_000;
 
+/// READs answered with a range of a file ([`Vfs::read_slice_nowait`]),
+/// in this process.
+static READ_SLICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many READs this process's local exports answered with a range of
+/// a file, sent from the page cache.
+pub fn read_slices() -> u64 {
+    READ_SLICES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Kernel,
@@ -697,6 +707,21 @@ impl LocalFs {
         Some((dfd, st))
     }
 
+    /// The regular file `h`, if already open for I/O and `c` is its owner
+    /// (or credentials are not switched), with its size: what reads
+    /// without a permission system call need.
+    fn open_for_owner(&self, c: &Creds, h: &Handle) -> Option<(Arc<OpenFile>, u64)> {
+        let f = lock(&self.files).get(h)?;
+        let st = sys::fstat(f.as_raw_fd()).ok()?;
+        if st.st_nlink == 0
+            || st.st_mode & libc::S_IFMT != libc::S_IFREG
+            || (self.switch_creds && c.uid != st.st_uid)
+        {
+            return None;
+        }
+        Some((f, st.st_size.max(0) as u64))
+    }
+
     fn cached_fd(&self, h: &Handle) -> Option<Arc<OwnedFd>> {
         if *h == self.root_handle {
             Some(self.root_fd.clone())
@@ -739,8 +764,17 @@ impl LocalFs {
 
     /// A directory's descriptor without blocking: the cached one, or else
     /// one opened (to close after use) by the path it had when `l` was
-    /// read, only from the dentry cache, never leaving the export or
-    /// following a link, and only if it is still the object `dir` names.
+    /// read, only from the dentry cache, never leaving the export's mount
+    /// or following a link.
+    ///
+    /// The caller ([`Self::current_listing`]) takes the descriptor for the
+    /// directory `l` lists only if its status still has `l`'s key (inode
+    /// number, ctime and mtime): another directory at that path has
+    /// another inode number, or, if it reuses the number of one deleted
+    /// since `l` was read, a ctime at least [`SETTLED_NS`] later (made
+    /// after the deletion, which came after `l`), as ctime cannot be set
+    /// by anyone. So no `name_to_handle_at` is needed to tell it from the
+    /// object `dir` names.
     fn dir_nowait(&self, dir: &Handle, l: &Listing) -> Option<Arc<OwnedFd>> {
         if let Some(fd) = self.cached_fd(dir) {
             return Some(fd);
@@ -753,7 +787,7 @@ impl LocalFs {
             libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV,
         )
         .ok()?;
-        (self.handle_of(fd.as_raw_fd()).ok()? == *dir).then(|| Arc::new(fd))
+        Some(Arc::new(fd))
     }
 
     /// Kernel mode: an `O_PATH` descriptor for the kernel handle `kernel`,
@@ -1363,15 +1397,7 @@ impl Vfs for LocalFs {
         offset: u64,
         count: u32,
     ) -> Option<Result<(Bytes, bool)>> {
-        let f = lock(&self.files).get(h)?;
-        let st = sys::fstat(f.as_raw_fd()).ok()?;
-        if st.st_nlink == 0
-            || st.st_mode & libc::S_IFMT != libc::S_IFREG
-            || (self.switch_creds && c.uid != st.st_uid)
-        {
-            return None;
-        }
-        let size = st.st_size.max(0) as u64;
+        let (f, size) = self.open_for_owner(c, h)?;
         if offset >= size || count == 0 {
             return Some(Ok((Bytes::new(), offset >= size)));
         }
@@ -1383,6 +1409,36 @@ impl Vfs for LocalFs {
             }
             _ => None,
         }
+    }
+
+    /// As [`Self::read_nowait`] (a file open for I/O, read by its owner),
+    /// when `cachestat(2)` says every page of the range is in memory. A
+    /// page evicted between this check and the send is read from the disk
+    /// by `sendfile` on the connection's thread: the window is the time
+    /// the reply waits in its connection's queue.
+    fn read_slice_nowait(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        offset: u64,
+        count: u32,
+        min_len: usize,
+    ) -> Option<Result<(xdr::FileSlice, bool)>> {
+        let (f, size) = self.open_for_owner(c, h)?;
+        if offset >= size || count == 0 {
+            return None;
+        }
+        let len = (count as u64).min(size - offset).min(READ_CAP) as usize;
+        if len < min_len.max(1) || sys::cached_in_full(f.as_raw_fd(), offset, len) != Some(true) {
+            return None;
+        }
+        let slice = xdr::FileSlice {
+            file: f.shared(),
+            offset,
+            len,
+        };
+        READ_SLICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(Ok((slice, offset + len as u64 >= size)))
     }
 
     fn write(

@@ -11,6 +11,10 @@
 
 extern crate self as xdr;
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 pub use xdr_derive::{Pack, Unpack};
@@ -141,11 +145,147 @@ impl Decoder {
     }
 }
 
-/// Builds an encoded message as a gather list of [`Bytes`].
+/// A range of a file, as reply data sent from the page cache without
+/// passing through user memory (`sendfile`); [`Encoder::finish`] reads it
+/// instead where the message must be in memory.
+#[derive(Debug, Clone)]
+pub struct FileSlice {
+    pub file: Arc<File>,
+    pub offset: u64,
+    pub len: usize,
+}
+
+impl PartialEq for FileSlice {
+    fn eq(&self, o: &FileSlice) -> bool {
+        Arc::ptr_eq(&self.file, &o.file) && self.offset == o.offset && self.len == o.len
+    }
+}
+impl Eq for FileSlice {}
+
+impl FileSlice {
+    /// Its bytes, read now; an error if the file no longer holds them all
+    /// (it was truncated since).
+    pub fn read(&self) -> std::io::Result<Bytes> {
+        let mut buf = vec![0u8; self.len];
+        self.file.read_exact_at(&mut buf, self.offset)?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// One piece of a gather list: bytes in memory or a range of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Mem(Bytes),
+    File(FileSlice),
+}
+
+impl Piece {
+    pub fn len(&self) -> usize {
+        match self {
+            Piece::Mem(b) => b.len(),
+            Piece::File(f) => f.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps the first `n` bytes.
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Piece::Mem(b) => b.truncate(n),
+            Piece::File(f) => f.len = f.len.min(n),
+        }
+    }
+
+    /// The piece in memory (a file's range read now); a range the file no
+    /// longer holds reads as an error.
+    pub fn into_mem(self) -> std::io::Result<Bytes> {
+        match self {
+            Piece::Mem(b) => Ok(b),
+            Piece::File(f) => f.read(),
+        }
+    }
+}
+
+/// Opaque reply data: bytes in memory, or a range of a file that the
+/// connection sends from the page cache ([`FileSlice`]). Decoding always
+/// gives bytes in memory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Payload {
+    mem: Bytes,
+    file: Option<FileSlice>,
+}
+
+impl Payload {
+    /// Data to be sent from `slice` of a file.
+    pub fn file(slice: FileSlice) -> Payload {
+        Payload {
+            mem: Bytes::new(),
+            file: Some(slice),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.file.as_ref().map_or(self.mem.len(), |f| f.len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes, if in memory (always for a decoded payload).
+    pub fn bytes(&self) -> Option<&Bytes> {
+        self.file.is_none().then_some(&self.mem)
+    }
+
+    /// The bytes in memory, a file's range read now.
+    pub fn into_mem(self) -> std::io::Result<Bytes> {
+        match self.file {
+            None => Ok(self.mem),
+            Some(f) => f.read(),
+        }
+    }
+}
+
+/// `&payload[..]`: the bytes in memory, which are all of a decoded
+/// payload's (what clients and tests look at); a range of a file, which
+/// only a server builds to send, has none here ([`Payload::into_mem`]
+/// reads it).
+impl std::ops::Index<std::ops::RangeFull> for Payload {
+    type Output = [u8];
+    fn index(&self, _: std::ops::RangeFull) -> &[u8] {
+        &self.mem
+    }
+}
+
+impl From<Bytes> for Payload {
+    fn from(mem: Bytes) -> Payload {
+        Payload { mem, file: None }
+    }
+}
+
+impl Pack for Payload {
+    fn pack(&self, e: &mut Encoder) {
+        match &self.file {
+            None => e.opaque_bytes(&self.mem),
+            Some(f) => e.opaque_file(f.clone()),
+        }
+    }
+}
+impl Unpack for Payload {
+    fn unpack(d: &mut Decoder) -> Result<Self> {
+        Ok(Payload::from(d.opaque(u32::MAX as usize)?))
+    }
+}
+
+/// Builds an encoded message as a gather list of [`Bytes`] (and, for
+/// [`Encoder::finish_pieces`], ranges of files).
 #[derive(Debug, Default)]
 pub struct Encoder {
     buf: BytesMut,
-    chunks: Vec<Bytes>,
+    chunks: Vec<Piece>,
     len: usize,
 }
 
@@ -204,6 +344,13 @@ impl Encoder {
         self.fixed(data);
     }
 
+    /// Ends the buffered bytes' chunk, so that a piece can follow it.
+    fn cut(&mut self) {
+        if !self.buf.is_empty() {
+            self.chunks.push(Piece::Mem(self.buf.split().freeze()));
+        }
+    }
+
     /// Variable-length opaque data; large payloads join the gather list
     /// without being copied.
     pub fn opaque_bytes(&mut self, data: &Bytes) {
@@ -212,12 +359,20 @@ impl Encoder {
             self.fixed(data);
             return;
         }
-        if !self.buf.is_empty() {
-            self.chunks.push(self.buf.split().freeze());
-        }
-        self.chunks.push(data.clone());
+        self.cut();
+        self.chunks.push(Piece::Mem(data.clone()));
         self.len += data.len();
         self.padding(data.len());
+    }
+
+    /// Variable-length opaque data that is a range of a file.
+    pub fn opaque_file(&mut self, slice: FileSlice) {
+        let n = slice.len;
+        self.u32(n as u32);
+        self.cut();
+        self.chunks.push(Piece::File(slice));
+        self.len += n;
+        self.padding(n);
     }
 
     /// Appends an already encoded message (for example a cached reply).
@@ -228,12 +383,13 @@ impl Encoder {
 
     /// Cuts the message back to its first `len` bytes (a length
     /// [`Encoder::len`] returned earlier), dropping what was encoded
-    /// after, zero-copy chunks included. Longer than the message: no-op.
+    /// after, zero-copy chunks and file ranges included. Longer than the
+    /// message: no-op.
     pub fn truncate(&mut self, len: usize) {
         if len >= self.len {
             return;
         }
-        let in_chunks: usize = self.chunks.iter().map(Bytes::len).sum();
+        let in_chunks: usize = self.chunks.iter().map(Piece::len).sum();
         if len >= in_chunks {
             self.buf.truncate(len - in_chunks);
         } else {
@@ -254,12 +410,31 @@ impl Encoder {
         self.len = len;
     }
 
-    /// The gather list, in order.
-    pub fn finish(mut self) -> Vec<Bytes> {
-        if !self.buf.is_empty() {
-            self.chunks.push(self.buf.freeze());
-        }
+    /// Whether a piece is a range of a file.
+    pub fn has_files(&self) -> bool {
+        self.chunks.iter().any(|c| matches!(c, Piece::File(_)))
+    }
+
+    /// The gather list, in order, ranges of files included as such.
+    pub fn finish_pieces(mut self) -> Vec<Piece> {
+        self.cut();
         self.chunks
+    }
+
+    /// The gather list, in order, in memory: ranges of files are read
+    /// (blocking), and one the file no longer holds in full is read as
+    /// zeros. Use [`Encoder::finish_pieces`] to keep them as ranges.
+    pub fn finish(self) -> Vec<Bytes> {
+        self.finish_pieces()
+            .into_iter()
+            .map(|p| match p {
+                Piece::Mem(b) => b,
+                Piece::File(f) => {
+                    let n = f.len;
+                    f.read().unwrap_or_else(|_| Bytes::from(vec![0u8; n]))
+                }
+            })
+            .collect()
     }
 
     /// The message as one contiguous buffer (copies large payloads).

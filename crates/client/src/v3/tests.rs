@@ -161,7 +161,7 @@ impl Nfsd {
                             file_attributes: None,
                             count: (end - start) as u32,
                             eof: end == data.len(),
-                            data: Bytes::copy_from_slice(&data[start..end]),
+                            data: Bytes::copy_from_slice(&data[start..end]).into(),
                         })
                     }
                     None => Res3::Fail(NfsStat3::Stale, ObjAttrFail3::default()),

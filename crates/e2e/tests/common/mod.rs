@@ -346,3 +346,8 @@ pub async fn notices(c: &Client, n: usize) -> Vec<CbNotifyLock4Args> {
     }
     c.callbacks().lock_notices()
 }
+
+/// AUTH_SYS as root, for the NFSv3 client.
+pub fn root_auth() -> rpc::Auth {
+    rpc::Auth::sys(0, 0, Vec::new(), "test")
+}

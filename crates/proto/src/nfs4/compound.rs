@@ -707,7 +707,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
 
-        roundtrip(&NfsResOp4::Read(Res4::Ok(Read4ResOk { eof: true, data })));
+        roundtrip(&NfsResOp4::Read(Res4::Ok(Read4ResOk {
+            eof: true,
+            data: data.into(),
+        })));
         roundtrip(&NfsResOp4::Seek(Res4::Ok(SeekRes4 {
             eof: false,
             offset: 8192,

@@ -493,11 +493,12 @@ pub struct Read4Args {
     pub count: Count4,
 }
 
-/// RFC 8881 §18.22.2: `READ4resok`. `data` is sent without copying.
+/// RFC 8881 §18.22.2: `READ4resok`. `data` is sent without copying, from
+/// the page cache when it is a range of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Pack, Unpack)]
 pub struct Read4ResOk {
     pub eof: bool,
-    pub data: Bytes,
+    pub data: xdr::Payload,
 }
 
 /// RFC 8881 §18.22.2: `READ4res`.

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use proto::nfs4::*;
 use rpc::{Call, Connection, Reply};
 use tracing::{debug, error, warn};
-use xdr::{Encoder, Pack, Unpack};
+use xdr::{Encoder, Pack, Piece, Unpack};
 
 use super::filehandle::{FhError, FhTarget};
 use super::ops::{self, OpDesc, OpFuture};
@@ -190,6 +190,14 @@ const RPC_REPLY_HEADER: usize = 4 + 4 + 4 + 8 + 4;
 /// (RFC 8881 §2.10.6.1.3), sparing it NFS4ERR_RETRY_UNCACHED_REP.
 const UNASKED_CACHE_MAX: usize = 2048;
 
+/// READs of at least this many bytes whose reply the slot does not keep
+/// are answered with a range of the file, which the connection sends
+/// from the page cache (`sendfile`) instead of copying the data into
+/// memory and again into the socket; smaller ones are copied, which costs
+/// less than another system call. Above [`UNASKED_CACHE_MAX`], so such a
+/// reply is never kept unasked.
+pub const SEND_FROM_FILE_MIN: usize = 64 << 10;
+
 /// The fore channel's reply limits for this request (RFC 8881
 /// §2.10.6.4): ca_maxresponsesize, and ca_maxresponsesize_cached when the
 /// client asked for the reply to be cached.
@@ -265,13 +273,46 @@ fn creds_of(auth: &rpc::Auth) -> vfs::Creds {
 /// `COMPOUND4res` (RFC 8881 §16.2.2): the header, then the results
 /// already encoded in `results`.
 fn reply(status: NfsStat4, tag: &Bytes, count: u32, results: Encoder) -> Vec<Bytes> {
+    let mut out = reply_head(status, tag, count).finish();
+    out.extend(results.finish());
+    out
+}
+
+/// [`reply`] with the results' ranges of files kept as such.
+fn reply_pieces(status: NfsStat4, tag: &Bytes, count: u32, results: Encoder) -> Vec<Piece> {
+    let mut out: Vec<Piece> = reply_head(status, tag, count)
+        .finish()
+        .into_iter()
+        .map(Piece::Mem)
+        .collect();
+    out.extend(results.finish_pieces());
+    out
+}
+
+fn reply_head(status: NfsStat4, tag: &Bytes, count: u32) -> Encoder {
     let mut e = Encoder::with_capacity(12 + tag.len());
     status.pack(&mut e);
     tag.pack(&mut e);
     e.u32(count);
-    let mut out = e.finish();
-    out.extend(results.finish());
-    out
+    e
+}
+
+/// `results` with its ranges of files read into memory, on the blocking
+/// pool; `None` if one can no longer be read in full.
+async fn in_memory(results: Encoder) -> Option<Encoder> {
+    let pieces = results.finish_pieces();
+    let read = off_thread(move || {
+        pieces
+            .into_iter()
+            .map(Piece::into_mem)
+            .collect::<std::io::Result<Vec<Bytes>>>()
+    })
+    .await;
+    let mut e = Encoder::new();
+    for b in read.ok()?.ok()? {
+        e.raw(&b);
+    }
+    Some(e)
 }
 
 /// Checks an operation must pass before it runs, in this order: its place
@@ -601,6 +642,24 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
     // held, which that client must not reclaim after a restart (RFC 8881
     // §8.4.3).
     cx.srv.settle_records().await;
+    // A READ answered with a range of a file (only when the slot keeps no
+    // reply): sent from the page cache, and not kept; unless a namespace
+    // change in the same COMPOUND must keep its reply across a restart,
+    // which then reads it into memory.
+    let results = if results.has_files() {
+        if !persists {
+            if let Some(slot) = cx.slot.take() {
+                slot.complete(None);
+            }
+            return Reply::Pieces(reply_pieces(status, &tag, count, results));
+        }
+        match in_memory(results).await {
+            Some(r) => r,
+            None => return Reply::Error(rpc::ReplyError::SystemErr),
+        }
+    } else {
+        results
+    };
     let out = reply(status, &tag, count, results);
     if let Some(slot) = cx.slot.take() {
         let size: usize = out.iter().map(Bytes::len).sum();

@@ -124,13 +124,14 @@ impl InProcess {
         ops: &[NfsArgOp4],
     ) -> Compound4Res {
         let args = encode_compound(minorversion, ops);
-        match self.call(auth, args).await {
+        match self.call(auth, args).await.in_memory() {
             Reply::Success(chunks) => {
                 let mut d = Decoder::new(chunks.concat().into());
                 Compound4Res::unpack(&mut d).unwrap_or_else(|e| panic!("undecodable reply: {e}"))
             }
             Reply::Error(e) => panic!("COMPOUND rejected: {e:?}"),
             Reply::Drop => panic!("COMPOUND dropped"),
+            Reply::Pieces(_) => unreachable!("in_memory leaves no pieces"),
         }
     }
 

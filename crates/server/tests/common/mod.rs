@@ -498,7 +498,7 @@ pub async fn content(h: &InProcess, s: &Session, fh: &NfsFh4) -> Bytes {
         .seq(s, &[putfh(fh), read(StateId4::ANONYMOUS, 0, 1 << 16)])
         .await;
     ok(&r);
-    resok!(r, 2, Read).data
+    resok!(r, 2, Read).data.into_mem().unwrap()
 }
 
 /// The change attribute of `fh`.

@@ -16,13 +16,15 @@ use std::fs::File;
 use std::io;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// A file opened for I/O (read, or read and write) and kept in the cache,
 /// with the group commits of its `fsync` and `fdatasync`.
 #[derive(Debug)]
 pub(crate) struct OpenFile {
-    file: File,
+    /// Shared with replies that send a range of it from the page cache
+    /// ([`xdr::FileSlice`]), which keep it open until they are sent.
+    file: Arc<File>,
     /// Opened for writing.
     pub(crate) write: bool,
     /// `fsync`: FILE_SYNC writes and COMMIT.
@@ -34,11 +36,16 @@ pub(crate) struct OpenFile {
 impl OpenFile {
     pub(crate) fn new(file: File, write: bool) -> OpenFile {
         OpenFile {
-            file,
+            file: Arc::new(file),
             write,
             all: SyncGroup::default(),
             data: SyncGroup::default(),
         }
+    }
+
+    /// The open file, to send a range of it later.
+    pub(crate) fn shared(&self) -> Arc<File> {
+        self.file.clone()
     }
 
     /// Everything written to the file before this call is on stable

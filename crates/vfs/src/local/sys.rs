@@ -192,6 +192,63 @@ pub(crate) fn pread_nowait(fd: RawFd, len: usize, offset: u64) -> Result<BytesMu
     Ok(buf)
 }
 
+/// `cachestat(2)` (Linux 6.5): 451 on every architecture.
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Whether every page of `len` bytes at `offset` of the file open as `fd`
+/// is in the page cache now (`cachestat(2)`); `None` where the kernel
+/// cannot say (before Linux 6.5, or refused by a seccomp filter), and
+/// from then on without asking again.
+pub(crate) fn cached_in_full(fd: RawFd, offset: u64, len: usize) -> Option<bool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
+    if UNSUPPORTED.load(Ordering::Relaxed) {
+        return None;
+    }
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct CacheStat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let page = 4096u64;
+    let first = offset / page;
+    let last = (offset + len.max(1) as u64 - 1) / page;
+    let pages = last - first + 1;
+    let range = Range {
+        off: first * page,
+        len: pages * page,
+    };
+    let mut cs = CacheStat::default();
+    // SAFETY: the kernel reads `range` and writes `cs`, both live and of
+    // the layout cachestat(2) defines.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd,
+            &range as *const Range,
+            &mut cs as *mut CacheStat,
+            0u32,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error().raw_os_error();
+        if matches!(e, Some(libc::ENOSYS) | Some(libc::EPERM)) {
+            UNSUPPORTED.store(true, Ordering::Relaxed);
+        }
+        return None;
+    }
+    Some(cs.nr_cache >= pages)
+}
+
 /// Reads `len` bytes at `offset`, or up to the end of the file, into a
 /// new buffer (`pread`, no flags; not zeroed first).
 pub(crate) fn pread_full(fd: RawFd, len: usize, offset: u64) -> Result<BytesMut> {

@@ -971,6 +971,61 @@ fn read_nowait_answers_cached_reads_and_leaves_the_rest() {
     assert_eq!(fs.read(&rootc(), &h, 0, 5), Err(Errno(libc::ESTALE)));
 }
 
+/// `read_slice_nowait` answers as `read` does, with a range of the open
+/// file, where `read_nowait` would (a file open for I/O, its owner) and
+/// every page of the range is in the page cache; otherwise it leaves the
+/// call to the others.
+#[test]
+fn read_slice_nowait_gives_ranges_of_cached_open_files() {
+    require_root();
+    let (_d, fs) = setup(None);
+    let root = fs.root();
+    let h = mkfile(&fs, &root, "f");
+    let data: Vec<u8> = (0..300_000u32).map(|k| (k % 251) as u8).collect();
+    fs.write(&rootc(), &h, 0, &data, Stability::Unstable)
+        .unwrap();
+    drop(lock(&fs.files).remove(&h));
+    // Not open for I/O yet.
+    assert!(fs.read_slice_nowait(&rootc(), &h, 0, 5, 0).is_none());
+    assert_eq!(fs.read(&rootc(), &h, 0, 5).unwrap().0, &data[..5]);
+    let before = super::read_slices();
+    for (off, count) in [
+        (0u64, 65536u32),
+        (4097, 100_000),
+        (250_000, 100_000),
+        (1, 299_999),
+    ] {
+        let (slice, eof) = fs
+            .read_slice_nowait(&rootc(), &h, off, count, 0)
+            .expect("a cached range")
+            .unwrap();
+        let (want, want_eof) = fs.read(&rootc(), &h, off, count).unwrap();
+        assert_eq!((slice.offset, slice.len, eof), (off, want.len(), want_eof));
+        assert_eq!(slice.read().unwrap(), want, "{off} {count}");
+    }
+    assert_eq!(super::read_slices(), before + 4);
+    // Shorter than asked for (the file ends sooner): left to the others.
+    assert!(fs
+        .read_slice_nowait(&rootc(), &h, 290_000, 65536, 65536)
+        .is_none());
+    assert!(fs
+        .read_slice_nowait(&rootc(), &h, 0, 65536, 65536)
+        .is_some());
+    // Nothing to send: left to the others.
+    assert!(fs.read_slice_nowait(&rootc(), &h, 300_000, 10, 0).is_none());
+    assert!(fs.read_slice_nowait(&rootc(), &h, 0, 0, 0).is_none());
+    // Not in the page cache: left to the others.
+    let f = lock(&fs.files).get(&h).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: advice on an open descriptor.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if sys::cached_in_full(f.as_raw_fd(), 0, 300_000) == Some(false) {
+        assert!(fs.read_slice_nowait(&rootc(), &h, 0, 300_000, 0).is_none());
+    }
+    // Another user: left to `read`, which checks permission as that user.
+    assert!(fs.read_slice_nowait(&user(1000), &h, 0, 65536, 0).is_none());
+}
+
 /// `lookup_nowait` answers names the kernel's dentry cache holds, in a
 /// directory whose descriptor is cached, for callers needing no
 /// permission system call, and then as `lookup` does.

@@ -5,6 +5,7 @@
 use proto::nfs3::*;
 
 use crate::nfs3::Ctx;
+use crate::nfs4::compound::SEND_FROM_FILE_MIN;
 
 pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
     let o = match cx.obj(&args.file) {
@@ -22,9 +23,21 @@ pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
     let count = args.count.min(cx.srv.cfg.max_io);
     // Data already in memory is read here, without a thread hand-off, once
     // the backend can say without blocking that this is a regular file.
+    // A large read is left in the page cache, for the connection to send
+    // from there (NFSv3 keeps no replies).
     let fast = cx.vfs_nowait(o.export, |v, c| match v.getattr_nowait(&o.handle)? {
         Ok(a) if a.ftype == vfs::FileType::Regular => {
-            v.read_nowait(c, &o.handle, args.offset, count)
+            let slice = if count as usize >= SEND_FROM_FILE_MIN {
+                v.read_slice_nowait(c, &o.handle, args.offset, count, SEND_FROM_FILE_MIN)
+            } else {
+                None
+            };
+            match slice {
+                Some(r) => Some(r.map(|(s, eof)| (xdr::Payload::file(s), eof))),
+                None => v
+                    .read_nowait(c, &o.handle, args.offset, count)
+                    .map(|r| r.map(|(data, eof)| (xdr::Payload::from(data), eof))),
+            }
         }
         _ => None,
     });
@@ -53,7 +66,7 @@ pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
             file_attributes,
             count: data.len() as u32,
             eof,
-            data,
+            data: data.into(),
         }),
         Err(s) => Res3::Fail(
             s,

@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::SEND_FROM_FILE_MIN;
 use crate::nfs4::deleg;
 
 pub async fn run(cx: &mut Compound, args: Read4Args) -> Read4Res {
@@ -18,14 +19,32 @@ async fn read(cx: &mut Compound, args: Read4Args) -> Result<Read4ResOk, NfsStat4
     // Another client's write delegation of the file is recalled (§10.4).
     deleg::settle_io(cx, &fh.key(), &args.stateid, true).await?;
     // Data already in memory is read here, without a thread hand-off; a
-    // special stateid's READ checks the object's type first (below).
+    // special stateid's READ checks the object's type first (below). A
+    // large read whose reply is not kept in the slot's cache is left in
+    // the page cache, for the connection to send from there.
     if !special {
+        let cached = cx.slot.as_ref().is_none_or(|s| s.cachethis);
+        if count as usize >= SEND_FROM_FILE_MIN && !cached {
+            let slice = cx.vfs_nowait(fh.export, |v, c| {
+                v.read_slice_nowait(c, &fh.handle, offset, count, SEND_FROM_FILE_MIN)
+            });
+            if let Some(r) = slice {
+                let (slice, eof) = r?;
+                return Ok(Read4ResOk {
+                    eof,
+                    data: xdr::Payload::file(slice),
+                });
+            }
+        }
         let fast = cx.vfs_nowait(fh.export, |v, c| {
             v.read_nowait(c, &fh.handle, offset, count)
         });
         if let Some(r) = fast {
             let (data, eof) = r?;
-            return Ok(Read4ResOk { eof, data });
+            return Ok(Read4ResOk {
+                eof,
+                data: data.into(),
+            });
         }
     }
     let handle = fh.handle.clone();
@@ -40,5 +59,8 @@ async fn read(cx: &mut Compound, args: Read4Args) -> Result<Read4ResOk, NfsStat4
         })
         .await??;
     let (data, eof) = r;
-    Ok(Read4ResOk { eof, data })
+    Ok(Read4ResOk {
+        eof,
+        data: data.into(),
+    })
 }
