@@ -369,6 +369,14 @@ pub trait Vfs: Send + Sync + 'static {
         data: &[u8],
         stable: Stability,
     ) -> Result<Stability>;
+    /// An unstable [`Vfs::write`] with the file's attributes just before
+    /// and just after it (NFSv3's weak cache consistency data, RFC 1813
+    /// §2.6): a `getattr` either side, unless the backend has them anyway.
+    fn write_wcc(&self, c: &Creds, h: &Handle, offset: u64, data: &[u8]) -> Result<(Attr, Attr)> {
+        let before = self.getattr(h)?;
+        self.write(c, h, offset, data, Stability::Unstable)?;
+        Ok((before, self.getattr(h)?))
+    }
     /// Makes earlier unstable writes durable.
     fn commit(&self, h: &Handle) -> Result<()>;
     /// Creates or opens a regular file; returns it and whether it was created.

@@ -722,6 +722,34 @@ impl LocalFs {
         Some((f, st.st_size.max(0) as u64))
     }
 
+    /// Writes `data` at `offset` of the regular file `h` with the caller's
+    /// identity, unstably; the file's descriptor, and with `before` its
+    /// attributes just before (as `getattr` would have given them then).
+    fn write_at(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        offset: u64,
+        data: &[u8],
+        before: bool,
+    ) -> Result<(Option<Attr>, Arc<OpenFile>)> {
+        let o = self.resolve(h)?;
+        o.want_regular()?;
+        if !crate::range_fits(offset, data.len() as u64) {
+            return Err(Errno(libc::EFBIG));
+        }
+        let before = before.then(|| self.attr(&o.st));
+        let f = self.file_for(h, &o, true)?;
+        {
+            // Written with the caller's identity so the kernel clears
+            // set-id bits as it would for a local write.
+            let _g = self.as_caller(c)?;
+            self.may_io(c, &o, true)?;
+            f.write_all_at(data, offset)?;
+        }
+        Ok((before, f))
+    }
+
     fn cached_fd(&self, h: &Handle) -> Option<Arc<OwnedFd>> {
         if *h == self.root_handle {
             Some(self.root_fd.clone())
@@ -1449,19 +1477,7 @@ impl Vfs for LocalFs {
         data: &[u8],
         stable: Stability,
     ) -> Result<Stability> {
-        let o = self.resolve(h)?;
-        o.want_regular()?;
-        if !crate::range_fits(offset, data.len() as u64) {
-            return Err(Errno(libc::EFBIG));
-        }
-        let f = self.file_for(h, &o, true)?;
-        {
-            // Written with the caller's identity so the kernel clears
-            // set-id bits as it would for a local write.
-            let _g = self.as_caller(c)?;
-            self.may_io(c, &o, true)?;
-            f.write_all_at(data, offset)?;
-        }
+        let (_, f) = self.write_at(c, h, offset, data, false)?;
         // Concurrent stable writes to the file share one sync.
         match stable {
             Stability::FileSync => f.sync_all()?,
@@ -1470,6 +1486,16 @@ impl Vfs for LocalFs {
         }
         self.touched_fd(f.as_raw_fd());
         Ok(stable)
+    }
+
+    /// The attributes from the status `write_at` reads anyway, and the
+    /// one it must read after writing: two `fstat`s, not four.
+    fn write_wcc(&self, c: &Creds, h: &Handle, offset: u64, data: &[u8]) -> Result<(Attr, Attr)> {
+        let (before, f) = self.write_at(c, h, offset, data, true)?;
+        let after = sys::fstat(f.as_raw_fd())?;
+        self.touched(&after);
+        let before = before.ok_or(Errno(libc::EIO))?;
+        Ok((before, self.attr(&after)))
     }
 
     fn commit(&self, h: &Handle) -> Result<()> {

@@ -1026,6 +1026,31 @@ fn read_slice_nowait_gives_ranges_of_cached_open_files() {
     assert!(fs.read_slice_nowait(&user(1000), &h, 0, 65536, 0).is_none());
 }
 
+/// `write_wcc` writes as `write` does and gives the attributes `getattr`
+/// gives just before and just after; a directory is EISDIR, as for
+/// `write`.
+#[test]
+fn write_wcc_gives_the_attributes_either_side() {
+    require_root();
+    let (_d, fs) = setup(None);
+    let root = fs.root();
+    let h = mkfile(&fs, &root, "f");
+    fs.write(&rootc(), &h, 0, b"abc", Stability::Unstable)
+        .unwrap();
+    let first = fs.getattr(&h).unwrap();
+    let (before, after) = fs.write_wcc(&rootc(), &h, 3, b"defg").unwrap();
+    assert_eq!(before, first);
+    assert_eq!(after, fs.getattr(&h).unwrap());
+    assert_eq!((before.size, after.size), (3, 7));
+    assert!(after.change > before.change, "the change attribute moves");
+    assert_eq!(fs.read(&rootc(), &h, 0, 10).unwrap().0, &b"abcdefg"[..]);
+    let dir = mkdir(&fs, &root, "d");
+    assert_eq!(
+        fs.write_wcc(&rootc(), &dir, 0, b"x"),
+        Err(Errno(libc::EISDIR))
+    );
+}
+
 /// `lookup_nowait` answers names the kernel's dentry cache holds, in a
 /// directory whose descriptor is cached, for callers needing no
 /// permission system call, and then as `lookup` does.

@@ -44,27 +44,29 @@ pub async fn run(cx: &Ctx, args: Write3Args) -> Write3Res {
     let (h, offset, logged) = (o.handle.clone(), args.offset, log.clone());
     let r = cx
         .vfs(o.export, move |v, c| {
+            let Some(log) = logged else {
+                // The backend's attributes either side of the write; after
+                // a failure only those after it.
+                return Ok(match v.write_wcc(c, &h, offset, &data) {
+                    Ok((before, after)) => (Some(before), Some(after), Ok(data.len())),
+                    Err(e) => (None, v.getattr(&h).ok(), Err(from_errno(e))),
+                });
+            };
             let before = v.getattr(&h)?;
             let r = match before.ftype {
-                vfs::FileType::Regular => match logged {
-                    Some(log) => log.write(c, &h, offset, &data).map_err(from_errno),
-                    None => v
-                        .write(c, &h, offset, &data, vfs::Stability::Unstable)
-                        .map(|_| ())
-                        .map_err(from_errno),
-                },
+                vfs::FileType::Regular => log.write(c, &h, offset, &data).map_err(from_errno),
                 vfs::FileType::Directory => Err(NfsStat3::Isdir),
                 _ => Err(NfsStat3::Inval),
             };
             let after = v.getattr(&h).ok();
-            Ok((before, after, r.map(|()| data.len())))
+            Ok((Some(before), after, r.map(|()| data.len())))
         })
         .await;
     let (before, after, r) = match r {
         Ok(x) => x,
         Err(s) => return fail(s, WccData::default()),
     };
-    let file_wcc = wcc(Some(&before), after.as_ref(), fsid);
+    let file_wcc = wcc(before.as_ref(), after.as_ref(), fsid);
     let count = match r {
         Ok(n) => n as u32,
         Err(s) => return fail(s, file_wcc),
