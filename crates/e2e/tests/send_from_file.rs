@@ -61,9 +61,17 @@ async fn large_reads_send_the_files_bytes_over_nfsv4_and_nfsv3() {
                 assert!(got[..] == w[..], "v4 bytes differ at {off} {count}");
             }
         }
+        // Without cachestat(2) (Linux before 6.5) every READ is copied:
+        // the bytes are still checked, the count cannot be.
+        let visible = vfs::local::page_cache_visible();
+        if !visible {
+            eprintln!(
+                "cachestat(2) unsupported: no READ is sent from the file; bytes checked only"
+            );
+        }
         let v4 = vfs::local::read_slices() - before;
         assert!(
-            v4 >= 6,
+            !visible || v4 >= 6,
             "only {v4} of the NFSv4 reads were sent from the file"
         );
 
@@ -85,7 +93,7 @@ async fn large_reads_send_the_files_bytes_over_nfsv4_and_nfsv3() {
         }
         let v3 = vfs::local::read_slices() - mid;
         assert!(
-            v3 >= 6,
+            !visible || v3 >= 6,
             "only {v3} of the NFSv3 reads were sent from the file"
         );
         c.close(&o.fh, o.stateid).await.unwrap();

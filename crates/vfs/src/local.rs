@@ -104,6 +104,15 @@ pub fn read_slices() -> u64 {
     READ_SLICES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Whether this kernel says which pages of a file are in memory
+/// (`cachestat(2)`, Linux 6.5), without which no READ is answered with a
+/// range of a file.
+pub fn page_cache_visible() -> bool {
+    std::fs::File::open("/proc/self/exe")
+        .map(|f| sys::cached_in_full(f.as_raw_fd(), 0, 1).is_some())
+        .unwrap_or(false)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Kernel,

@@ -978,6 +978,9 @@ fn read_nowait_answers_cached_reads_and_leaves_the_rest() {
 #[test]
 fn read_slice_nowait_gives_ranges_of_cached_open_files() {
     require_root();
+    if !super::page_cache_visible() {
+        eprintln!("cachestat(2) unsupported by this kernel: no range is ever given; checking that");
+    }
     let (_d, fs) = setup(None);
     let root = fs.root();
     let h = mkfile(&fs, &root, "f");
@@ -988,6 +991,10 @@ fn read_slice_nowait_gives_ranges_of_cached_open_files() {
     // Not open for I/O yet.
     assert!(fs.read_slice_nowait(&rootc(), &h, 0, 5, 0).is_none());
     assert_eq!(fs.read(&rootc(), &h, 0, 5).unwrap().0, &data[..5]);
+    if !super::page_cache_visible() {
+        assert!(fs.read_slice_nowait(&rootc(), &h, 0, 65536, 0).is_none());
+        return;
+    }
     let before = super::read_slices();
     for (off, count) in [
         (0u64, 65536u32),
