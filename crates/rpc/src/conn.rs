@@ -96,11 +96,7 @@ impl Reply {
     /// SYSTEM_ERR if one can no longer be read in full.
     pub fn in_memory(self) -> Reply {
         match self {
-            Reply::Pieces(pieces) => match pieces
-                .into_iter()
-                .map(Piece::into_mem)
-                .collect::<std::io::Result<Vec<Bytes>>>()
-            {
+            Reply::Pieces(pieces) => match xdr::in_memory(pieces) {
                 Ok(chunks) => Reply::Success(chunks),
                 Err(_) => Reply::Error(ReplyError::SystemErr),
             },
@@ -473,11 +469,7 @@ impl Connection {
                 true
             }
             // In process (tests): ranges of files are read here.
-            Sink::InProcess(tx) => match chunks
-                .into_iter()
-                .map(Piece::into_mem)
-                .collect::<std::io::Result<Vec<Bytes>>>()
-            {
+            Sink::InProcess(tx) => match xdr::in_memory(chunks) {
                 Ok(chunks) => tx.try_send(chunks).is_ok(),
                 Err(_) => false,
             },
@@ -592,15 +584,8 @@ impl Connection {
 /// results after it, in memory; none for [`Reply::Drop`].
 pub(crate) fn reply_message(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Bytes>)> {
     let (h, body) = reply_pieces(xid, reply.in_memory())?;
-    let body = body
-        .into_iter()
-        .map(|p| match p {
-            Piece::Mem(b) => b,
-            // `in_memory` left none.
-            Piece::File(_) => Bytes::new(),
-        })
-        .collect();
-    Some((h, body))
+    // `in_memory` left only bytes in memory: this reads nothing.
+    Some((h, xdr::in_memory(body).ok()?))
 }
 
 /// [`reply_message`], ranges of files kept as such.

@@ -731,32 +731,26 @@ impl LocalFs {
         Some((f, st.st_size.max(0) as u64))
     }
 
-    /// Writes `data` at `offset` of the regular file `h` with the caller's
-    /// identity, unstably; the file's descriptor, and with `before` its
-    /// attributes just before (as `getattr` would have given them then).
-    fn write_at(
-        &self,
-        c: &Creds,
-        h: &Handle,
-        offset: u64,
-        data: &[u8],
-        before: bool,
-    ) -> Result<(Option<Attr>, Arc<OpenFile>)> {
+    /// The regular file `h`, resolved (its status read), and a descriptor
+    /// of it open for writing, for `len` bytes at `offset`.
+    fn writable(&self, h: &Handle, offset: u64, len: usize) -> Result<(Obj, Arc<OpenFile>)> {
         let o = self.resolve(h)?;
         o.want_regular()?;
-        if !crate::range_fits(offset, data.len() as u64) {
+        if !crate::range_fits(offset, len as u64) {
             return Err(Errno(libc::EFBIG));
         }
-        let before = before.then(|| self.attr(&o.st));
         let f = self.file_for(h, &o, true)?;
-        {
-            // Written with the caller's identity so the kernel clears
-            // set-id bits as it would for a local write.
-            let _g = self.as_caller(c)?;
-            self.may_io(c, &o, true)?;
-            f.write_all_at(data, offset)?;
-        }
-        Ok((before, f))
+        Ok((o, f))
+    }
+
+    /// Writes `data` at `offset` through `f` (of `o`), unstably, with the
+    /// caller's identity so that the kernel clears set-id bits as it
+    /// would for a local write.
+    fn write_as(&self, c: &Creds, o: &Obj, f: &OpenFile, offset: u64, data: &[u8]) -> Result<()> {
+        let _g = self.as_caller(c)?;
+        self.may_io(c, o, true)?;
+        f.write_all_at(data, offset)?;
+        Ok(())
     }
 
     fn cached_fd(&self, h: &Handle) -> Option<Arc<OwnedFd>> {
@@ -1486,7 +1480,8 @@ impl Vfs for LocalFs {
         data: &[u8],
         stable: Stability,
     ) -> Result<Stability> {
-        let (_, f) = self.write_at(c, h, offset, data, false)?;
+        let (o, f) = self.writable(h, offset, data.len())?;
+        self.write_as(c, &o, &f, offset, data)?;
         // Concurrent stable writes to the file share one sync.
         match stable {
             Stability::FileSync => f.sync_all()?,
@@ -1497,13 +1492,15 @@ impl Vfs for LocalFs {
         Ok(stable)
     }
 
-    /// The attributes from the status `write_at` reads anyway, and the
-    /// one it must read after writing: two `fstat`s, not four.
+    /// The attributes from the status the write resolves anyway (taken
+    /// before writing, as `getattr` would have given them then), and
+    /// from the one it must read after: two `fstat`s, not four.
     fn write_wcc(&self, c: &Creds, h: &Handle, offset: u64, data: &[u8]) -> Result<(Attr, Attr)> {
-        let (before, f) = self.write_at(c, h, offset, data, true)?;
+        let (o, f) = self.writable(h, offset, data.len())?;
+        let before = self.attr(&o.st);
+        self.write_as(c, &o, &f, offset, data)?;
         let after = sys::fstat(f.as_raw_fd())?;
         self.touched(&after);
-        let before = before.ok_or(Errno(libc::EIO))?;
         Ok((before, self.attr(&after)))
     }
 

@@ -209,6 +209,12 @@ impl Piece {
     }
 }
 
+/// A gather list in memory: each range of a file read now (this blocks);
+/// an error if one can no longer be read in full.
+pub fn in_memory(pieces: Vec<Piece>) -> std::io::Result<Vec<Bytes>> {
+    pieces.into_iter().map(Piece::into_mem).collect()
+}
+
 /// Opaque reply data: bytes in memory, or a range of a file that the
 /// connection sends from the page cache ([`FileSlice`]). Decoding always
 /// gives bytes in memory.

@@ -301,13 +301,7 @@ fn reply_head(status: NfsStat4, tag: &Bytes, count: u32) -> Encoder {
 /// pool; `None` if one can no longer be read in full.
 async fn in_memory(results: Encoder) -> Option<Encoder> {
     let pieces = results.finish_pieces();
-    let read = off_thread(move || {
-        pieces
-            .into_iter()
-            .map(Piece::into_mem)
-            .collect::<std::io::Result<Vec<Bytes>>>()
-    })
-    .await;
+    let read = off_thread(move || xdr::in_memory(pieces)).await;
     let mut e = Encoder::new();
     for b in read.ok()?.ok()? {
         e.raw(&b);
