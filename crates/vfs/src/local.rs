@@ -214,6 +214,10 @@ pub struct LocalFs {
     durable: bool,
     /// Objects synced for that ([`LocalFs::metadata_syncs`]).
     metadata_syncs: std::sync::atomic::AtomicU64,
+    /// On this file system, syncing a new file or directory also makes
+    /// its name durable, so its directory needs no sync of its own
+    /// ([`file_sync_keeps_new_name`]).
+    sync_keeps_new_name: bool,
     /// Regular files guarded against local writers
     /// ([`Vfs::guard_local_writes`]): their kernel read lease, and how many
     /// guards hold it.
@@ -351,6 +355,25 @@ fn bind(kernel: &[u8], tag: &[u8; ROOT_TAG_LEN]) -> Handle {
     Handle(b.freeze())
 }
 
+/// Whether a file system of this type (as /proc/self/mountinfo names it)
+/// makes a newly created file's or directory's name durable when the new
+/// object itself is synced, so that its directory needs no sync of its
+/// own. Only where that is the file system's documented behaviour:
+///
+/// * ext4: adding an entry marks the new inode `EXT4_STATE_NEWENTRY`
+///   (fs/ext4/namei.c, `ext4_add_entry`). With a journal, the sync
+///   commits the transaction that holds the entry; without one,
+///   `ext4_sync_parent` (fs/ext4/fsync.c) writes the parent's blocks and
+///   inode, for that very reason ("a crash may lose the file").
+/// * XFS: the create is one logged transaction of the inode and its
+///   directory, and a sync forces the log through it.
+///
+/// Anything else (btrfs, tmpfs, FUSE file systems such as crashfs, NFS)
+/// gets the strict POSIX pair: the object, then its directory.
+pub fn file_sync_keeps_new_name(fstype: &str) -> bool {
+    matches!(fstype, "ext4" | "xfs")
+}
+
 /// Whether the directory `st` describes is the root of its file system:
 /// a mount of the file system's top directory (the fourth field of
 /// /proc/self/mountinfo is "/") is on it. Only mounts of the same device
@@ -463,7 +486,9 @@ impl LocalFs {
         // memory).
         let fd_cap = (nofile / 4).clamp(64, 16384) as usize;
         let file_cap = (nofile / 8).clamp(16, 1024) as usize;
-        tracing::debug!(?mode, root = %root.display(), "local export");
+        let sync_keeps_new_name =
+            sys::mount_fstype(root_fd.as_raw_fd()).is_some_and(|t| file_sync_keeps_new_name(&t));
+        tracing::debug!(?mode, root = %root.display(), sync_keeps_new_name, "local export");
         Ok(LocalFs {
             root_fd: Arc::new(root_fd),
             root_handle: bind(&raw_root.0, &tag),
@@ -483,6 +508,7 @@ impl LocalFs {
             change: ChangeTracker::new(CHANGE_CAP),
             durable: true,
             metadata_syncs: Default::default(),
+            sync_keeps_new_name,
             leases: Mutex::new(HashMap::new()),
         })
     }
@@ -492,6 +518,18 @@ impl LocalFs {
     /// creates, removes, renames and attribute changes.
     pub fn set_async(&mut self, on: bool) {
         self.durable = !on;
+    }
+
+    /// Whether syncing a new file or directory here makes its name
+    /// durable too (the file system's rule, [`file_sync_keeps_new_name`]);
+    /// `false` makes every create sync its directory as well, as strict
+    /// POSIX asks.
+    pub fn set_sync_keeps_new_name(&mut self, on: bool) {
+        self.sync_keeps_new_name = on;
+    }
+
+    pub fn sync_keeps_new_name(&self) -> bool {
+        self.sync_keeps_new_name
     }
 
     /// How many objects were synced to make metadata changes durable.
@@ -1194,9 +1232,12 @@ impl LocalFs {
                 return Err(e);
             }
         };
-        // The new file, then its name.
+        // The new file, then its name (with the file's own sync where the
+        // file system keeps the two together).
         self.durable_sync(|| file.sync_all().map_err(Errno::from))?;
-        self.make_durable(d.raw(), libc::S_IFDIR)?;
+        if !self.sync_keeps_new_name {
+            self.make_durable(d.raw(), libc::S_IFDIR)?;
+        }
         let st = sys::fstat(raw)?;
         if let Ok(pfd) = sys::openat(libc::AT_FDCWD, &sys::proc_path(raw), libc::O_PATH, 0) {
             lock(&self.fds).insert(h.clone(), Arc::new(pfd));
@@ -1488,7 +1529,10 @@ impl Vfs for LocalFs {
             Stability::DataSync => f.sync_data()?,
             Stability::Unstable => {}
         }
-        self.touched_fd(f.as_raw_fd());
+        // The ctime from before the write serves: if the write moved it,
+        // the next status read sees a new ctime and the change attribute
+        // moves with it; if not (within one tick), the bump moves it.
+        self.touched(&o.st);
         Ok(stable)
     }
 
@@ -1634,7 +1678,9 @@ impl Vfs for LocalFs {
             if is_dir {
                 self.make_durable(fd.as_raw_fd(), libc::S_IFDIR)?;
             }
-            self.make_durable(d.raw(), libc::S_IFDIR)?;
+            if !(is_dir && self.sync_keeps_new_name) {
+                self.make_durable(d.raw(), libc::S_IFDIR)?;
+            }
             let (h, a, _) = self.adopt(fd)?;
             Ok((h, a))
         })();

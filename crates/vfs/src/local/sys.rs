@@ -469,6 +469,33 @@ pub(crate) fn fstatfs(fd: RawFd) -> Result<libc::statfs> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// The type of the file system mounted where `fd` lies, as the kernel
+/// names it in /proc/self/mountinfo ("ext4", "xfs", "fuse.crashfs"...):
+/// the mount is the one /proc/self/fdinfo gives for `fd` (`mnt_id`).
+pub(crate) fn mount_fstype(fd: RawFd) -> Option<String> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    let id = info
+        .lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))?
+        .trim()
+        .to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    fstype_in_mountinfo(&mounts, &id)
+}
+
+/// The file system type of mount `id` in a mountinfo text (proc(5): the
+/// mount id first, the type right after the " - " separator).
+pub(crate) fn fstype_in_mountinfo(mounts: &str, id: &str) -> Option<String> {
+    mounts.lines().find_map(|l| {
+        let mut fields = l.split(' ');
+        if fields.next()? != id {
+            return None;
+        }
+        let (_, after) = l.split_once(" - ")?;
+        after.split(' ').next().map(str::to_string)
+    })
+}
+
 /// The file system's id (`f_fsid` of statfs(2), as fstatvfs(3) folds it
 /// into one number); 0 when the file system has none.
 #[allow(clippy::unnecessary_cast)] // c_ulong is 32 bits on some targets

@@ -1205,26 +1205,44 @@ fn readdir_nowait_finds_uncached_directories_by_path_and_checks_them() {
 }
 
 /// Each metadata change syncs what it changed before it returns: the new
-/// object and its directory, both directories of a rename, the file whose
+/// object and its directory (the new object alone where the file system
+/// keeps its name with it), both directories of a rename, the file whose
 /// attributes changed; an `async` export syncs nothing.
 #[test]
 fn metadata_changes_are_synced_unless_the_export_is_async() {
-    for async_ in [false, true] {
+    for (async_, keeps) in [(false, false), (false, true), (true, false)] {
         let dir = tempfile::tempdir().unwrap();
         let mut fs = LocalFs::new(dir.path()).unwrap();
         fs.set_async(async_);
+        fs.set_sync_keeps_new_name(keeps);
         let (c, root) = (rootc(), fs.root());
         let want = |n: u64| if async_ { 0 } else { n };
+        let new = if keeps { 1 } else { 2 };
         let mut seen = fs.metadata_syncs();
         let mut step = |fs: &LocalFs, what: &str, n: u64| {
             let now = fs.metadata_syncs();
-            assert_eq!(now - seen, want(n), "{what} (async {async_})");
+            assert_eq!(
+                now - seen,
+                want(n),
+                "{what} (async {async_}, keeps {keeps})"
+            );
             seen = now;
         };
         let f = mkfile(&fs, &root, "f");
-        step(&fs, "create file: the file and the directory", 2);
+        step(&fs, "create file: the file and the directory", new);
         let d = mkdir(&fs, &root, "d");
-        step(&fs, "mkdir: the new directory and its parent", 2);
+        step(&fs, "mkdir: the new directory and its parent", new);
+        fs.create(
+            &c,
+            &d,
+            b"s",
+            &CreateKind::Symlink(Bytes::from_static(b"f")),
+            &SetAttr::default(),
+        )
+        .unwrap();
+        step(&fs, "symlink: its directory, whatever the file system", 1);
+        fs.remove(&c, &d, b"s").unwrap();
+        step(&fs, "remove the symlink", 1);
         fs.rename(&c, &root, b"f", &d, b"g").unwrap();
         step(&fs, "rename across directories: both", 2);
         fs.rename(&c, &d, b"g", &d, b"h").unwrap();
@@ -1331,4 +1349,45 @@ fn reads_into_unzeroed_buffers_stop_at_the_length_and_the_end() {
             "nowait {len} at {off}"
         );
     }
+}
+
+/// The file system type comes from the mount the descriptor is on; only
+/// ext4 and XFS keep a new object's name with the object's own sync.
+#[test]
+fn the_file_system_type_decides_whether_a_create_syncs_its_directory() {
+    let proc_ = std::fs::File::open("/proc/self").unwrap();
+    assert_eq!(
+        sys::mount_fstype(proc_.as_raw_fd()).as_deref(),
+        Some("proc")
+    );
+    let info = "21 1 0:20 / /proc rw,nosuid shared:12 - proc proc rw\n\
+                29 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
+                40 29 0:35 / /mnt/a\\040b rw - fuse.crashfs crashfs rw\n";
+    assert_eq!(
+        sys::fstype_in_mountinfo(info, "29").as_deref(),
+        Some("ext4")
+    );
+    assert_eq!(
+        sys::fstype_in_mountinfo(info, "40").as_deref(),
+        Some("fuse.crashfs")
+    );
+    assert_eq!(sys::fstype_in_mountinfo(info, "2"), None);
+    for (t, keeps) in [
+        ("ext4", true),
+        ("xfs", true),
+        ("btrfs", false),
+        ("tmpfs", false),
+        ("fuse.crashfs", false),
+        ("ext2", false),
+    ] {
+        assert_eq!(super::file_sync_keeps_new_name(t), keeps, "{t}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = LocalFs::new(dir.path()).unwrap();
+    let t = sys::mount_fstype(std::fs::File::open(dir.path()).unwrap().as_raw_fd()).unwrap();
+    assert_eq!(
+        fs.sync_keeps_new_name(),
+        super::file_sync_keeps_new_name(&t),
+        "{t}"
+    );
 }
