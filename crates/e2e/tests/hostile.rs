@@ -21,6 +21,11 @@ use xdr::{Encoder, Pack};
 
 const MIB: u64 = 1024 * 1024;
 
+/// The allocator the `ferrite` binary uses, so that the memory measured
+/// is what a server would hold.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The tests measure the whole process: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
