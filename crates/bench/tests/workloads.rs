@@ -30,6 +30,7 @@ impl Srv {
             },
             rpc: Default::default(),
             aux: Default::default(),
+            admin: Default::default(),
         })
         .await
         .unwrap();

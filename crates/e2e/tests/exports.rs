@@ -105,6 +105,7 @@ impl Exports {
             },
             rpc: Default::default(),
             aux: Default::default(),
+            admin: Default::default(),
         };
         let running = server::run::start(cfg).await.expect("server starts");
         Exports {
@@ -693,6 +694,7 @@ async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
         },
         rpc: Default::default(),
         aux: Default::default(),
+        admin: Default::default(),
     };
     server::run::start(cfg).await.expect("server starts")
 }
@@ -903,6 +905,7 @@ async fn owner_names_when_not_numeric() {
             },
             rpc: Default::default(),
             aux: Default::default(),
+            admin: Default::default(),
         })
         .await
         .unwrap();

@@ -69,6 +69,7 @@ async fn start(rpc: rpc::ConnConfig) -> Srv {
         },
         rpc,
         aux: Default::default(),
+        admin: Default::default(),
     };
     let running = server::run::start(cfg).await.expect("server starts");
     Srv {

@@ -130,6 +130,7 @@ async fn out_of_descriptors_backs_off_and_recovers() {
             nfs4: Default::default(),
             rpc: Default::default(),
             aux: Default::default(),
+            admin: Default::default(),
         })
         .await
         .expect("server starts");

@@ -78,6 +78,15 @@ pub struct ServeArgs {
     /// NLM's and NSM's own port (TCP and UDP), besides the NFS port.
     #[arg(long)]
     pub nlm_port: Option<u16>,
+    /// Serve the statistics in the Prometheus text format at
+    /// http://ADDR:PORT/metrics (off unless given; docs/metrics.md).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// The administration socket `ferrite stat` talks to (default
+    /// STATE_DIR/admin.sock; "off" for none). Only root and the user the
+    /// server runs as may use it.
+    #[arg(long, value_name = "PATH")]
+    pub admin_socket: Option<PathBuf>,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -123,6 +132,10 @@ pub struct FileConfig {
     /// The port clients' port mappers listen on, for NLM_GRANTED and
     /// SM_NOTIFY (default 111; for tests).
     pub client_portmap_port: Option<u16>,
+    /// See --metrics.
+    pub metrics: Option<SocketAddr>,
+    /// See --admin-socket.
+    pub admin_socket: Option<PathBuf>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -174,7 +187,7 @@ pub struct FileClient {
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:2049";
 
 /// /var/lib/ferrite for root, ~/.local/state/ferrite for everyone else.
-fn default_state_dir() -> PathBuf {
+pub fn default_state_dir() -> PathBuf {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         return PathBuf::from("/var/lib/ferrite");
@@ -297,17 +310,27 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         nlm_port: args.nlm_port.or(file.nlm_port),
         client_portmap_port: file.client_portmap_port.unwrap_or(111),
     };
+    let state_dir = args
+        .state_dir
+        .clone()
+        .or(file.state_dir)
+        .unwrap_or_else(default_state_dir);
+    let admin = server::run::AdminConfig {
+        socket: match args.admin_socket.clone().or(file.admin_socket) {
+            Some(p) if p.as_os_str() == "off" => None,
+            Some(p) => Some(p),
+            None => Some(state_dir.join(server::admin::SOCKET)),
+        },
+        metrics: args.metrics.or(file.metrics),
+    };
     Ok(ServerConfig {
         listen,
-        state_dir: args
-            .state_dir
-            .clone()
-            .or(file.state_dir)
-            .unwrap_or_else(default_state_dir),
+        state_dir,
         exports,
         nfs4,
         rpc,
         aux,
+        admin,
     })
 }
 
@@ -638,7 +661,26 @@ mod tests {
             portmap: None,
             mount_port: None,
             nlm_port: None,
+            metrics: None,
+            admin_socket: None,
         }
+    }
+
+    /// The administration socket is in the state directory unless placed
+    /// elsewhere or turned off; metrics only when asked for.
+    #[test]
+    fn admin_options() {
+        let cfg = load(&quick()).unwrap();
+        assert_eq!(cfg.admin.socket, Some("/tmp/s/admin.sock".into()));
+        assert_eq!(cfg.admin.metrics, None);
+        let cfg = load(&ServeArgs {
+            admin_socket: Some("off".into()),
+            metrics: Some("127.0.0.1:9100".parse().unwrap()),
+            ..quick()
+        })
+        .unwrap();
+        assert_eq!(cfg.admin.socket, None);
+        assert_eq!(cfg.admin.metrics, Some("127.0.0.1:9100".parse().unwrap()));
     }
 
     #[test]

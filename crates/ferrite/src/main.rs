@@ -1,6 +1,7 @@
 //! The `ferrite` command: `ferrite serve DIR` and friends.
 
 mod config;
+mod stat;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -19,6 +20,9 @@ enum Cmd {
     Serve(config::ServeArgs),
     /// Benchmark an NFS server: run, prepare, report, compare.
     Bench(bench::cli::BenchArgs),
+    /// A running server's statistics: operations, latency, exports,
+    /// clients (over its administration socket).
+    Stat(stat::StatArgs),
 }
 
 /// mimalloc rather than glibc's malloc: every call allocates and frees
@@ -43,6 +47,7 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Serve(args) => serve(args),
         Cmd::Bench(args) => Ok(bench::cli::main(args)?),
+        Cmd::Stat(args) => stat::main(args),
     }
 }
 

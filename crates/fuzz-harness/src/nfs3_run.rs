@@ -132,8 +132,10 @@ async fn run(data: &[u8]) {
     let nlm = server::nlm::Nlm::new(srv.clone(), Arc::new(server::nsm::Nsm::in_memory()), 0);
     nlm.start();
     let pm = server::portmap::Portmap::new(Vec::new());
+    use server::stats::{counted, Program};
+    let stats = &srv.stats;
     let nfs = server::nfs3::NfsVersions {
-        v3: server::nfs3::Nfs3Service(srv.clone()),
+        v3: counted(server::nfs3::Nfs3Service(srv.clone()), stats, Program::Nfs3),
         v4: server::nfs4::Nfs4Service(srv.clone()),
     };
     let programs = rpc::Programs::new()
@@ -142,19 +144,23 @@ async fn run(data: &[u8]) {
             proto::mount::MOUNT_PROGRAM,
             3,
             3,
-            Arc::new(server::mount::MountService::new(srv.clone())),
+            counted(
+                server::mount::MountService::new(srv.clone()),
+                stats,
+                Program::Mount,
+            ),
         )
         .add(
             NLM_PROG,
             NLM4_VERS,
             NLM4_VERS,
-            Arc::new(server::nlm::NlmService(nlm.clone())),
+            counted(server::nlm::NlmService(nlm.clone()), stats, Program::Nlm),
         )
         .add(
             SM_PROG,
             SM_VERS,
             SM_VERS,
-            Arc::new(server::nsm::NsmService(nlm)),
+            counted(server::nsm::NsmService(nlm), stats, Program::Nsm),
         )
         .add(
             PMAP_PROG,

@@ -85,6 +85,17 @@ impl Default for AuxConfig {
     }
 }
 
+/// How the server is watched and administered (issue 14).
+#[derive(Debug, Clone, Default)]
+pub struct AdminConfig {
+    /// The administration socket `ferrite stat` uses ([`crate::admin`]);
+    /// none: not served.
+    pub socket: Option<PathBuf>,
+    /// Where the Prometheus metrics are served ([`crate::metrics`]);
+    /// none: not served.
+    pub metrics: Option<SocketAddr>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
@@ -94,6 +105,7 @@ pub struct ServerConfig {
     pub nfs4: Nfs4Config,
     pub rpc: rpc::ConnConfig,
     pub aux: AuxConfig,
+    pub admin: AdminConfig,
 }
 
 /// A running server.
@@ -105,6 +117,8 @@ pub struct Running {
     pub programs: Vec<String>,
     /// The port mapper's address, if Ferrite answers as one.
     pub portmap: Option<SocketAddr>,
+    /// Where the Prometheus metrics are served, if they are.
+    pub metrics: Option<SocketAddr>,
     /// The system port mapper Ferrite registered with, and what.
     registered: Option<(SocketAddr, Vec<crate::portmap::Entry>)>,
     shutdown: watch::Sender<bool>,
@@ -223,9 +237,15 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     spawn_heap_trim();
     let nlm = crate::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
     nlm.start();
-    let mount: Arc<dyn rpc::Service> = Arc::new(crate::mount::MountService::new(nfs4.clone()));
-    let nlm_svc: Arc<dyn rpc::Service> = Arc::new(crate::nlm::NlmService(nlm.clone()));
-    let nsm_svc: Arc<dyn rpc::Service> = Arc::new(crate::nsm::NsmService(nlm.clone()));
+    use crate::stats::{counted, Program};
+    let stats = &nfs4.stats;
+    let mount = counted(
+        crate::mount::MountService::new(nfs4.clone()),
+        stats,
+        Program::Mount,
+    );
+    let nlm_svc = counted(crate::nlm::NlmService(nlm.clone()), stats, Program::Nlm);
+    let nsm_svc = counted(crate::nsm::NsmService(nlm.clone()), stats, Program::Nsm);
     // MOUNT, NLM and NSM: on every port, over TCP and UDP.
     let aux = |p: rpc::Programs| {
         p.add(
@@ -249,7 +269,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     };
     // NFS versions 3 and 4 on the NFS port, TCP only.
     let nfs = crate::nfs3::NfsVersions {
-        v3: crate::nfs3::Nfs3Service(nfs4.clone()),
+        v3: counted(crate::nfs3::Nfs3Service(nfs4.clone()), stats, Program::Nfs3),
         v4: Nfs4Service(nfs4.clone()),
     };
     let programs = aux(rpc::Programs::new()).add(
@@ -424,6 +444,35 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             }
         }
     }
+    if let Some(path) = &cfg.admin.socket {
+        match crate::admin::bind(path) {
+            Ok(l) => {
+                tasks.push(tokio::spawn(crate::admin::serve(
+                    l,
+                    path.clone(),
+                    nfs4.clone(),
+                    rx.clone(),
+                )));
+                lines.push(format!("administration socket {}", path.display()));
+            }
+            Err(e) => lines.push(format!(
+                "no administration socket (`ferrite stat` will not reach this server): {}: {e}",
+                path.display()
+            )),
+        }
+    }
+    let mut metrics = None;
+    if let Some(at) = cfg.admin.metrics {
+        let l = TcpListener::bind(at).await?;
+        let at = l.local_addr()?;
+        tasks.push(tokio::spawn(crate::metrics::serve(
+            l,
+            nfs4.clone(),
+            rx.clone(),
+        )));
+        lines.push(crate::metrics::describe(at));
+        metrics = Some(at);
+    }
     crate::nsm::notify_all(
         nlm.nsm.clone(),
         nsm_previous,
@@ -436,16 +485,19 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         nlm,
         programs: lines,
         portmap,
+        metrics,
         registered,
         shutdown: tx,
         tasks,
     })
 }
 
-/// Gives memory the allocator holds but no longer uses back to the system
-/// every few seconds. Without it, glibc keeps the buffers freed when a
-/// burst of large records or replies ends (a slow reader's queue, hundreds
-/// of partial records), and the server stays that large long after.
+/// Gives memory glibc's allocator holds but no longer uses back to the
+/// system every few seconds. Without it, glibc keeps the buffers freed
+/// when a burst of large records or replies ends (a slow reader's queue,
+/// hundreds of partial records), and the server stays that large long
+/// after. (The `ferrite` binary allocates with mimalloc, which returns
+/// freed memory by itself; this serves embedders on glibc's malloc.)
 fn spawn_heap_trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     tokio::spawn(async {

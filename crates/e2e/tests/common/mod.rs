@@ -60,6 +60,10 @@ fn config(
         },
         rpc: Default::default(),
         aux: aux.clone(),
+        admin: server::run::AdminConfig {
+            socket: Some(state.path().join(server::admin::SOCKET)),
+            metrics: Some("127.0.0.1:0".parse().expect("address")),
+        },
     }
 }
 

@@ -311,7 +311,8 @@ impl Service for Nfs3Service {
 
 /// The NFS program, both versions: 3 here, 4 to NFSv4.
 pub struct NfsVersions {
-    pub v3: Nfs3Service,
+    /// NFSv3 (counted: [`crate::stats::counted`]).
+    pub v3: Arc<dyn Service>,
     pub v4: crate::nfs4::Nfs4Service,
 }
 

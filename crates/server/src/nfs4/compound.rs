@@ -385,6 +385,29 @@ async fn run_caught(d: &OpDesc, mut fut: OpFuture<'_>) -> OpResult {
 
 /// Runs one COMPOUND call.
 pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
+    let stats = srv.stats.clone();
+    let request_size = call.args.remaining();
+    let (reply, nanos) = run_timed(srv, call).await;
+    stats.compounds.record(
+        crate::stats::reply_status(&reply, true),
+        request_size,
+        crate::stats::reply_len(&reply),
+        nanos,
+    );
+    reply
+}
+
+/// The reply, and the time its operations took (none for a COMPOUND
+/// refused before any ran).
+async fn run_timed(srv: Arc<Nfs4Server>, call: Call) -> (Reply, u64) {
+    let reply = match run_decoded(srv, call).await {
+        Ok(timed) => return timed,
+        Err(refused) => refused,
+    };
+    (reply, 0)
+}
+
+async fn run_decoded(srv: Arc<Nfs4Server>, call: Call) -> Result<(Reply, u64), Reply> {
     let Call {
         mut args,
         auth,
@@ -398,16 +421,16 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         Ok(t) => t,
         Err(e) => {
             warn!(xid, "COMPOUND header undecodable: {e}");
-            return Reply::Error(rpc::ReplyError::GarbageArgs);
+            return Err(Reply::Error(rpc::ReplyError::GarbageArgs));
         }
     };
     let (minorversion, nops) = match (args.u32(), args.count(u32::MAX as usize, 4)) {
         (Ok(m), Ok(n)) => (m, n),
-        _ => return Reply::Error(rpc::ReplyError::GarbageArgs),
+        _ => return Err(Reply::Error(rpc::ReplyError::GarbageArgs)),
     };
     if !(1..=2).contains(&minorversion) {
         let status = NfsStat4::Nfs4errMinorVersMismatch;
-        return Reply::Success(reply(status, &tag, 0, Encoder::new()));
+        return Err(Reply::Success(reply(status, &tag, 0, Encoder::new())));
     }
     // Every operation is decoded first (up to the first that does not
     // decode, which answers NFS4ERR_BADXDR when reached), so that where
@@ -419,6 +442,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
     let decodable = nops.min(srv.cfg.max_ops as usize + 1);
     let mut decoded = Vec::with_capacity(decodable.min(16));
     for i in 0..decodable {
+        let before = args.remaining();
         // The opcode, for the error result if the arguments do not decode.
         let peeked = args
             .rest()
@@ -427,7 +451,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
             .filter(|n| <OpNum4 as xdr::Discriminant>::from_u32(*n).is_ok())
             .unwrap_or(OpNum4::Illegal as u32);
         match NfsArgOp4::unpack(&mut args) {
-            Ok(op) => decoded.push(Ok(op)),
+            Ok(op) => decoded.push(Ok((op, (before - args.remaining()) as u32))),
             Err(e) => {
                 debug!(xid, op = i, "undecodable operation: {e}");
                 decoded.push(Err(peeked));
@@ -442,7 +466,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         .iter()
         .filter(|op| {
             op.as_ref()
-                .is_ok_and(|op| ops::desc(op.opnum()).is_some_and(|d| !d.quick()))
+                .is_ok_and(|(op, _)| ops::desc(op.opnum()).is_some_and(|d| !d.quick()))
         })
         .count();
     let cx = Compound {
@@ -465,7 +489,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
         sec_pending: false,
     };
     if waiting < 2 {
-        return execute(cx, tag, decoded).await;
+        return Ok(execute(cx, tag, decoded).await);
     }
     // One thread hand-off for the whole compound: its backend calls run
     // in place on this blocking thread (see `on_pool`).
@@ -476,7 +500,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
             rt.block_on(execute(cx, tag, decoded))
         })
         .await;
-    ran.unwrap_or_else(|e| {
+    ran.map_err(|e| {
         static LAST: AtomicU64 = AtomicU64::new(0);
         if now_and_then(&LAST) {
             error!(xid, "COMPOUND failed on the blocking pool: {e}");
@@ -540,12 +564,13 @@ where
     }
 }
 
-/// A decoded operation, or the opcode of one that did not decode.
-type Decoded = Result<NfsArgOp4, u32>;
+/// A decoded operation and the size of its arguments, or the opcode of
+/// one that did not decode.
+type Decoded = Result<(NfsArgOp4, u32), u32>;
 
 /// Runs a COMPOUND's decoded operations in order (RFC 8881 §16.2.3) and
-/// builds the reply.
-async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
+/// builds the reply; with the time they took.
+async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> (Reply, u64) {
     let nops = cx.nops;
     // The reply before its results: RPC header, status, tag, count.
     let head = RPC_REPLY_HEADER + 4 + 4 + tag.len() + xdr::pad_len(tag.len()) + 4;
@@ -559,13 +584,23 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
     let mut cacheable = true;
     // An operation ran whose reply a persistent session keeps.
     let mut persists = false;
+    let stats = cx.srv.stats.clone();
+    let nfs4 = stats.program(crate::stats::Program::Nfs4);
+    // Each operation's time runs from the end of the one before: one
+    // clock read per operation.
+    let mut t0 = std::time::Instant::now();
+    let start = t0;
+    let took = |end: std::time::Instant| end.duration_since(start).as_nanos() as u64;
     for (i, op) in decoded.into_iter().enumerate() {
         cx.index = i;
-        let op = match op {
+        let (op, arg_size) = match op {
             Ok(op) => op,
             Err(peeked) => {
                 status = NfsStat4::Nfs4errBadxdr;
+                let mark = results.len();
                 OpResult::Error(peeked, status).pack(&mut results);
+                nfs4.op(peeked)
+                    .record(status as u32, 0, results.len() - mark, 0);
                 count += 1;
                 break;
             }
@@ -585,6 +620,8 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
         let Some(d) = desc else {
             status = NfsStat4::Nfs4errOpIllegal;
             OpResult::Error(OpNum4::Illegal as u32, status).pack(&mut results);
+            nfs4.op(OpNum4::Illegal as u32)
+                .record(status as u32, arg_size as usize, 0, 0);
             count += 1;
             break;
         };
@@ -600,7 +637,7 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
         };
         // A replayed SEQUENCE answers with the cached reply as it was.
         if let Some(cached) = cx.replay.take() {
-            return Reply::Success(cached);
+            return (Reply::Success(cached), took(std::time::Instant::now()));
         }
         r.pack(&mut results);
         count += 1;
@@ -625,6 +662,18 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
                 OpResult::Error(opnum, status).pack(&mut results);
             }
         }
+        let now = std::time::Instant::now();
+        let nanos = now.duration_since(t0).as_nanos() as u64;
+        t0 = now;
+        count_op(
+            &cx,
+            &stats,
+            opnum,
+            status,
+            arg_size,
+            results.len() - mark,
+            nanos,
+        );
         cacheable &= d.cacheable();
         cx.sec_pending = d.puts_fh() && status == NfsStat4::Nfs4Ok;
         if status != NfsStat4::Nfs4Ok {
@@ -645,11 +694,14 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
             if let Some(slot) = cx.slot.take() {
                 slot.complete(None);
             }
-            return Reply::Pieces(reply_pieces(status, &tag, count, results));
+            return (
+                Reply::Pieces(reply_pieces(status, &tag, count, results)),
+                took(t0),
+            );
         }
         match in_memory(results).await {
             Some(r) => r,
-            None => return Reply::Error(rpc::ReplyError::SystemErr),
+            None => return (Reply::Error(rpc::ReplyError::SystemErr), took(t0)),
         }
     } else {
         results
@@ -664,7 +716,36 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> Reply {
         }
         slot.complete(keep.then(|| out.clone()));
     }
-    Reply::Success(out)
+    (Reply::Success(out), took(t0))
+}
+
+/// Counts operation `opnum`, which took `nanos`, under its number and
+/// under the export of the current filehandle (its data bytes for READ
+/// and WRITE: their results and arguments).
+fn count_op(
+    cx: &Compound,
+    stats: &crate::stats::Stats,
+    opnum: u32,
+    status: NfsStat4,
+    arg_size: u32,
+    result_size: usize,
+    nanos: u64,
+) {
+    stats.program(crate::stats::Program::Nfs4).op(opnum).record(
+        status as u32,
+        arg_size as usize,
+        result_size,
+        nanos,
+    );
+    if let Some(fh) = cx.cfh.as_ref().filter(|fh| fh.pseudo.is_none()) {
+        let ok = status == NfsStat4::Nfs4Ok;
+        let (read, written) = match opnum {
+            n if n == OpNum4::Read as u32 && ok => (result_size as u64, 0),
+            n if n == OpNum4::Write as u32 && ok => (0, arg_size as u64),
+            _ => (0, 0),
+        };
+        stats.export_op(fh.export, ok, read, written);
+    }
 }
 
 /// On a persistent session, puts the reply of a request that changed the

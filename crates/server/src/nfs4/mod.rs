@@ -130,6 +130,8 @@ pub struct Nfs4Server {
     /// Orders the changes to directories under delegation with their
     /// notifications ([`dirdeleg::order`]).
     pub dir_order: dirdeleg::Stripes,
+    /// Live statistics ([`crate::stats`]).
+    pub stats: Arc<crate::stats::Stats>,
     state: State,
 }
 
@@ -174,7 +176,9 @@ impl Nfs4Server {
         // A delegation that goes ends its guard against local writers.
         let backends: Vec<(u16, Arc<dyn vfs::Vfs>)> =
             exports.iter().map(|e| (e.id, e.vfs.clone())).collect();
+        let export_ids = exports.iter().map(|e| e.id as usize + 1).max().unwrap_or(0);
         let srv = Arc::new(Nfs4Server {
+            stats: crate::stats::Stats::new(export_ids),
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,

@@ -31,6 +31,9 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
         Ok(x) => x,
         Err(e) => return Res4::Err(e),
     };
+    cx.srv
+        .state()
+        .note_client(x.clientid, cx.conn.peer(), cx.minorversion);
     let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
     if x.confirmed {
         flags |= EXCHGID4_FLAG_CONFIRMED_R;

@@ -63,6 +63,10 @@ pub struct Client {
     pub last_serial: u32,
     /// The deadline it is filed under in the expiry queue.
     pub deadline: Duration,
+    /// Where its last EXCHANGE_ID came from, and its minor version (for
+    /// `ferrite stat`).
+    pub address: Option<std::net::SocketAddr>,
+    pub minorversion: u32,
 }
 
 impl Client {
@@ -86,6 +90,8 @@ impl Client {
             waiting_on: HashMap::new(),
             last_serial: 0,
             deadline: Duration::ZERO,
+            address: None,
+            minorversion: 0,
         }
     }
 

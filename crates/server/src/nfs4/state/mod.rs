@@ -19,6 +19,7 @@ pub mod nlm;
 pub mod session;
 pub mod slots;
 pub mod stateid;
+pub mod summary;
 mod tables;
 pub mod waiters;
 

@@ -1,0 +1,252 @@
+//! `ferrite stat`: a running server's statistics, read over its
+//! administration socket (`server::admin`), printed as tables, or every
+//! few seconds for the interval just past (`--watch`, as nfsstat's
+//! interval mode), or as JSON.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use server::stats::report::{OpReport, Report};
+
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "Examples:
+  ferrite stat                         # the server whose state directory is the default one
+  ferrite stat --state-dir /srv/state  # the server started with --state-dir /srv/state
+  ferrite stat --watch                 # every second, what happened in that second
+  ferrite stat --watch 10              # every 10 seconds
+  ferrite stat --json | jq .clients    # everything, as JSON")]
+pub struct StatArgs {
+    /// The server's administration socket (default: STATE_DIR/admin.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// The server's state directory, where its socket is.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print again every SECS seconds (default 1), each time what was
+    /// counted in the interval: operations per second and their latency.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "1")]
+    pub watch: Option<f64>,
+    /// Print the report as JSON (one line).
+    #[arg(long, conflicts_with = "watch")]
+    pub json: bool,
+}
+
+pub fn main(args: StatArgs) -> anyhow::Result<()> {
+    let path = args.socket.clone().unwrap_or_else(|| {
+        args.state_dir
+            .clone()
+            .unwrap_or_else(crate::config::default_state_dir)
+            .join(server::admin::SOCKET)
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let fetch = || async {
+            let raw = server::admin::request(&path, "stat").await.with_context(|| {
+                format!(
+                    "no server answers at {} (is it running, with this state directory, and are you root or its user?)",
+                    path.display()
+                )
+            })?;
+            if args.json {
+                return Ok::<_, anyhow::Error>((raw, None));
+            }
+            let value: serde_json::Value = serde_json::from_str(&raw).context("the server's answer")?;
+            if let Some(e) = value.get("error") {
+                bail!("the server says: {e}");
+            }
+            let r: Report = serde_json::from_value(value).context("the server's report")?;
+            Ok((raw, Some(r)))
+        };
+        let Some(secs) = args.watch else {
+            let (raw, r) = fetch().await?;
+            match r {
+                Some(r) => out(&render(&r, None)),
+                None => out(&raw),
+            };
+            return Ok(());
+        };
+        if !(secs > 0.0 && secs.is_finite()) {
+            bail!("--watch takes a number of seconds above 0");
+        }
+        let mut before = fetch().await?.1.context("no report")?;
+        loop {
+            tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+            let now = fetch().await?.1.context("no report")?;
+            if !out(&format!("\n{}", render(&now, Some((&before, secs))))) {
+                return Ok(());
+            }
+            before = now;
+        }
+    })
+}
+
+/// Writes `text` to standard output; false once nobody reads it (a
+/// closed pipe, as when piped into `head`).
+fn out(text: &str) -> bool {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())
+        .and_then(|()| o.flush())
+        .is_ok()
+}
+
+/// The tables; with `since` (an earlier report and the seconds between),
+/// per-second rates and latencies of that interval only.
+pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
+    let mut o = String::new();
+    let p = &r.process;
+    let _ = writeln!(
+        o,
+        "ferrite {} (pid {}), up {}, CPU {:.1} s, {} MiB resident, {} of {} descriptors, {} threads",
+        r.version,
+        r.pid,
+        duration(r.uptime_s),
+        p.cpu_s,
+        p.resident_bytes >> 20,
+        p.open_fds,
+        p.max_fds,
+        p.threads
+    );
+    if let Some((b, secs)) = since {
+        let _ = writeln!(
+            o,
+            "interval {secs} s: server CPU {:.0}% of a core",
+            (p.cpu_s - b.process.cpu_s).max(0.0) / secs * 100.0
+        );
+    }
+    // An operation first used in the interval counts whole.
+    let diff = |op: &OpReport, earlier: Option<&Vec<OpReport>>| -> OpReport {
+        match earlier.and_then(|ops| ops.iter().find(|x| x.name == op.name)) {
+            Some(b) => op.since(b),
+            None => op.clone(),
+        }
+    };
+    let unit = if since.is_some() { "per s" } else { "count" };
+    for prog in &r.programs {
+        let earlier = since.and_then(|(b, _)| {
+            b.programs
+                .iter()
+                .find(|x| x.name == prog.name)
+                .map(|x| &x.ops)
+        });
+        let mut rows: Vec<OpReport> = prog.ops.iter().map(|op| diff(op, earlier)).collect();
+        if prog.name == "NFSv4" && r.compounds.count > 0 {
+            let c = match since {
+                Some((b, _)) => r.compounds.since(&b.compounds),
+                None => r.compounds.clone(),
+            };
+            rows.insert(0, c);
+        }
+        rows.retain(|x| x.count > 0);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "\n{:<22} {:>10} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
+            prog.name, unit, "errors", "MB in", "MB out", "mean µs", "p50 µs", "p99 µs"
+        );
+        for x in &rows {
+            let per = |n: u64| match since {
+                Some((_, secs)) => format!("{:.1}", n as f64 / secs),
+                None => n.to_string(),
+            };
+            let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+            let _ = writeln!(
+                o,
+                "  {:<20} {:>10} {:>8} {:>10.2} {:>10.2} {:>9} {:>9} {:>9}",
+                x.name,
+                per(x.count),
+                x.errors,
+                x.bytes_in as f64 / 1e6,
+                x.bytes_out as f64 / 1e6,
+                us(x.mean_us()),
+                us(x.quantile_us(0.5)),
+                us(x.quantile_us(0.99)),
+            );
+            if !x.statuses.is_empty() {
+                let list: Vec<String> =
+                    x.statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
+                let _ = writeln!(o, "  {:<20} {}", "", list.join(", "));
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<22} {:>10} {:>8} {:>12} {:>12}",
+        "export", "ops", "errors", "MB read", "MB written"
+    );
+    for e in &r.exports {
+        let b = since.and_then(|(b, _)| b.exports.iter().find(|x| x.id == e.id));
+        let d = |now: u64, f: fn(&server::stats::report::ExportReport) -> u64| {
+            now - b.map_or(0, f).min(now)
+        };
+        let _ = writeln!(
+            o,
+            "  {:<20} {:>10} {:>8} {:>12.2} {:>12.2}",
+            e.path,
+            d(e.ops, |x| x.ops),
+            d(e.errors, |x| x.errors),
+            d(e.bytes_read, |x| x.bytes_read) as f64 / 1e6,
+            d(e.bytes_written, |x| x.bytes_written) as f64 / 1e6
+        );
+    }
+    if !r.clients.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:<18} {:<22} {:>4} {:>8} {:>6} {:>6} {:>6} {:>9}  owner",
+            "NFSv4 client", "address", "vers", "sessions", "opens", "locks", "delegs", "renewed"
+        );
+        for c in &r.clients {
+            let _ = writeln!(
+                o,
+                "  {:<16} {:<22} {:>4} {:>8} {:>6} {:>6} {:>6} {:>8.0}s  {}{}",
+                c.id,
+                c.address.as_deref().unwrap_or("-"),
+                c.version,
+                c.sessions,
+                c.opens,
+                c.locks,
+                c.delegations,
+                c.since_renewal_s,
+                c.owner
+                    .chars()
+                    .filter(|ch| !ch.is_control())
+                    .take(40)
+                    .collect::<String>(),
+                if c.confirmed { "" } else { " (unconfirmed)" }
+            );
+        }
+    }
+    if !r.hosts.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:<22} {:>10} {:>8}  programs",
+            "host (v3, NLM ...)", "calls", "idle"
+        );
+        for h in &r.hosts {
+            let _ = writeln!(
+                o,
+                "  {:<20} {:>10} {:>7}s  {}",
+                h.address,
+                h.calls,
+                h.idle_s,
+                h.programs.join(" ")
+            );
+        }
+    }
+    o
+}
+
+fn duration(secs: f64) -> String {
+    let s = secs as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}

@@ -1,0 +1,125 @@
+//! The administration socket: a Unix stream socket in the state
+//! directory (`admin.sock`, mode 0600) through which `ferrite stat` (and
+//! later `ferrite reload`) talk to a running server. Never reachable over
+//! the network; only root and the user the server runs as may connect
+//! (the socket's mode, and the peer's credentials checked again with
+//! SO_PEERCRED).
+//!
+//! One request per connection: a line naming a command, answered with
+//! one line of JSON. Commands: `stat` (a [`crate::stats::report::Report`]).
+//! Anything else, or a request not sent within 5 seconds or longer than
+//! 256 bytes, is answered `{"error": ...}`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{watch, Semaphore};
+use tracing::{debug, warn};
+
+use crate::nfs4::Nfs4Server;
+
+/// The socket's name in the state directory.
+pub const SOCKET: &str = "admin.sock";
+/// Administration connections served at once.
+const MAX_CONNECTIONS: usize = 16;
+const REQUEST_MAX: u64 = 256;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Listens at `path` (a stale socket file there is replaced) until
+/// `shutdown`; the file is removed at the end.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let l = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(l)
+}
+
+pub async fn serve(
+    listener: UnixListener,
+    path: PathBuf,
+    srv: Arc<Nfs4Server>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.wait_for(|s| *s) => break,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                warn!("administration socket: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let allowed = stream
+            .peer_cred()
+            .is_ok_and(|c| c.uid() == 0 || c.uid() == me);
+        if !allowed {
+            debug!("administration socket: a caller that is neither root nor the server's user");
+            continue;
+        }
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let srv = srv.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            answer(stream, &srv).await;
+        });
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+async fn answer(stream: UnixStream, srv: &Arc<Nfs4Server>) {
+    let (rd, mut wr) = stream.into_split();
+    let mut line = String::new();
+    let read = tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        BufReader::new(rd.take(REQUEST_MAX)).read_line(&mut line),
+    )
+    .await;
+    let reply = match read {
+        Ok(Ok(_)) => command(line.trim(), srv),
+        Ok(Err(e)) => error(&format!("reading the request: {e}")),
+        Err(_) => error("no request within 5 seconds"),
+    };
+    let _ = wr.write_all(reply.as_bytes()).await;
+    let _ = wr.write_all(b"\n").await;
+    let _ = wr.shutdown().await;
+}
+
+fn command(cmd: &str, srv: &Arc<Nfs4Server>) -> String {
+    match cmd {
+        "stat" => serde_json::to_string(&crate::stats::report::build(srv))
+            .unwrap_or_else(|e| error(&format!("encoding: {e}"))),
+        other => error(&format!("unknown command {other:?} (known: stat)")),
+    }
+}
+
+fn error(why: &str) -> String {
+    serde_json::json!({ "error": why }).to_string()
+}
+
+/// Sends `cmd` to the server listening at `path` and returns its answer
+/// (one line of JSON), for `ferrite stat`.
+pub async fn request(path: &Path, cmd: &str) -> std::io::Result<String> {
+    let mut s = UnixStream::connect(path).await?;
+    s.write_all(cmd.as_bytes()).await?;
+    s.write_all(b"\n").await?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await?;
+    Ok(out)
+}

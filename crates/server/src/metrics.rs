@@ -1,0 +1,100 @@
+//! `--metrics ADDR:PORT`: the statistics in the Prometheus text format
+//! over HTTP/1.1 (`GET /metrics`; anything else is 404, a request that is
+//! not HTTP 400). Off unless asked for. Bounded: 16 connections at once,
+//! a request head of at most 8 KiB read within 5 seconds, one request per
+//! connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tracing::warn;
+
+use crate::nfs4::Nfs4Server;
+
+const MAX_CONNECTIONS: usize = 16;
+const HEAD_MAX: usize = 8192;
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub async fn serve(
+    listener: TcpListener,
+    srv: Arc<Nfs4Server>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.wait_for(|s| *s) => break,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                warn!("metrics: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let srv = srv.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let _ = answer(stream, &srv).await;
+        });
+    }
+}
+
+async fn answer(mut s: TcpStream, srv: &Arc<Nfs4Server>) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(512);
+    let got = tokio::time::timeout(HEAD_TIMEOUT, async {
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+            let n = s.read(&mut buf).await?;
+            if n == 0 || head.len() + n > HEAD_MAX {
+                return Ok::<bool, std::io::Error>(false);
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        Ok(true)
+    })
+    .await;
+    let complete = matches!(got, Ok(Ok(true)));
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first);
+    let mut words = first.split_whitespace();
+    let (method, target) = (words.next(), words.next());
+    let (status, kind, body) = match (complete, method, target) {
+        (true, Some("GET"), Some(t)) if t == "/metrics" || t.starts_with("/metrics?") => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            crate::stats::prometheus::render(&crate::stats::report::build(srv)),
+        ),
+        (true, Some(_), Some(_)) => (
+            "404 Not Found",
+            "text/plain",
+            "Only /metrics is served here.\n".into(),
+        ),
+        _ => (
+            "400 Bad Request",
+            "text/plain",
+            "Not an HTTP request.\n".into(),
+        ),
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(reply.as_bytes()).await?;
+    s.write_all(body.as_bytes()).await?;
+    s.shutdown().await
+}
+
+/// Where the metrics are served, for the start-up line.
+pub fn describe(at: SocketAddr) -> String {
+    format!("metrics (Prometheus text) on http://{at}/metrics")
+}
