@@ -28,7 +28,8 @@
 # of the row names below, "-v3" ones included), VERS ("4.1 3": the
 # versions to run), FILES_NFSRS (2000), FERRITE_PORT (20750),
 # FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
-# on the same disk).
+# on the same disk), FERRITE_BIN (a Ferrite binary to use instead of
+# building this tree: a build that stays put while the tree changes).
 # Everything (JSON per run, server logs, table.md) goes to OUTDIR
 # (default /var/tmp/ferrite-ab/DATE).
 set -euo pipefail
@@ -58,8 +59,12 @@ VENV=/var/tmp/ferrite-nfsrs-venv
 mkdir -p "$OUT"
 [ "$(nproc)" -ge 2 ] || { echo "ab.sh: needs 2 CPUs (server on 1, client on 0)" >&2; exit 2; }
 
-cargo build --release -p ferrite
-F="$top/target/release/ferrite"
+if [ -n "${FERRITE_BIN:-}" ]; then
+    F="$FERRITE_BIN"
+else
+    cargo build --release -p ferrite
+    F="$top/target/release/ferrite"
+fi
 
 # The third-party client, outside the repository.
 if [[ " $ONLY " == *" nfsrs"* ]] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
