@@ -10,6 +10,13 @@ use crate::workload::{Overrides, Params, Workload};
 use crate::{runner, Error, Result};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  ferrite bench prepare randread --target nfs4://127.0.0.1:2049/
+  ferrite bench run randread --threads 16 --target nfs4://127.0.0.1:2049/ -o a.json
+  ferrite bench run randread --target 'nfs3://127.0.0.1:2049/?mountport=2049' -o b.json
+  ferrite bench compare a.json b.json
+  ferrite bench report a.json b.json -o report.html
+See docs/benchmarking.md for every workload and option.")]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub cmd: BenchCmd,

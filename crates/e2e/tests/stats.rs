@@ -221,3 +221,42 @@ async fn the_administration_socket_is_private_and_answers_errors() {
     })
     .await
 }
+
+/// The load model is fed every second: after a few, every resource the
+/// server depends on has a utilization, and the same figures are in the
+/// metrics.
+#[tokio::test]
+async fn the_load_model_reports_each_resource() {
+    within(async {
+        let srv = TestServer::start().await;
+        let c = srv.client().await;
+        let root = c.root_fh().await.unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(2600);
+        while std::time::Instant::now() < until {
+            c.getattr(&root, &[FATTR4_SIZE]).await.unwrap();
+        }
+        let r = report(&srv).await;
+        let names: Vec<&str> = r.load.resources.iter().map(|x| x.name.as_str()).collect();
+        assert!(
+            names.contains(&"cpu") && names.contains(&"pool"),
+            "{names:?}"
+        );
+        assert!(names.contains(&"network"), "{names:?}");
+        let cpu = r.load.resources.iter().find(|x| x.name == "cpu").unwrap();
+        let u = cpu.utilization.unwrap();
+        assert!(u.iter().all(|v| (0.0..=1.0).contains(v)), "{u:?}");
+        assert!(r.load.ops_per_s[0] > 0.0, "{:?}", r.load);
+        assert!(
+            !r.load.verdict.is_empty() && r.load.verdict != "idle",
+            "{}",
+            r.load.verdict
+        );
+        let (_, body) = scrape(&srv, "/metrics").await;
+        let s = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
+        assert!(matches!(
+            sample(&s, "ferrite_load_utilization", &[("resource", "cpu"), ("window", "5s")]),
+            Some(prometheus_parse::Value::Gauge(v)) if (0.0..=1.0).contains(v)
+        ));
+    })
+    .await
+}

@@ -10,6 +10,12 @@ use server::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash, NOBOD
 use server::run::{ExportConfig, ServerConfig};
 
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "Examples:
+  ferrite serve ./export                         # ./export at / on 127.0.0.1:2049, open to all (development)
+  ferrite serve ./export --listen 0.0.0.0:2049 --root-squash --secure
+  ferrite serve --config /etc/ferrite/ferrite.toml   # exports and client rules from a file
+  ferrite serve ./export --metrics 127.0.0.1:9100    # and Prometheus metrics
+Then, from another terminal: ferrite stat --state-dir STATE_DIR")]
 pub struct ServeArgs {
     /// Directory to export at "/", created if missing (overrides the
     /// exports of --config).
@@ -87,6 +93,11 @@ pub struct ServeArgs {
     /// server runs as may use it.
     #[arg(long, value_name = "PATH")]
     pub admin_socket: Option<PathBuf>,
+    /// The network link's capacity in megabits a second, for the load
+    /// model (`ferrite stat`): without it the network is shown but never
+    /// named as the limit.
+    #[arg(long, value_name = "MBPS")]
+    pub link_mbps: Option<f64>,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -136,6 +147,8 @@ pub struct FileConfig {
     pub metrics: Option<SocketAddr>,
     /// See --admin-socket.
     pub admin_socket: Option<PathBuf>,
+    /// See --link-mbps.
+    pub link_mbps: Option<f64>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -322,6 +335,11 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             None => Some(state_dir.join(server::admin::SOCKET)),
         },
         metrics: args.metrics.or(file.metrics),
+        link_bytes_per_s: match args.link_mbps.or(file.link_mbps) {
+            Some(m) if m > 0.0 && m.is_finite() => Some(m * 1e6 / 8.0),
+            Some(m) => bail!("link_mbps must be a positive number, not {m}"),
+            None => None,
+        },
     };
     Ok(ServerConfig {
         listen,
@@ -663,6 +681,7 @@ mod tests {
             nlm_port: None,
             metrics: None,
             admin_socket: None,
+            link_mbps: None,
         }
     }
 

@@ -1,28 +1,54 @@
 //! The `ferrite` command: `ferrite serve DIR` and friends.
 
 mod config;
+mod man;
+mod notify;
 mod stat;
 
+use std::io::IsTerminal;
+
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use tracing::{info, warn};
 
 #[derive(Parser)]
-#[command(name = "ferrite", version, about = "A userspace NFS server")]
-struct Cli {
+#[command(
+    name = "ferrite",
+    version,
+    about = "A userspace NFS server",
+    after_help = "Examples:
+  ferrite serve ./export                      # export ./export at / on 127.0.0.1:2049
+  ferrite serve --config /etc/ferrite.toml    # exports and rules from a file
+  ferrite stat --watch                        # what a running server is doing, every second
+  ferrite bench run randread --target nfs4://127.0.0.1:2049/
+  ferrite man docs/man                        # write the manual pages"
+)]
+pub struct Cli {
+    /// How log lines are written to standard error: "text" (coloured
+    /// only on a terminal) or "json" (one object per line).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
-    /// Export a directory over NFSv4.1/4.2 (created if missing).
+    /// Export a directory over NFSv4.1/4.2 and NFSv3 (created if missing).
     Serve(config::ServeArgs),
     /// Benchmark an NFS server: run, prepare, report, compare.
     Bench(bench::cli::BenchArgs),
     /// A running server's statistics: operations, latency, exports,
     /// clients (over its administration socket).
     Stat(stat::StatArgs),
+    /// Write the manual pages (ferrite.1 and one per command) into DIR.
+    Man(man::ManArgs),
 }
 
 /// mimalloc rather than glibc's malloc: every call allocates and frees
@@ -36,18 +62,22 @@ enum Cmd {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Json => logs.json().init(),
+        // No colour codes in a file or a journal.
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
     match cli.cmd {
         Cmd::Serve(args) => serve(args),
         Cmd::Bench(args) => Ok(bench::cli::main(args)?),
         Cmd::Stat(args) => stat::main(args),
+        Cmd::Man(args) => man::main(args),
     }
 }
 
@@ -80,11 +110,20 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         for line in &running.programs {
             println!("ferrite: {line}");
         }
+        // The handlers first: a SIGTERM right after READY stops cleanly.
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        // Under systemd (Type=notify): serving from here on.
+        notify::send(&format!(
+            "READY=1\nSTATUS=serving on {}\nMAINPID={}",
+            running.addr,
+            std::process::id()
+        ));
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => info!("SIGINT: shutting down"),
+            _ = int.recv() => info!("SIGINT: shutting down"),
             _ = term.recv() => info!("SIGTERM: shutting down"),
         }
+        notify::send("STOPPING=1");
         running.stop().await;
         println!("ferrite: stopped");
         Ok::<_, anyhow::Error>(())

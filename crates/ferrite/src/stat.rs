@@ -111,6 +111,30 @@ pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
         p.max_fds,
         p.threads
     );
+    let l = &r.load;
+    let _ = writeln!(
+        o,
+        "load: {} (operations/s {:.0}, {:.0}, {:.0} over 1, 5, 15 s)",
+        l.verdict, l.ops_per_s[0], l.ops_per_s[1], l.ops_per_s[2]
+    );
+    for res in &l.resources {
+        let u = res
+            .utilization
+            .map_or("     -      -      -".to_string(), |u| {
+                format!(
+                    "{:>5.0}% {:>5.0}% {:>5.0}%",
+                    u[0] * 100.0,
+                    u[1] * 100.0,
+                    u[2] * 100.0
+                )
+            });
+        let mark = if l.limiting.as_deref() == Some(res.name.as_str()) {
+            " <- limiting"
+        } else {
+            ""
+        };
+        let _ = writeln!(o, "  {:<12} {u}  {}{mark}", res.name, res.detail);
+    }
     if let Some((b, secs)) = since {
         let _ = writeln!(
             o,

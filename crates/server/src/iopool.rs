@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::thread::Thread;
@@ -36,7 +36,23 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// Threads at most (tokio's blocking pool has the same default).
 const MAX_THREADS: usize = 512;
 
-type Job = Box<dyn FnOnce() + Send>;
+/// A call, and when it was queued.
+struct Job {
+    run: Box<dyn FnOnce() + Send>,
+    queued: Instant,
+}
+
+/// What the pool has done since it started, for the load model
+/// ([`crate::load`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Calls run.
+    pub calls: u64,
+    /// Nanoseconds threads spent in calls (blocked in I/O, mostly).
+    pub busy_ns: u64,
+    /// Nanoseconds calls waited in the queue for a thread.
+    pub wait_ns: u64,
+}
 
 struct Worker {
     thread: Thread,
@@ -69,6 +85,9 @@ pub struct Pool {
     state: Mutex<State>,
     max: usize,
     name: &'static str,
+    calls: AtomicU64,
+    busy_ns: AtomicU64,
+    wait_ns: AtomicU64,
 }
 
 impl Pool {
@@ -82,7 +101,29 @@ impl Pool {
             }),
             max: max.max(1),
             name,
+            calls: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
         })
+    }
+
+    /// Its threads' name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Its most threads (urgent calls may take one more each).
+    pub fn max_threads(&self) -> usize {
+        self.max
+    }
+
+    /// What the pool has done so far.
+    pub fn usage(&self) -> Usage {
+        Usage {
+            calls: self.calls.load(Ordering::Relaxed),
+            busy_ns: self.busy_ns.load(Ordering::Relaxed),
+            wait_ns: self.wait_ns.load(Ordering::Relaxed),
+        }
     }
 
     /// The pool the NFS operations use.
@@ -161,9 +202,18 @@ impl Pool {
         let mut st = self.lock();
         loop {
             if let Some(job) = st.queue.pop_front() {
-                st.progress = Instant::now();
+                let began = Instant::now();
+                st.progress = began;
                 drop(st);
-                job();
+                (job.run)();
+                let nanos = |d: Duration| d.as_nanos() as u64;
+                self.calls.fetch_add(1, Ordering::Relaxed);
+                self.busy_ns
+                    .fetch_add(nanos(began.elapsed()), Ordering::Relaxed);
+                self.wait_ns.fetch_add(
+                    nanos(began.saturating_duration_since(job.queued)),
+                    Ordering::Relaxed,
+                );
                 st = self.lock();
                 continue;
             }
@@ -220,17 +270,20 @@ impl Pool {
         });
         let s = slot.clone();
         self.submit(
-            Box::new(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-                let waker = {
-                    let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
-                    g.0 = Some(r);
-                    g.1.take()
-                };
-                if let Some(w) = waker {
-                    w.wake();
-                }
-            }),
+            Job {
+                queued: Instant::now(),
+                run: Box::new(move || {
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                    let waker = {
+                        let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
+                        g.0 = Some(r);
+                        g.1.take()
+                    };
+                    if let Some(w) = waker {
+                        w.wake();
+                    }
+                }),
+            },
             urgent,
         );
         Run {
@@ -335,6 +388,33 @@ mod tests {
         }
         assert_eq!(ran.load(Ordering::Relaxed), 200);
         assert!(pool.lock().threads <= 8);
+    }
+
+    /// The pool counts its calls, the time they ran and the time they
+    /// waited for a thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn usage_counts_calls_and_their_time() {
+        let pool = Pool::new("test-pool", 1);
+        assert_eq!(pool.usage(), Usage::default());
+        let calls: Vec<_> = (0..10)
+            .map(|_| pool.run(|| std::thread::sleep(Duration::from_millis(5))))
+            .collect();
+        for c in calls {
+            c.await.unwrap();
+        }
+        // A call's result is delivered before its thread counts it.
+        let mut u = pool.usage();
+        for _ in 0..100 {
+            if u.calls == 10 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            u = pool.usage();
+        }
+        assert_eq!(u.calls, 10);
+        assert!(u.busy_ns >= 50_000_000, "{u:?}");
+        // One thread: the later calls queued behind the earlier ones.
+        assert!(u.wait_ns >= 5_000_000, "{u:?}");
     }
 
     /// Every thread waits for a call not yet run: an urgent call still

@@ -5,6 +5,7 @@ mod cache;
 pub mod export;
 pub mod ids;
 pub mod iopool;
+pub mod load;
 pub mod locks;
 pub mod metrics;
 pub mod mount;

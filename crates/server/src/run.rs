@@ -94,6 +94,9 @@ pub struct AdminConfig {
     /// Where the Prometheus metrics are served ([`crate::metrics`]);
     /// none: not served.
     pub metrics: Option<SocketAddr>,
+    /// The network link's capacity in bytes a second, for the load model
+    /// ([`crate::load`]); none: the network is shown, never limiting.
+    pub link_bytes_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -461,6 +464,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             )),
         }
     }
+    tasks.push(spawn_load_sampler(&nfs4, &cfg, rx.clone()));
     let mut metrics = None;
     if let Some(at) = cfg.admin.metrics {
         let l = TcpListener::bind(at).await?;
@@ -489,6 +493,49 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         registered,
         shutdown: tx,
         tasks,
+    })
+}
+
+/// Feeds the load model a sample a second until `shutdown`.
+fn spawn_load_sampler(
+    nfs4: &Arc<Nfs4Server>,
+    cfg: &ServerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let stats = nfs4.stats.clone();
+    *stats.load.lock().unwrap_or_else(|e| e.into_inner()) =
+        crate::load::Model::new(cfg.admin.link_bytes_per_s);
+    let mut devices: Vec<String> = cfg
+        .exports
+        .iter()
+        .filter_map(|e| crate::load::device_of(&e.dir))
+        .collect();
+    devices.sort();
+    devices.dedup();
+    let devices = Arc::new(devices);
+    let base = std::time::Instant::now();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+            let (stats, devices) = (stats.clone(), devices.clone());
+            // /proc reads: quick, but system calls all the same.
+            let _ = crate::nfs4::compound::off_thread(move || {
+                let (bytes, ops) = stats.totals();
+                let pool = crate::iopool::Pool::global();
+                let s =
+                    crate::load::sample(base.elapsed().as_secs_f64(), pool, &devices, bytes, ops);
+                stats
+                    .load
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .observe(s);
+            })
+            .await;
+        }
     })
 }
 

@@ -63,6 +63,7 @@ fn config(
         admin: server::run::AdminConfig {
             socket: Some(state.path().join(server::admin::SOCKET)),
             metrics: Some("127.0.0.1:0".parse().expect("address")),
+            link_bytes_per_s: None,
         },
     }
 }

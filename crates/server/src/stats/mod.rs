@@ -178,6 +178,8 @@ pub struct Stats {
     /// By export id.
     exports: Box<[ExportCounters]>,
     hosts: Mutex<HashMap<IpAddr, HostSeen>>,
+    /// The load model ([`crate::load`]), fed once a second.
+    pub load: Mutex<crate::load::Model>,
 }
 
 impl Stats {
@@ -189,7 +191,31 @@ impl Stats {
             compounds: OpCounters::default(),
             exports: (0..exports).map(|_| ExportCounters::default()).collect(),
             hosts: Mutex::new(HashMap::new()),
+            load: Mutex::new(crate::load::Model::default()),
         })
+    }
+
+    /// Bytes received and sent, and operations answered (COMPOUNDs, and
+    /// the other programs' procedures), so far.
+    pub fn totals(&self) -> (u64, u64) {
+        let mut bytes = 0;
+        let mut ops = 0;
+        let mut add = |c: &OpCounters| {
+            bytes += c.bytes_in.load(Ordering::Relaxed) + c.bytes_out.load(Ordering::Relaxed);
+            ops += c.count();
+        };
+        add(&self.compounds);
+        for p in &self.programs[1..] {
+            for c in p.ops.iter() {
+                add(c);
+            }
+        }
+        (bytes, ops)
+    }
+
+    /// The load model's report now.
+    pub fn load_report(&self) -> crate::load::LoadReport {
+        self.load.lock().unwrap_or_else(|e| e.into_inner()).report()
     }
 
     pub fn program(&self, p: Program) -> &ProgramStats {

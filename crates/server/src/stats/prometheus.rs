@@ -192,6 +192,32 @@ pub fn render(r: &Report) -> String {
         "Hosts seen over NFSv3, MOUNT, NLM or NSM (at most 4096 remembered).",
     );
     let _ = writeln!(out, "ferrite_hosts {}", r.hosts.len());
+    help(
+        &mut out,
+        "ferrite_load_utilization",
+        "gauge",
+        "The load model's utilization of each resource (0 to 1), damped over 1, 5 and 15 seconds.",
+    );
+    for res in &r.load.resources {
+        if let Some(u) = res.utilization {
+            for (v, w) in u.iter().zip(["1s", "5s", "15s"]) {
+                let _ = writeln!(
+                    out,
+                    "ferrite_load_utilization{{resource=\"{}\",window=\"{w}\"}} {v}",
+                    label(&res.name)
+                );
+            }
+        }
+    }
+    help(
+        &mut out,
+        "ferrite_load_limiting",
+        "gauge",
+        "1 for the resource the load model finds limiting the server (no series when none does).",
+    );
+    if let Some(l) = &r.load.limiting {
+        let _ = writeln!(out, "ferrite_load_limiting{{resource=\"{}\"}} 1", label(l));
+    }
     let p = &r.process;
     let process: [(&str, &str, &str, String); 6] = [
         (

@@ -27,6 +27,8 @@ pub struct Report {
     pub clients: Vec<ClientReport>,
     /// Hosts seen over NFSv3, MOUNT, NLM and NSM.
     pub hosts: Vec<HostReport>,
+    /// The load model: utilization per resource, and what limits.
+    pub load: crate::load::LoadReport,
 }
 
 /// The server process, from /proc/self.
@@ -233,6 +235,7 @@ pub fn build(srv: &Nfs4Server) -> Report {
         exports,
         clients,
         hosts,
+        load: st.load_report(),
     }
 }
 
