@@ -76,6 +76,7 @@ impl Exports {
             ..rule(false, Squash::None)
         };
         let export = |p: &'static str, r: ExportRules| ExportConfig {
+            id: None,
             path: p.into(),
             dir: dirs[p].path().to_path_buf(),
             rules: r,
@@ -885,6 +886,7 @@ async fn owner_names_when_not_numeric() {
             tempfile::tempdir().unwrap(),
         );
         let export = |p: &str, d: &TempDir| ExportConfig {
+            id: None,
             path: p.into(),
             dir: d.path().to_path_buf(),
             metadata_async: false,
@@ -947,6 +949,66 @@ async fn owner_names_when_not_numeric() {
         assert!(r.is_ok(), "{r:?}");
         assert_eq!(std::fs::metadata(a.path()).unwrap().uid(), meta.uid());
         running.stop().await;
+    })
+    .await
+}
+
+/// Exports with ids keep their clients' filehandles when the
+/// configuration lists them in another order; without ids (the order is
+/// the id) the same reordering makes them stale.
+#[tokio::test]
+async fn export_ids_survive_reordering() {
+    within(async {
+        let (a, b, state) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        std::fs::write(b.path().join("f"), b"in b").unwrap();
+        let export = |id: Option<u16>, p: &str, d: &TempDir| ExportConfig {
+            id,
+            path: p.into(),
+            dir: d.path().to_path_buf(),
+            metadata_async: false,
+            log: None,
+            delegations: false,
+            rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
+        };
+        let start = |exports: Vec<ExportConfig>| {
+            server::run::start(ServerConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                state_dir: state.path().to_path_buf(),
+                exports,
+                nfs4: Nfs4Config {
+                    grace: Some(Duration::ZERO),
+                    ..Default::default()
+                },
+                rpc: Default::default(),
+                aux: Default::default(),
+                admin: Default::default(),
+            })
+        };
+        for with_ids in [true, false] {
+            let id = |n: u16| with_ids.then_some(n);
+            let running = start(vec![export(id(10), "/a", &a), export(id(20), "/b", &b)])
+                .await
+                .unwrap();
+            let c = Client::connect(running.addr, options()).await.unwrap();
+            let fh = c.lookup_path("/b/f").await.unwrap();
+            running.stop().await;
+            // The same exports, listed the other way round.
+            let running = start(vec![export(id(20), "/b", &b), export(id(10), "/a", &a)])
+                .await
+                .unwrap();
+            let c = Client::connect(running.addr, options()).await.unwrap();
+            let r = c.getattr(&fh, &[FATTR4_SIZE]).await;
+            if with_ids {
+                assert_eq!(r.unwrap().size, Some(4));
+            } else {
+                assert_eq!(status(r), NfsStat4::Nfs4errStale);
+            }
+            running.stop().await;
+        }
     })
     .await
 }

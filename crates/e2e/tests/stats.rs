@@ -212,6 +212,17 @@ async fn the_administration_socket_is_private_and_answers_errors() {
         let path = srv.state.path().join(server::admin::SOCKET);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        // What is exported to whom (`ferrite exports`).
+        let r = report(&srv).await;
+        assert_eq!(r.exports.len(), 1);
+        let e = &r.exports[0];
+        assert_eq!((e.id, e.path.as_str()), (0, "/"));
+        assert_eq!(e.dir, srv.export.path().display().to_string());
+        assert_eq!(
+            e.clients,
+            vec!["*(rw,no_root_squash,anonuid=65534,anongid=65534,insecure)".to_string()]
+        );
+        assert_eq!(e.sec, vec!["sys".to_string(), "none".to_string()]);
         let raw = server::admin::request(&path, "reboot").await.unwrap();
         let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
         assert!(

@@ -156,6 +156,10 @@ pub struct FileConfig {
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct FileExport {
+    /// The id its filehandles carry (0 to 65534): give each export one,
+    /// and its clients' filehandles survive reordering the exports.
+    /// Without it, the export's position (from 0) is its id.
+    pub id: Option<u16>,
     /// Where clients see the export ("/data", "/home/shared", or "/" for
     /// a single export that is the whole namespace).
     pub path: String,
@@ -436,6 +440,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             }
         }
         out.push(ExportConfig {
+            id: e.id,
             path,
             dir: e.dir.clone(),
             rules: ExportRules { clients, sec },
@@ -444,6 +449,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             delegations: e.delegations.unwrap_or(delegations),
         });
     }
+    server::run::export_ids(&out).map_err(|e| anyhow::anyhow!("{e}"))?;
     if out.len() > 1 && out.iter().any(|e| e.path == "/") {
         bail!(
             "an export at \"/\" is the whole namespace and cannot be combined with other \
@@ -508,6 +514,31 @@ mod tests {
     fn parse(text: &str) -> anyhow::Result<Vec<ExportConfig>> {
         let f: FileConfig = toml::from_str(text)?;
         exports_of(&f.export, false)
+    }
+
+    /// An export's id is its own, or its position; one id twice is
+    /// refused, also when a position meets a given id.
+    #[test]
+    fn export_ids() {
+        let e = parse(
+            "[[export]]\nid = 7\npath = \"/a\"\ndir = \"/tmp/a\"\n\
+             [[export]]\npath = \"/b\"\ndir = \"/tmp/b\"\n",
+        )
+        .unwrap();
+        assert_eq!(server::run::export_ids(&e).unwrap(), vec![7, 1]);
+        let twice = parse(
+            "[[export]]\nid = 3\npath = \"/a\"\ndir = \"/tmp/a\"\n\
+             [[export]]\nid = 3\npath = \"/b\"\ndir = \"/tmp/b\"\n",
+        );
+        let err = twice.unwrap_err().to_string();
+        assert!(err.contains("/a and /b have the same id 3"), "{err}");
+        let position = parse(
+            "[[export]]\nid = 1\npath = \"/a\"\ndir = \"/tmp/a\"\n\
+             [[export]]\npath = \"/b\"\ndir = \"/tmp/b\"\n",
+        );
+        assert!(position.unwrap_err().to_string().contains("same id 1"));
+        let reserved = parse("[[export]]\nid = 65535\npath = \"/a\"\ndir = \"/tmp/a\"\n");
+        assert!(reserved.unwrap_err().to_string().contains("reserved"));
     }
 
     #[test]

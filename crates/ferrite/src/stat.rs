@@ -18,12 +18,8 @@ use server::stats::report::{OpReport, Report};
   ferrite stat --watch 10              # every 10 seconds
   ferrite stat --json | jq .clients    # everything, as JSON")]
 pub struct StatArgs {
-    /// The server's administration socket (default: STATE_DIR/admin.sock).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
-    /// The server's state directory, where its socket is.
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub server: ServerArg,
     /// Print again every SECS seconds (default 1), each time what was
     /// counted in the interval: operations per second and their latency.
     #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "1")]
@@ -33,28 +29,91 @@ pub struct StatArgs {
     pub json: bool,
 }
 
+/// Which running server: its socket, or its state directory.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServerArg {
+    /// The server's administration socket (default: STATE_DIR/admin.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// The server's state directory, where its socket is.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl ServerArg {
+    fn socket(&self) -> PathBuf {
+        self.socket.clone().unwrap_or_else(|| {
+            self.state_dir
+                .clone()
+                .unwrap_or_else(crate::config::default_state_dir)
+                .join(server::admin::SOCKET)
+        })
+    }
+}
+
+/// Sends `cmd` over the administration socket at `path`; its answer.
+async fn ask(path: &std::path::Path, cmd: &str) -> anyhow::Result<String> {
+    server::admin::request(path, cmd).await.with_context(|| {
+        format!(
+            "no server answers at {} (is it running, with this state directory, and are you root or its user?)",
+            path.display()
+        )
+    })
+}
+
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "Example:
+  ferrite exports --state-dir /var/lib/ferrite")]
+pub struct ExportsArgs {
+    #[command(flatten)]
+    pub server: ServerArg,
+    /// Print them as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ferrite exports`: what a running server exports, and to whom.
+pub fn exports_main(args: ExportsArgs) -> anyhow::Result<()> {
+    let path = args.server.socket();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let raw = rt.block_on(ask(&path, "stat"))?;
+    let value: serde_json::Value = serde_json::from_str(&raw).context("the server's answer")?;
+    if let Some(e) = value.get("error") {
+        bail!("the server says: {e}");
+    }
+    let r: Report = serde_json::from_value(value).context("the server's report")?;
+    if args.json {
+        out(&format!("{}\n", serde_json::to_string(&r.exports)?));
+        return Ok(());
+    }
+    let mut o = String::new();
+    for e in &r.exports {
+        let _ = writeln!(o, "{} (id {}): {}", e.path, e.id, e.dir);
+        let _ = writeln!(o, "  clients, first match applies: {}", e.clients.join(" "));
+        let _ = writeln!(o, "  security: {}", e.sec.join(", "));
+        if !e.options.is_empty() {
+            let _ = writeln!(o, "  options: {}", e.options.join(", "));
+        }
+    }
+    out(&o);
+    Ok(())
+}
+
 pub fn main(args: StatArgs) -> anyhow::Result<()> {
-    let path = args.socket.clone().unwrap_or_else(|| {
-        args.state_dir
-            .clone()
-            .unwrap_or_else(crate::config::default_state_dir)
-            .join(server::admin::SOCKET)
-    });
+    let path = args.server.socket();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let fetch = || async {
-            let raw = server::admin::request(&path, "stat").await.with_context(|| {
-                format!(
-                    "no server answers at {} (is it running, with this state directory, and are you root or its user?)",
-                    path.display()
-                )
-            })?;
+            let raw = ask(&path, "stat").await?;
             if args.json {
                 return Ok::<_, anyhow::Error>((raw, None));
             }
-            let value: serde_json::Value = serde_json::from_str(&raw).context("the server's answer")?;
+            let value: serde_json::Value =
+                serde_json::from_str(&raw).context("the server's answer")?;
             if let Some(e) = value.get("error") {
                 bail!("the server says: {e}");
             }

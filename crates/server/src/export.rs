@@ -178,6 +178,43 @@ pub struct ClientRule {
     pub secure: bool,
 }
 
+impl std::fmt::Display for ClientMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientMatch::Any => write!(f, "*"),
+            ClientMatch::Net { addr, prefix } => {
+                let full = if addr.is_ipv4() { 32 } else { 128 };
+                if *prefix == full {
+                    write!(f, "{addr}")
+                } else {
+                    write!(f, "{addr}/{prefix}")
+                }
+            }
+            ClientMatch::Host { name, .. } => write!(f, "{name}"),
+        }
+    }
+}
+
+/// In exports(5) terms: `10.0.0.0/8(rw,root_squash,anonuid=65534,anongid=65534,secure)`.
+impl std::fmt::Display for ClientRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let squash = match self.squash {
+            Squash::None => "no_root_squash",
+            Squash::Root => "root_squash",
+            Squash::All => "all_squash",
+        };
+        write!(
+            f,
+            "{}({},{squash},anonuid={},anongid={},{})",
+            self.matches,
+            if self.read_only { "ro" } else { "rw" },
+            self.anonuid,
+            self.anongid,
+            if self.secure { "secure" } else { "insecure" }
+        )
+    }
+}
+
 impl ClientRule {
     /// A rule for `matches` with the defaults of exports(5): read-write,
     /// root squashed to 65534, privileged port required.
@@ -276,6 +313,23 @@ impl ExportRules {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rules_read_as_in_exports5() {
+        let mut r = ClientRule::new(ClientMatch::parse("10.0.0.0/8").unwrap());
+        assert_eq!(
+            r.to_string(),
+            "10.0.0.0/8(rw,root_squash,anonuid=65534,anongid=65534,secure)"
+        );
+        r.matches = ClientMatch::parse("192.0.2.7").unwrap();
+        r.read_only = true;
+        r.squash = Squash::All;
+        assert_eq!(
+            r.to_string(),
+            "192.0.2.7(ro,all_squash,anonuid=65534,anongid=65534,secure)"
+        );
+    }
+
     use super::*;
 
     fn ip(s: &str) -> IpAddr {

@@ -16,6 +16,10 @@ use crate::nfs4::{Nfs4Config, Nfs4Server, Nfs4Service};
 /// One export of a local directory.
 #[derive(Debug, Clone)]
 pub struct ExportConfig {
+    /// The id its filehandles carry: stable across restarts and
+    /// reorderings of the configuration when given; none: its position
+    /// among the exports.
+    pub id: Option<u16>,
     /// Where clients see it ("/" for the namespace root).
     pub path: String,
     /// The local directory served.
@@ -37,6 +41,7 @@ impl ExportConfig {
     /// port, AUTH_SYS or AUTH_NONE (the development default).
     pub fn open(path: impl Into<String>, dir: impl Into<PathBuf>) -> Self {
         ExportConfig {
+            id: None,
             path: path.into(),
             dir: dir.into(),
             rules: ExportRules::open(),
@@ -188,12 +193,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     // Made durably: handles, client records and sessions rest on it.
     vfs::durable::create_dir_all(&cfg.state_dir)?;
     let key = FhKey::load_or_create(&cfg.state_dir)?;
+    let ids = export_ids(&cfg.exports)?;
     let mut exports = Vec::new();
-    for (i, e) in cfg.exports.iter().enumerate() {
+    for (e, id) in cfg.exports.iter().zip(ids) {
         vfs::durable::create_dir_all(&e.dir)?;
         let mut fs = vfs::local::LocalFs::new(&e.dir)?;
         fs.set_async(e.metadata_async);
-        let id = i as u16;
         let vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
         // Replayed before anyone is served; a log that cannot be is an
         // error, never ignored.
@@ -494,6 +499,33 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         shutdown: tx,
         tasks,
     })
+}
+
+/// Each export's id: its own, or else its position; two exports with one
+/// id are refused (their filehandles could not be told apart), as is the
+/// id the pseudo filesystem's nodes carry (65535).
+pub fn export_ids(exports: &[ExportConfig]) -> std::io::Result<Vec<u16>> {
+    let ids: Vec<u16> = exports
+        .iter()
+        .enumerate()
+        .map(|(i, e)| e.id.unwrap_or(i as u16))
+        .collect();
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    for (i, a) in ids.iter().enumerate() {
+        if *a == crate::nfs4::pseudo::PSEUDO_EXPORT {
+            return Err(invalid(format!(
+                "export {}: id {a} is reserved (0 to 65534)",
+                exports[i].path
+            )));
+        }
+        if let Some(j) = ids[..i].iter().position(|b| b == a) {
+            return Err(invalid(format!(
+                "exports {} and {} have the same id {a} (an export without an id has its position, counted from 0)",
+                exports[j].path, exports[i].path
+            )));
+        }
+    }
+    Ok(ids)
 }
 
 /// Feeds the load model a sample a second until `shutdown`.

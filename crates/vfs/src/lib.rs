@@ -266,6 +266,12 @@ pub trait Vfs: Send + Sync + 'static {
     /// filehandles to it, so a handle made while the export was another
     /// directory is stale (RFC 8881 §4.2.2).
     fn root_identity(&self) -> Bytes;
+    /// What is exported, for people (`ferrite exports`): a directory's
+    /// path, with "(async)" if changes are answered before they are
+    /// durable.
+    fn describe(&self) -> String {
+        "(not a local directory)".to_string()
+    }
     /// Tells the backend that the non-directory `h` was reached as an
     /// entry of the directory `parent`: a hint protocol layers carry in
     /// their filehandles. A backend that can find an object detached from

@@ -212,6 +212,8 @@ pub struct LocalFs {
     /// Metadata changes (names, attributes, sizes) reach stable storage
     /// before they are answered; off for an `async` export.
     durable: bool,
+    /// The exported directory as given.
+    root_path: PathBuf,
     /// Objects synced for that ([`LocalFs::metadata_syncs`]).
     metadata_syncs: std::sync::atomic::AtomicU64,
     /// On this file system, syncing a new file or directory also makes
@@ -509,6 +511,7 @@ impl LocalFs {
             durable: true,
             metadata_syncs: Default::default(),
             sync_keeps_new_name,
+            root_path: root.to_path_buf(),
             leases: Mutex::new(HashMap::new()),
         })
     }
@@ -1277,6 +1280,15 @@ impl Vfs for LocalFs {
 
     fn root_identity(&self) -> Bytes {
         self.root_ident.clone()
+    }
+
+    fn describe(&self) -> String {
+        let dir = self.root_path.display();
+        if self.durable {
+            dir.to_string()
+        } else {
+            format!("{dir} (async)")
+        }
     }
 
     fn note_parent(&self, h: &Handle, parent: &Handle) {

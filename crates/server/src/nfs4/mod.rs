@@ -176,9 +176,8 @@ impl Nfs4Server {
         // A delegation that goes ends its guard against local writers.
         let backends: Vec<(u16, Arc<dyn vfs::Vfs>)> =
             exports.iter().map(|e| (e.id, e.vfs.clone())).collect();
-        let export_ids = exports.iter().map(|e| e.id as usize + 1).max().unwrap_or(0);
         let srv = Arc::new(Nfs4Server {
-            stats: crate::stats::Stats::new(export_ids),
+            stats: crate::stats::Stats::new(exports.iter().map(|e| e.id)),
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,

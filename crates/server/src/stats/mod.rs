@@ -175,21 +175,24 @@ pub struct Stats {
     programs: [ProgramStats; 5],
     /// Whole NFSv4 COMPOUNDs.
     pub compounds: OpCounters,
-    /// By export id.
-    exports: Box<[ExportCounters]>,
+    /// By export id (few: a search).
+    exports: Box<[(u16, ExportCounters)]>,
     hosts: Mutex<HashMap<IpAddr, HostSeen>>,
     /// The load model ([`crate::load`]), fed once a second.
     pub load: Mutex<crate::load::Model>,
 }
 
 impl Stats {
-    /// Counters for exports with ids below `exports`.
-    pub fn new(exports: usize) -> Arc<Stats> {
+    /// Counters for the exports with these ids.
+    pub fn new(exports: impl IntoIterator<Item = u16>) -> Arc<Stats> {
         Arc::new(Stats {
             started: SystemTime::now(),
             programs: Program::ALL.map(ProgramStats::new),
             compounds: OpCounters::default(),
-            exports: (0..exports).map(|_| ExportCounters::default()).collect(),
+            exports: exports
+                .into_iter()
+                .map(|id| (id, ExportCounters::default()))
+                .collect(),
             hosts: Mutex::new(HashMap::new()),
             load: Mutex::new(crate::load::Model::default()),
         })
@@ -223,7 +226,7 @@ impl Stats {
     }
 
     pub fn export(&self, id: u16) -> Option<&ExportCounters> {
-        self.exports.get(id as usize)
+        self.exports.iter().find(|(i, _)| *i == id).map(|(_, c)| c)
     }
 
     /// Counts an operation on export `id`: `read` and `written` are data
@@ -265,11 +268,6 @@ impl Stats {
     pub fn hosts(&self) -> Vec<(IpAddr, HostSeen)> {
         let hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
         hosts.iter().map(|(a, h)| (*a, *h)).collect()
-    }
-
-    /// Export ids counted.
-    pub fn export_ids(&self) -> std::ops::Range<u16> {
-        0..self.exports.len() as u16
     }
 }
 
@@ -377,7 +375,7 @@ mod tests {
 
     #[test]
     fn counters_keep_statuses_and_bytes() {
-        let s = Stats::new(2);
+        let s = Stats::new([0, 1]);
         let read = s.program(Program::Nfs3).op(6);
         read.record(0, 100, 4200, 20_000);
         read.record(70, 100, 8, 5_000);
@@ -404,7 +402,7 @@ mod tests {
 
     #[test]
     fn hosts_are_bounded() {
-        let s = Stats::new(0);
+        let s = Stats::new([]);
         for i in 0..(MAX_HOSTS as u32 + 10) {
             s.seen(IpAddr::from(i.to_be_bytes()), Program::Nfs3);
         }

@@ -122,6 +122,15 @@ impl OpReport {
 pub struct ExportReport {
     pub id: u16,
     pub path: String,
+    /// The local directory, or "(in memory)" for another backend.
+    pub dir: String,
+    /// Its client rules in order, exports(5)-style: the first that
+    /// matches a client is the one that applies.
+    pub clients: Vec<String>,
+    /// Security flavors accepted, preferred first ("sys", "none").
+    pub sec: Vec<String>,
+    /// Options: "async", "delegations", "log".
+    pub options: Vec<String>,
     pub ops: u64,
     pub errors: u64,
     pub bytes_read: u64,
@@ -181,9 +190,28 @@ pub fn build(srv: &Nfs4Server) -> Report {
             let get = |f: fn(&super::ExportCounters) -> &std::sync::atomic::AtomicU64| {
                 c.map_or(0, |c| f(c).load(Ordering::Relaxed))
             };
+            let mut options = Vec::new();
+            if e.delegations {
+                options.push("delegations".to_string());
+            }
+            if let Some(l) = &e.log {
+                options.push(format!("log={}", l.dir().display()));
+            }
             ExportReport {
                 id: e.id,
                 path: e.path.clone(),
+                dir: e.vfs.describe(),
+                clients: e.rules.clients.iter().map(|r| r.to_string()).collect(),
+                sec: e
+                    .rules
+                    .sec
+                    .iter()
+                    .map(|f| match f {
+                        crate::export::Flavor::Sys => "sys".to_string(),
+                        crate::export::Flavor::None => "none".to_string(),
+                    })
+                    .collect(),
+                options,
                 ops: get(|c| &c.ops),
                 errors: get(|c| &c.errors),
                 bytes_read: get(|c| &c.bytes_read),
