@@ -61,6 +61,15 @@ async fn ask(path: &std::path::Path, cmd: &str) -> anyhow::Result<String> {
     })
 }
 
+/// The report in a server's answer, or the error it answered with.
+fn report_of(raw: &str) -> anyhow::Result<Report> {
+    let value: serde_json::Value = serde_json::from_str(raw).context("the server's answer")?;
+    if let Some(e) = value.get("error") {
+        bail!("the server says: {e}");
+    }
+    serde_json::from_value(value).context("the server's report")
+}
+
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "Example:
   ferrite exports --state-dir /var/lib/ferrite")]
@@ -78,12 +87,7 @@ pub fn exports_main(args: ExportsArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let raw = rt.block_on(ask(&path, "stat"))?;
-    let value: serde_json::Value = serde_json::from_str(&raw).context("the server's answer")?;
-    if let Some(e) = value.get("error") {
-        bail!("the server says: {e}");
-    }
-    let r: Report = serde_json::from_value(value).context("the server's report")?;
+    let r = report_of(&rt.block_on(ask(&path, "stat"))?)?;
     if args.json {
         out(&format!("{}\n", serde_json::to_string(&r.exports)?));
         return Ok(());
@@ -112,12 +116,7 @@ pub fn main(args: StatArgs) -> anyhow::Result<()> {
             if args.json {
                 return Ok::<_, anyhow::Error>((raw, None));
             }
-            let value: serde_json::Value =
-                serde_json::from_str(&raw).context("the server's answer")?;
-            if let Some(e) = value.get("error") {
-                bail!("the server says: {e}");
-            }
-            let r: Report = serde_json::from_value(value).context("the server's report")?;
+            let r = report_of(&raw)?;
             Ok((raw, Some(r)))
         };
         let Some(secs) = args.watch else {

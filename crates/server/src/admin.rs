@@ -46,44 +46,78 @@ pub async fn serve(
     listener: UnixListener,
     path: PathBuf,
     srv: Arc<Nfs4Server>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
+    let l = &listener;
+    serve_each(
+        "administration socket",
+        MAX_CONNECTIONS,
+        move || async move { l.accept().await.map(|(s, _)| s) },
+        shutdown,
+        |stream| {
+            let allowed = stream
+                .peer_cred()
+                .is_ok_and(|c| c.uid() == 0 || c.uid() == me);
+            if !allowed {
+                debug!(
+                    "administration socket: a caller that is neither root nor the server's user"
+                );
+                return None;
+            }
+            Some(answer(stream, srv.clone()))
+        },
+    )
+    .await;
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Accepts connections until `shutdown`, each answered by the future
+/// `handle` makes of it in a task of its own (none: refused, closed at
+/// once), at most `max` at a time (more are closed at once). A failed
+/// accept is logged as `what`'s and retried after 100 ms. The
+/// administration socket and the metrics endpoint both serve so.
+pub(crate) async fn serve_each<S, A, AF, H, HF>(
+    what: &str,
+    max: usize,
+    mut accept: A,
+    mut shutdown: watch::Receiver<bool>,
+    handle: H,
+) where
+    A: FnMut() -> AF,
+    AF: std::future::Future<Output = std::io::Result<S>>,
+    H: Fn(S) -> Option<HF>,
+    HF: std::future::Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(max));
     loop {
         let accepted = tokio::select! {
-            a = listener.accept() => a,
+            a = accept() => a,
             _ = shutdown.wait_for(|s| *s) => break,
         };
         let stream = match accepted {
-            Ok((s, _)) => s,
+            Ok(s) => s,
             Err(e) => {
-                warn!("administration socket: accept failed: {e}");
+                warn!("{what}: accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
-        let allowed = stream
-            .peer_cred()
-            .is_ok_and(|c| c.uid() == 0 || c.uid() == me);
-        if !allowed {
-            debug!("administration socket: a caller that is neither root nor the server's user");
+        let Some(answer) = handle(stream) else {
             continue;
-        }
+        };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             continue;
         };
-        let srv = srv.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            answer(stream, &srv).await;
+            answer.await;
         });
     }
-    let _ = std::fs::remove_file(&path);
 }
 
-async fn answer(stream: UnixStream, srv: &Arc<Nfs4Server>) {
+async fn answer(stream: UnixStream, srv: Arc<Nfs4Server>) {
     let (rd, mut wr) = stream.into_split();
     let mut line = String::new();
     let read = tokio::time::timeout(
@@ -92,7 +126,7 @@ async fn answer(stream: UnixStream, srv: &Arc<Nfs4Server>) {
     )
     .await;
     let reply = match read {
-        Ok(Ok(_)) => command(line.trim(), srv),
+        Ok(Ok(_)) => command(line.trim(), &srv),
         Ok(Err(e)) => error(&format!("reading the request: {e}")),
         Err(_) => error("no request within 5 seconds"),
     };

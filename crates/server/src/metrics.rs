@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
-use tracing::warn;
+use tokio::sync::watch;
 
 use crate::nfs4::Nfs4Server;
 
@@ -19,34 +18,21 @@ const MAX_CONNECTIONS: usize = 16;
 const HEAD_MAX: usize = 8192;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub async fn serve(
-    listener: TcpListener,
-    srv: Arc<Nfs4Server>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shutdown.wait_for(|s| *s) => break,
-        };
-        let stream = match accepted {
-            Ok((s, _)) => s,
-            Err(e) => {
-                warn!("metrics: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            continue;
-        };
-        let srv = srv.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let _ = answer(stream, &srv).await;
-        });
-    }
+pub async fn serve(listener: TcpListener, srv: Arc<Nfs4Server>, shutdown: watch::Receiver<bool>) {
+    let l = &listener;
+    crate::admin::serve_each(
+        "metrics",
+        MAX_CONNECTIONS,
+        move || async move { l.accept().await.map(|(s, _)| s) },
+        shutdown,
+        |stream| {
+            let srv = srv.clone();
+            Some(async move {
+                let _ = answer(stream, &srv).await;
+            })
+        },
+    )
+    .await;
 }
 
 async fn answer(mut s: TcpStream, srv: &Arc<Nfs4Server>) -> std::io::Result<()> {
