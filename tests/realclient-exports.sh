@@ -13,6 +13,11 @@
 #   /strict     no rules: "*" with the defaults, so secure = true, which the
 #               guest's unprivileged ports do not satisfy
 #
+# The reload scenario asks the host (run.sh --restart-cmd, with RC_TAG)
+# to edit ferrite.toml and reload while /data is mounted: first /data
+# read-only for 127.0.0.1 and a fifth export /added, applied with
+# `ferrite reload`; then the original file again, applied with SIGHUP.
+#
 # Extra arguments go to run.sh (for example --vers 4.1 or --only docs_ro).
 # Prints PASS/FAIL lines (guest scenarios, then "host/..." checks) and exits
 # non-zero if any failed. The work directory (config, log, artifacts) is
@@ -43,6 +48,8 @@ chown 1234:1234 "$work/docs/anon-only.txt"; chmod 0600 "$work/docs/anon-only.txt
 printf 'root only\n' > "$work/docs/root-only.txt"; chmod 0600 "$work/docs/root-only.txt"
 printf 'private\n' > "$work/private/hidden.txt"
 printf 'strict\n' > "$work/strict/file.txt"
+mkdir -p "$work/added"
+printf 'added by a reload\n' > "$work/added/added.txt"   # XS_ADDED in guest/suite.py
 
 cat > "$work/ferrite.toml" <<EOF
 listen = "127.0.0.1:$port"
@@ -81,6 +88,16 @@ path = "/strict"
 dir = "$work/strict"
 EOF
 
+# The reload scenario's edit: /data read-only for the guest, /added new
+# (last, so that the others keep their ids: without an `id`, an export's
+# id is its position).
+cp "$work/ferrite.toml" "$work/ferrite.toml.orig"
+{
+    sed 's/^access = "rw"$/access = "ro"/' "$work/ferrite.toml.orig"
+    printf '\n[[export]]\npath = "/added"\ndir = "%s/added"\nclients = [{ match = "127.0.0.1", secure = false }]\n' "$work"
+} > "$work/ferrite.toml.ro"
+grep -q '^access = "ro"$' "$work/ferrite.toml.ro" || { echo "realclient-exports: the ro edit did not apply" >&2; exit 1; }
+
 tree_sum() { (cd "$1" && find . -printf '%p %s %m %u:%g %T@\n' | sort | sha256sum | cut -d' ' -f1); }
 docs_before=$(tree_sum "$work/docs") private_before=$(tree_sum "$work/private") strict_before=$(tree_sum "$work/strict")
 
@@ -100,8 +117,31 @@ if [ $up = 0 ]; then
 fi
 echo "realclient-exports: ferrite on 127.0.0.1:$port, config $work/ferrite.toml, log $work/ferrite.log"
 
+# What the host does when the reload scenario asks (RC_TAG).
+cat > "$work/reload.sh" <<EOF
+set -eu
+exports_now() { "$bin" exports --state-dir "$work/state" | grep '^/' | cut -d' ' -f1 | tr '\n' ' '; }
+case "\$RC_TAG" in
+reload-ro-*)
+    cp "$work/ferrite.toml.ro" "$work/ferrite.toml"
+    "$bin" reload --state-dir "$work/state"
+    ;;
+reload-rw-*)
+    cp "$work/ferrite.toml.orig" "$work/ferrite.toml"
+    kill -HUP $fpid
+    for _ in \$(seq 100); do
+        case " \$(exports_now)" in *" /added "*) sleep 0.1 ;; *) break ;; esac
+    done
+    ;;
+*) echo "unknown request \$RC_TAG"; exit 1 ;;
+esac
+echo "exports now: \$(exports_now)"
+"$bin" exports --state-dir "$work/state" | grep -A1 '^/data '
+EOF
+
 set +e
-bash "$top/tests/realclient/run.sh" --suite exports --host 127.0.0.1 --port "$port" --out "$work/out" "$@"
+bash "$top/tests/realclient/run.sh" --suite exports --host 127.0.0.1 --port "$port" --out "$work/out" \
+    --restart-cmd "bash $work/reload.sh" "$@"
 rc=$?
 set -e
 
@@ -124,10 +164,18 @@ for v in 4.2 4.1; do
     if ran "$v" data_user; then
         hcheck "$t/user-file-owner" 1000:1000 "$(owner "$work/data/open/user-$t")"
     fi
+    if ran "$v" reload; then
+        hcheck "$t/reload-kept-file" "before" "$(cat "$work/data/open/reload-$t" 2>/dev/null || echo missing)"
+        hcheck "$t/reload-nothing-made-while-ro" absent "$([ -e "$work/data/open/ro-$t" ] && echo present || echo absent)"
+        hcheck "$t/reload-made-once-rw-again" "65534:65534" "$(owner "$work/data/open/rw-$t")"
+    fi
     if ran "$v" pseudo_root; then
         hcheck "$t/via-pseudo-root-file-owner" 65534:65534 "$(owner "$work/data/open/via-root-$t")"
     fi
 done
+if ran 4.2 reload || ran 4.1 reload; then
+    hcheck "reload-logged" yes "$(grep -q 'reload: export /data (id 0) client rules now' "$work/ferrite.log" && grep -q 'SIGHUP: reading the configuration again' "$work/ferrite.log" && echo yes || echo no)"
+fi
 hcheck "data-root-unchanged" "hello.txt open secret" "$(cd "$work/data" && ls | tr '\n' ' ' | sed 's/ $//')"
 hcheck "docs-unchanged" "$docs_before" "$(tree_sum "$work/docs")"
 hcheck "private-unchanged" "$private_before" "$(tree_sum "$work/private")"

@@ -10,6 +10,10 @@
 #       [--keep] [--console] [--list] [--prepare-only]
 #       [--suite default|exports] [--tap BRIDGE]
 #
+# --restart-cmd CMD: run on the host when a scenario asks for a server
+# restart (or, in the exports suite, a reload), with RC_TAG naming the
+# request (the scenario's tag, such as v42 or reload-ro-v42).
+#
 # --tap BRIDGE: the guest gets a second NIC on a tap device attached to
 # BRIDGE (made by the caller, lib/guest.sh rc_bridge_up) and reaches the
 # server at the bridge's address, which can call it back: NFSv3 then
@@ -204,7 +208,7 @@ while kill -0 "$qpid" 2>/dev/null; do
         say "guest requested a server restart ($tag): running: $restart_cmd"
         ts=$(now)
         if [ -n "$restart_cmd" ]; then
-            bash -c "$restart_cmd" > "$out/restart-$tag.log" 2>&1; rrc=$?
+            RC_TAG="$tag" bash -c "$restart_cmd" > "$out/restart-$tag.log" 2>&1; rrc=$?
         else
             echo "no --restart-cmd" > "$out/restart-$tag.log"; rrc=1
         fi

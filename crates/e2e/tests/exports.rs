@@ -137,7 +137,12 @@ impl Exports {
     /// server's key (as a client that had it before would present it).
     fn root_of(&self, path: &str) -> NfsFh4 {
         let srv = &self.running.nfs4;
-        let e = srv.exports.iter().find(|e| e.path == path).expect("export");
+        let e = srv
+            .exports()
+            .iter()
+            .find(|e| e.path == path)
+            .expect("export")
+            .clone();
         NfsFh4(srv.fh.encode(&FhTarget::Object {
             export: e.id,
             handle: e.vfs.root(),
@@ -705,7 +710,7 @@ async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
 async fn stop_fully(running: Running) {
     let backends: Vec<_> = running
         .nfs4
-        .exports
+        .exports()
         .iter()
         .map(|e| std::sync::Arc::downgrade(&e.vfs))
         .collect();
@@ -816,7 +821,7 @@ async fn exports_sharing_a_file_system_do_not_open_each_others_objects() {
         )
         .await;
         let srv = running.nfs4.clone();
-        let id_of = |p: &str| srv.exports.iter().find(|e| e.path == p).unwrap().id;
+        let id_of = |p: &str| srv.exports().iter().find(|e| e.path == p).unwrap().id;
         let (x, y) = (id_of("/x"), id_of("/y"));
         let c = Client::connect(running.addr, options()).await.unwrap();
         let fx = c.lookup_path("/x/fx").await.unwrap();
@@ -840,7 +845,7 @@ async fn exports_sharing_a_file_system_do_not_open_each_others_objects() {
             .collect();
         drop(ys);
         // With no parent, and naming /x's root as the parent.
-        let x_root = srv.exports.iter().find(|e| e.id == x).unwrap().vfs.root();
+        let x_root = srv.exports().iter().find(|e| e.id == x).unwrap().vfs.root();
         let minted: Vec<_> = objs
             .into_iter()
             .flat_map(|handle| [None, Some(x_root.clone())].map(|parent| (handle.clone(), parent)))

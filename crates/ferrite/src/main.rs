@@ -3,6 +3,7 @@
 mod config;
 mod man;
 mod notify;
+mod reload;
 mod stat;
 
 use std::io::IsTerminal;
@@ -20,6 +21,7 @@ use tracing::{info, warn};
   ferrite serve ./export                      # export ./export at / on 127.0.0.1:2049
   ferrite serve --config /etc/ferrite.toml    # exports and rules from a file
   ferrite stat --watch                        # what a running server is doing, every second
+  ferrite reload                              # apply the edited --config file's exports and rules
   ferrite bench run randread --target nfs4://127.0.0.1:2049/
   ferrite man docs/man                        # write the manual pages"
 )]
@@ -49,6 +51,9 @@ enum Cmd {
     Stat(stat::StatArgs),
     /// What a running server exports, and to whom (its rules in order).
     Exports(stat::ExportsArgs),
+    /// Make a running server read its configuration again and apply the
+    /// changes to its exports and rules (as SIGHUP does).
+    Reload(reload::ReloadArgs),
     /// Write the manual pages (ferrite.1 and one per command) into DIR.
     Man(man::ManArgs),
 }
@@ -81,6 +86,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bench(args) => Ok(bench::cli::main(args)?),
         Cmd::Stat(args) => stat::main(args),
         Cmd::Exports(args) => stat::exports_main(args),
+        Cmd::Reload(args) => reload::main(args),
         Cmd::Man(args) => man::main(args),
     }
 }
@@ -131,15 +137,29 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         // The handlers first: a SIGTERM right after READY stops cleanly.
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+        let mut asked = running.reload_requests();
         // Under systemd (Type=notify): serving from here on.
         notify::send(&format!(
             "READY=1\nSTATUS=serving on {}\nMAINPID={}",
             running.addr,
             std::process::id()
         ));
-        tokio::select! {
-            _ = int.recv() => info!("SIGINT: shutting down"),
-            _ = term.recv() => info!("SIGTERM: shutting down"),
+        loop {
+            tokio::select! {
+                _ = int.recv() => break info!("SIGINT: shutting down"),
+                _ = term.recv() => break info!("SIGTERM: shutting down"),
+                _ = hup.recv() => {
+                    notify::send("RELOADING=1");
+                    reload::reload(&args, &running, "SIGHUP").await;
+                    notify::send("READY=1");
+                }
+                Some(answer) = asked.recv() => {
+                    notify::send("RELOADING=1");
+                    let _ = answer.send(reload::reload(&args, &running, "ferrite reload").await);
+                    notify::send("READY=1");
+                }
+            }
         }
         notify::send("STOPPING=1");
         running.stop().await;

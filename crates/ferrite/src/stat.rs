@@ -41,7 +41,7 @@ pub struct ServerArg {
 }
 
 impl ServerArg {
-    fn socket(&self) -> PathBuf {
+    pub fn socket(&self) -> PathBuf {
         self.socket.clone().unwrap_or_else(|| {
             self.state_dir
                 .clone()
@@ -52,7 +52,7 @@ impl ServerArg {
 }
 
 /// Sends `cmd` over the administration socket at `path`; its answer.
-async fn ask(path: &std::path::Path, cmd: &str) -> anyhow::Result<String> {
+pub async fn ask(path: &std::path::Path, cmd: &str) -> anyhow::Result<String> {
     server::admin::request(path, cmd).await.with_context(|| {
         format!(
             "no server answers at {} (is it running, with this state directory, and are you root or its user?)",
@@ -144,7 +144,7 @@ pub fn main(args: StatArgs) -> anyhow::Result<()> {
 
 /// Writes `text` to standard output; false once nobody reads it (a
 /// closed pipe, as when piped into `head`).
-fn out(text: &str) -> bool {
+pub fn out(text: &str) -> bool {
     use std::io::Write as _;
     let mut o = std::io::stdout().lock();
     o.write_all(text.as_bytes())

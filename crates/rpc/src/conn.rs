@@ -116,7 +116,7 @@ pub trait Service: Send + Sync + 'static {
 
 /// Limits for a connection, and for the connections of one listener
 /// ([`crate::serve`]). Every limit holds whatever the peer sends.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConnConfig {
     /// Largest record accepted (RFC 5531 §11), in bytes.
     pub max_record: usize,

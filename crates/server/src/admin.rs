@@ -1,12 +1,15 @@
 //! The administration socket: a Unix stream socket in the state
-//! directory (`admin.sock`, mode 0600) through which `ferrite stat` (and
-//! later `ferrite reload`) talk to a running server. Never reachable over
+//! directory (`admin.sock`, mode 0600) through which `ferrite stat`,
+//! `ferrite exports` and `ferrite reload` talk to a running server. Never reachable over
 //! the network; only root and the user the server runs as may connect
 //! (the socket's mode, and the peer's credentials checked again with
 //! SO_PEERCRED).
 //!
 //! One request per connection: a line naming a command, answered with
-//! one line of JSON. Commands: `stat` (a [`crate::stats::report::Report`]).
+//! one line of JSON. Commands: `stat` (a [`crate::stats::report::Report`]),
+//! `reload` (a [`crate::reload::ReloadReport`], once whoever serves
+//! the reload requests ([`crate::run::Running::reload_requests`]) has
+//! re-read the configuration and applied it).
 //! Anything else, or a request not sent within 5 seconds or longer than
 //! 256 bytes, is answered `{"error": ...}`.
 
@@ -17,10 +20,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tracing::{debug, warn};
 
 use crate::nfs4::Nfs4Server;
+use crate::run::ReloadSlot;
 
 /// The socket's name in the state directory.
 pub const SOCKET: &str = "admin.sock";
@@ -28,6 +32,9 @@ pub const SOCKET: &str = "admin.sock";
 const MAX_CONNECTIONS: usize = 16;
 const REQUEST_MAX: u64 = 256;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// A reload opens new exports' directories and write logs: the most a
+/// caller waits for one.
+const RELOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Listens at `path` (a stale socket file there is replaced) until
 /// `shutdown`; the file is removed at the end.
@@ -46,6 +53,7 @@ pub async fn serve(
     listener: UnixListener,
     path: PathBuf,
     srv: Arc<Nfs4Server>,
+    reloads: ReloadSlot,
     shutdown: watch::Receiver<bool>,
 ) {
     // SAFETY: geteuid has no preconditions.
@@ -66,7 +74,7 @@ pub async fn serve(
                 );
                 return None;
             }
-            Some(answer(stream, srv.clone()))
+            Some(answer(stream, srv.clone(), reloads.clone()))
         },
     )
     .await;
@@ -117,7 +125,7 @@ pub(crate) async fn serve_each<S, A, AF, H, HF>(
     }
 }
 
-async fn answer(stream: UnixStream, srv: Arc<Nfs4Server>) {
+async fn answer(stream: UnixStream, srv: Arc<Nfs4Server>, reloads: ReloadSlot) {
     let (rd, mut wr) = stream.into_split();
     let mut line = String::new();
     let read = tokio::time::timeout(
@@ -126,6 +134,7 @@ async fn answer(stream: UnixStream, srv: Arc<Nfs4Server>) {
     )
     .await;
     let reply = match read {
+        Ok(Ok(_)) if line.trim() == "reload" => reload(&reloads).await,
         Ok(Ok(_)) => command(line.trim(), &srv),
         Ok(Err(e)) => error(&format!("reading the request: {e}")),
         Err(_) => error("no request within 5 seconds"),
@@ -139,7 +148,28 @@ fn command(cmd: &str, srv: &Arc<Nfs4Server>) -> String {
     match cmd {
         "stat" => serde_json::to_string(&crate::stats::report::build(srv))
             .unwrap_or_else(|e| error(&format!("encoding: {e}"))),
-        other => error(&format!("unknown command {other:?} (known: stat)")),
+        other => error(&format!("unknown command {other:?} (known: stat, reload)")),
+    }
+}
+
+/// Asks for a reload and waits for its outcome.
+async fn reload(reloads: &ReloadSlot) -> String {
+    let (tx, rx) = oneshot::channel();
+    let not_here = || error("this server does not reload its configuration");
+    let Some(to) = reloads.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+        return not_here();
+    };
+    match to.try_send(tx) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            return error("reloads already waiting: try again when they are done")
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => return not_here(),
+    }
+    match tokio::time::timeout(RELOAD_TIMEOUT, rx).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(_)) => not_here(),
+        Err(_) => error("the reload did not finish within 60 seconds; see the server's log"),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod nfs4;
 pub mod nlm;
 pub mod nsm;
 pub mod portmap;
+pub mod reload;
 pub mod run;
 pub mod stats;
 pub mod writelog;

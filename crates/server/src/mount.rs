@@ -41,7 +41,7 @@ impl MountService {
     /// The export serving `want` (a normalized path): the one with the
     /// longest path that is `want` or a directory above it, and the
     /// components of `want` below that path.
-    fn export_of(&self, want: &[u8]) -> Option<(&crate::export::Export, Vec<Bytes>)> {
+    fn export_of(&self, want: &[u8]) -> Option<(Arc<crate::export::Export>, Vec<Bytes>)> {
         let below = |p: &[u8]| -> Option<Vec<Bytes>> {
             let rest = if p == b"/" {
                 want
@@ -58,9 +58,9 @@ impl MountService {
             )
         };
         self.srv
-            .exports
+            .exports()
             .iter()
-            .filter_map(|e| Some((e, below(e.path.as_bytes())?)))
+            .filter_map(|e| Some((e.clone(), below(e.path.as_bytes())?)))
             .max_by_key(|(e, _)| e.path.len())
     }
 
@@ -89,6 +89,7 @@ impl MountService {
                 return MountRes3::Err(MountStat3::Inval);
             }
             let cx = crate::nfs3::Ctx {
+                exports: self.srv.exports(),
                 srv: self.srv.clone(),
                 auth: call.auth.clone(),
                 peer,
@@ -128,7 +129,7 @@ impl MountService {
     fn export_list(&self) -> Exports {
         List(
             self.srv
-                .exports
+                .exports()
                 .iter()
                 .map(|e| ExportNode {
                     ex_dir: DirPath(Bytes::from(e.path.clone())),

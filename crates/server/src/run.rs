@@ -14,7 +14,7 @@ use crate::nfs4::state::clock::SystemClock;
 use crate::nfs4::{Nfs4Config, Nfs4Server, Nfs4Service};
 
 /// One export of a local directory.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExportConfig {
     /// The id its filehandles carry: stable across restarts and
     /// reorderings of the configuration when given; none: its position
@@ -67,7 +67,7 @@ pub enum PortmapMode {
 /// The programs NFSv3 needs beside NFS itself: MOUNT, NLM and NSM (served
 /// on the NFS port over TCP and UDP, and on their own ports if given),
 /// and the port mapper that tells clients where they are.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AuxConfig {
     pub portmap: PortmapMode,
     /// MOUNT's own port (TCP and UDP) besides the NFS port.
@@ -91,7 +91,7 @@ impl Default for AuxConfig {
 }
 
 /// How the server is watched and administered (issue 14).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AdminConfig {
     /// The administration socket `ferrite stat` uses ([`crate::admin`]);
     /// none: not served.
@@ -104,7 +104,7 @@ pub struct AdminConfig {
     pub link_bytes_per_s: Option<f64>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Where the server keeps what must survive restarts (the filehandle key).
@@ -129,17 +129,49 @@ pub struct Running {
     pub metrics: Option<SocketAddr>,
     /// The system port mapper Ferrite registered with, and what.
     registered: Option<(SocketAddr, Vec<crate::portmap::Entry>)>,
+    /// The configuration being served; held through a reload, so that
+    /// reloads happen one at a time.
+    applied: tokio::sync::Mutex<ServerConfig>,
+    /// Where the administration socket sends the reloads asked for
+    /// ([`Running::reload_requests`]).
+    reload_slot: ReloadSlot,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
 
+/// A reload asked for over the administration socket: the answer (JSON,
+/// a [`crate::reload::ReloadReport`] or `{"error": ...}`) goes back here.
+pub type ReloadRequest = tokio::sync::oneshot::Sender<String>;
+
+/// Where reload requests go, once someone serves them.
+pub type ReloadSlot = Arc<std::sync::Mutex<Option<tokio::sync::mpsc::Sender<ReloadRequest>>>>;
+
 impl Running {
+    /// Applies `new` to the exports and their rules while serving
+    /// ([`crate::reload`]): what changed, or why nothing did.
+    pub async fn reload(&self, new: ServerConfig) -> Result<crate::reload::ReloadReport, String> {
+        let mut applied = self.applied.lock().await;
+        let report = crate::reload::apply(&self.nfs4, &applied, &new).await?;
+        applied.exports = new.exports;
+        Ok(report)
+    }
+
+    /// The reloads asked for with `ferrite reload` (the administration
+    /// socket) from now on: whoever takes them re-reads the configuration
+    /// and answers each. Until then, and once the receiver is dropped,
+    /// the socket answers that this server does not reload.
+    pub fn reload_requests(&self) -> tokio::sync::mpsc::Receiver<ReloadRequest> {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        *self.reload_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        rx
+    }
+
     /// Stops serving as a crash would, for tests and harnesses: the
     /// listener ends (clients drop their connections themselves), and
     /// every export's write log stops as it is, with nothing applied (the
     /// next start replays it).
     pub async fn crash(self) {
-        for log in self.nfs4.exports.iter().filter_map(|e| e.log.as_ref()) {
+        for log in self.nfs4.exports().iter().filter_map(|e| e.log.as_ref()) {
             log.halt();
         }
         for t in &self.tasks {
@@ -162,7 +194,7 @@ impl Running {
         }
         let logs: Vec<_> = self
             .nfs4
-            .exports
+            .exports()
             .iter()
             .filter_map(|e| e.log.clone())
             .collect();
@@ -196,36 +228,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     let ids = export_ids(&cfg.exports)?;
     let mut exports = Vec::new();
     for (e, id) in cfg.exports.iter().zip(ids) {
-        vfs::durable::create_dir_all(&e.dir)?;
-        let mut fs = vfs::local::LocalFs::new(&e.dir)?;
-        fs.set_async(e.metadata_async);
-        let vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
-        // Replayed before anyone is served; a log that cannot be is an
-        // error, never ignored.
-        let log = match e.log.clone() {
-            Some(l) => {
-                let fs = vfs.clone();
-                let opened =
-                    tokio::task::spawn_blocking(move || crate::writelog::WriteLog::open(&l, fs))
-                        .await
-                        .map_err(std::io::Error::other)?;
-                Some(
-                    opened.map_err(|why| {
-                        std::io::Error::other(format!("export {}: {why}", e.path))
-                    })?,
-                )
-            }
-            None => None,
-        };
-        exports.push(Export {
-            id,
-            path: e.path.clone(),
-            vfs,
-            fsid: (0x4645_5252, id as u64 + 1),
-            rules: e.rules.clone(),
-            log,
-            delegations: e.delegations,
-        });
+        exports.push(open_export(e, id).await?);
     }
     // NLM hosts recorded before a restart reclaim in the grace period too.
     let (nsm, nsm_previous) = crate::nsm::Nsm::open(&cfg.state_dir)?;
@@ -452,6 +455,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             }
         }
     }
+    let reload_slot = ReloadSlot::default();
     if let Some(path) = &cfg.admin.socket {
         match crate::admin::bind(path) {
             Ok(l) => {
@@ -459,6 +463,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
                     l,
                     path.clone(),
                     nfs4.clone(),
+                    reload_slot.clone(),
                     rx.clone(),
                 )));
                 lines.push(format!("administration socket {}", path.display()));
@@ -496,8 +501,40 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         portmap,
         metrics,
         registered,
+        applied: tokio::sync::Mutex::new(cfg),
+        reload_slot,
         shutdown: tx,
         tasks,
+    })
+}
+
+/// Opens the backend of export `e` (its directory created if missing),
+/// with id `id`, and its write log, replayed before anyone is served: a
+/// log that cannot be is an error, never ignored.
+pub(crate) async fn open_export(e: &ExportConfig, id: u16) -> std::io::Result<Export> {
+    vfs::durable::create_dir_all(&e.dir)?;
+    let fs = vfs::local::LocalFs::new(&e.dir)?;
+    fs.set_async(e.metadata_async);
+    let vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
+    let log = match e.log.clone() {
+        Some(l) => {
+            let fs = vfs.clone();
+            let opened =
+                tokio::task::spawn_blocking(move || crate::writelog::WriteLog::open(&l, fs))
+                    .await
+                    .map_err(std::io::Error::other)?;
+            Some(opened.map_err(|why| std::io::Error::other(format!("export {}: {why}", e.path)))?)
+        }
+        None => None,
+    };
+    Ok(Export {
+        id,
+        path: e.path.clone(),
+        vfs,
+        fsid: (0x4645_5252, id as u64 + 1),
+        rules: e.rules.clone(),
+        log,
+        delegations: e.delegations,
     })
 }
 

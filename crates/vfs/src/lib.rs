@@ -489,6 +489,13 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Ends one guard of [`Vfs::guard_local_writes`].
     fn unguard_local_writes(&self, _h: &Handle) {}
+    /// Answers metadata changes before they are durable (`on`), or only
+    /// once they are, from now on; `false` if the backend has no such
+    /// choice. The LocalFs backend's `async` export option, changed by a
+    /// reload.
+    fn set_metadata_async(&self, _on: bool) -> bool {
+        false
+    }
     /// Whether the backend keeps extended attributes (RFC 8276; the
     /// `xattr_support` attribute). The four calls below act on the user
     /// namespace only: `name` is the NFS key, stored as `user.<name>`.

@@ -211,7 +211,7 @@ pub struct LocalFs {
     change: ChangeTracker,
     /// Metadata changes (names, attributes, sizes) reach stable storage
     /// before they are answered; off for an `async` export.
-    durable: bool,
+    durable: std::sync::atomic::AtomicBool,
     /// The exported directory as given.
     root_path: PathBuf,
     /// Objects synced for that ([`LocalFs::metadata_syncs`]).
@@ -508,7 +508,7 @@ impl LocalFs {
             parents: Mutex::new(Bounded::new("parent hint", MAX_PARENT_HINTS)),
             listings: Mutex::new(Bounded::new("directory listing", LISTINGS)),
             change: ChangeTracker::new(CHANGE_CAP),
-            durable: true,
+            durable: std::sync::atomic::AtomicBool::new(true),
             metadata_syncs: Default::default(),
             sync_keeps_new_name,
             root_path: root.to_path_buf(),
@@ -519,8 +519,13 @@ impl LocalFs {
     /// Answers metadata changes before they are on stable storage (an
     /// `async` export): faster, and a power loss may undo acknowledged
     /// creates, removes, renames and attribute changes.
-    pub fn set_async(&mut self, on: bool) {
-        self.durable = !on;
+    pub fn set_async(&self, on: bool) {
+        self.durable
+            .store(!on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_durable(&self) -> bool {
+        self.durable.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether syncing a new file or directory here makes its name
@@ -566,7 +571,7 @@ impl LocalFs {
     /// Runs `sync`, which makes a metadata change durable, unless the
     /// export is `async`; counted in [`LocalFs::metadata_syncs`].
     pub(super) fn durable_sync(&self, sync: impl FnOnce() -> Result<()>) -> Result<()> {
-        if !self.durable {
+        if !self.is_durable() {
             return Ok(());
         }
         self.metadata_syncs
@@ -1282,9 +1287,14 @@ impl Vfs for LocalFs {
         self.root_ident.clone()
     }
 
+    fn set_metadata_async(&self, on: bool) -> bool {
+        self.set_async(on);
+        true
+    }
+
     fn describe(&self) -> String {
         let dir = self.root_path.display();
-        if self.durable {
+        if self.is_durable() {
             dir.to_string()
         } else {
             format!("{dir} (async)")

@@ -1799,6 +1799,56 @@ def sx_strict(c):
                  errno.EPERM, errno.EACCES)
 
 
+XS_ADDED = b"added by a reload\n"
+
+
+def sx_reload(c):
+    """The host edits ferrite.toml and reloads while /data is mounted
+    (`ferrite reload`, then SIGHUP back): /data turns read-only for this
+    client and a new export /added appears; then back. The mounts keep
+    working throughout, without remounting."""
+    if not RESTART:
+        raise Skip("no --restart-cmd (the host reloads the server mid-scenario)")
+    D = lambda *p: c.m("data", *p)   # noqa: E731
+    mine = D("open", "reload-%s" % c.tag)
+    must("create before the reload", write_file, mine, b"before")
+    restart_server("reload-ro-%s" % c.tag)
+    ph("reload to ro")
+    check(must("read after the reload", read_file, D("hello.txt")) == XS_HELLO, "hello.txt after the reload: wrong content")
+    check(must("read back after the reload", read_file, mine) == b"before", "a file made before the reload: wrong content")
+    expect_errno("create in /data once it is read-only", lambda: write_file(D("open", "ro-%s" % c.tag), b"x"),
+                 errno.EROFS, errno.EACCES)
+    expect_errno("overwrite in /data once it is read-only", lambda: write_file(mine, b"changed"),
+                 errno.EROFS, errno.EACCES)
+    mp = "/mnt/%s/added" % c.tag
+    rc, msg = xmount(c.vers, "/added", mp)
+    print("    " + msg, flush=True)
+    check(rc == 0, "mount of the export the reload added failed: " + msg)
+    try:
+        check(must("read in the added export", read_file, os.path.join(mp, "added.txt")) == XS_ADDED,
+              "/added/added.txt: wrong content")
+    finally:
+        xumount(mp)
+    ph("added export")
+    restart_server("reload-rw-%s" % c.tag)
+    ph("reload to rw")
+    # The client may hold the directory's ACCESS answer (no write) for
+    # up to its attribute cache time (acdirmax, 60 s by default).
+    deadline = time.time() + 90
+    while True:
+        try:
+            write_file(D("open", "rw-%s" % c.tag), b"again")
+            break
+        except OSError as e:
+            if e.errno not in ROFS_OR_ACCES or time.time() > deadline:
+                raise Fail("create in /data after it turned writable again: %s" % errname(e.errno))
+            time.sleep(2)
+    ph("writable again")
+    check(must("read back at the end", read_file, mine) == b"before", "a file made before the reloads: wrong content")
+    names = sorted(must("readdir of the pseudo root", os.listdir, c.m("root")))
+    check("data" in names, "the pseudo root after the reloads: %s" % names)
+
+
 X_SCENARIOS = [
     ("mounts", sx_mounts, 60),
     ("pseudo_root", sx_pseudo_root, 120),
@@ -1808,6 +1858,7 @@ X_SCENARIOS = [
     ("sec_flavors", sx_sec_flavors, 180),
     ("private", sx_private, 180),
     ("strict", sx_strict, 180),
+    ("reload", sx_reload, 240),
 ]
 X_VERS = ["4.2", "4.1"]
 

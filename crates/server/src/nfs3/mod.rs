@@ -30,6 +30,7 @@ use xdr::Unpack;
 
 use crate::export::{Export, Flavor};
 use crate::nfs4::dirdeleg::Changer;
+use crate::nfs4::exports::Exports;
 use crate::nfs4::filehandle::FhTarget;
 use crate::nfs4::Nfs4Server;
 
@@ -42,6 +43,8 @@ pub struct Nfs3Service(pub Arc<Nfs4Server>);
 /// One NFSv3 call: the server, the caller's credential and address.
 pub struct Ctx {
     pub srv: Arc<Nfs4Server>,
+    /// The exports as the call began ([`crate::nfs4::exports`]).
+    pub exports: Arc<Exports>,
     pub auth: rpc::Auth,
     pub peer: SocketAddr,
 }
@@ -55,8 +58,8 @@ pub struct Obj {
 
 impl Ctx {
     /// The export `id`.
-    pub fn export(&self, id: u16) -> Result<&Export, NfsStat3> {
-        self.srv.export(id).ok_or(NfsStat3::Stale)
+    pub fn export(&self, id: u16) -> Result<&Arc<Export>, NfsStat3> {
+        self.exports.get(id).ok_or(NfsStat3::Stale)
     }
 
     /// The object `fh` names, if this server minted it for an export the
@@ -91,7 +94,7 @@ impl Ctx {
         attr: &vfs::Attr,
         dir: Option<&vfs::Handle>,
     ) -> NfsFh3 {
-        let parent = match (self.srv.export(export), dir) {
+        let parent = match (self.exports.get(export), dir) {
             (Some(e), Some(d)) => crate::nfs4::compound::parent_hint(&*e.vfs, attr, d),
             _ => None,
         };
@@ -301,6 +304,7 @@ pub fn args<T: Unpack>(call: &mut Call) -> Result<T, Reply> {
 impl Service for Nfs3Service {
     fn call(&self, mut call: Call) -> ReplyFuture {
         let cx = Ctx {
+            exports: self.0.exports(),
             srv: self.0.clone(),
             auth: call.auth.clone(),
             peer: call.conn.peer(),

@@ -227,7 +227,7 @@ pub fn build(
     fs: Option<&vfs::FsStat>,
     want: &Bitmap4,
 ) -> Fattr4 {
-    let mounted_on = srv.ns.root_mounted_on(export.id, a.fileid);
+    let mounted_on = srv.exports.load().ns.root_mounted_on(export.id, a.fileid);
     let place = Place {
         fsid: export.fsid,
         mounted_on,
@@ -239,7 +239,8 @@ pub fn build(
 /// The attributes of a pseudo directory (RFC 8881 §7.4): read-only, owned
 /// by root, constant.
 pub fn pseudo_attr(srv: &Nfs4Server, node: u16) -> Option<vfs::Attr> {
-    let n = srv.ns.node(node)?;
+    let exports = srv.exports.load();
+    let n = exports.ns.node(node)?;
     let subdirs = n.children.len() as u32;
     let t = vfs::Timespec {
         sec: srv.started.as_secs() as i64,
@@ -454,7 +455,7 @@ pub async fn get_with(
             None
         };
         let export = srv.export(id).ok_or(vfs::Errno(libc::ESTALE))?;
-        Ok(build(&srv, minor, export, &wire, &a, fs.as_ref(), &want))
+        Ok(build(&srv, minor, &export, &wire, &a, fs.as_ref(), &want))
     })
     .await
 }

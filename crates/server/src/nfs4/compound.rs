@@ -20,6 +20,7 @@ use rpc::{Call, Connection, Reply};
 use tracing::{debug, error, warn};
 use xdr::{Encoder, Pack, Piece, Unpack};
 
+use super::exports::Exports;
 use super::filehandle::{FhError, FhTarget};
 use super::ops::{self, OpDesc, OpFuture};
 use super::pseudo::PSEUDO_EXPORT;
@@ -113,6 +114,9 @@ impl Drop for SlotUse {
 /// Everything an operation sees of its compound.
 pub struct Compound {
     pub srv: Arc<Nfs4Server>,
+    /// The exports as the compound began: a reload meanwhile does not
+    /// change them under it.
+    pub exports: Arc<Exports>,
     pub conn: Arc<Connection>,
     pub auth: rpc::Auth,
     /// The credential's identity as sent, before any export's squashing;
@@ -471,6 +475,7 @@ async fn run_decoded(srv: Arc<Nfs4Server>, call: Call) -> Result<(Reply, u64), R
         .count();
     let cx = Compound {
         creds: creds_of(&auth),
+        exports: srv.exports(),
         srv,
         conn,
         auth,
@@ -814,8 +819,8 @@ impl Compound {
         Ok(())
     }
 
-    pub fn export(&self, id: u16) -> Result<&Export, NfsStat4> {
-        self.srv.export(id).ok_or(NfsStat4::Nfs4errStale)
+    pub fn export(&self, id: u16) -> Result<&Arc<Export>, NfsStat4> {
+        self.exports.get(id).ok_or(NfsStat4::Nfs4errStale)
     }
 
     /// A filehandle for a directory of an export (or an object reached
@@ -835,8 +840,8 @@ impl Compound {
         dir: &vfs::Handle,
     ) -> Fh {
         let parent = self
-            .srv
-            .export(export)
+            .exports
+            .get(export)
             .and_then(|e| parent_hint(&*e.vfs, attr, dir));
         self.fh_with(export, handle, parent)
     }
@@ -877,10 +882,10 @@ impl Compound {
     /// The root of the server's namespace: the pseudo root, or the export
     /// at "/".
     pub fn root_fh(&self) -> Result<Fh, NfsStat4> {
-        if let Some(id) = self.srv.ns.root_export {
+        if let Some(id) = self.exports.ns.root_export {
             return self.export_root_fh(id);
         }
-        if self.srv.ns.active() {
+        if self.exports.ns.active() {
             return Ok(self.pseudo_fh(0));
         }
         Err(NfsStat4::Nfs4errNoent)
@@ -907,7 +912,9 @@ impl Compound {
                 })
             }
             // A pseudo node of another configuration.
-            Ok(FhTarget::Pseudo(n)) if self.srv.ns.node(n).is_none() => Err(NfsStat4::Nfs4errStale),
+            Ok(FhTarget::Pseudo(n)) if self.exports.ns.node(n).is_none() => {
+                Err(NfsStat4::Nfs4errStale)
+            }
             Ok(FhTarget::Pseudo(n)) => Ok(self.pseudo_fh(n)),
             // Ours, for an export that is gone or now another directory.
             Err(FhError::Stale) => Err(NfsStat4::Nfs4errStale),

@@ -217,7 +217,7 @@ pub fn attrs_changed(who: Changer<'_>, dir: &FileKey, a: &vfs::Attr) {
         return;
     };
     let want = Bitmap4::from_attrs(&DIR_ATTRS);
-    let now = super::attrs::build(who.srv, 1, e, &Bytes::new(), a, None, &want);
+    let now = super::attrs::build(who.srv, 1, &e, &Bytes::new(), a, None, &want);
     let Ok(now) = Attrs::decode(&now) else {
         return;
     };

@@ -26,9 +26,12 @@ pub fn change_info(before: u64, after: u64) -> ChangeInfo4 {
 /// (RFC 8881 §7.3): NFS4ERR_NOENT if there is none, NFS4ERR_ACCESS if it
 /// leads only to exports the client has no rule for.
 pub fn pseudo_child(cx: &Compound, node: u16, name: &[u8]) -> Result<Child, NfsStat4> {
-    let ns = &cx.srv.ns;
-    let child = ns.child(node, name).ok_or(NfsStat4::Nfs4errNoent)?;
-    if !ns.visible(&cx.srv.exports, child, cx.conn.peer().ip()) {
+    let child = cx
+        .exports
+        .ns
+        .child(node, name)
+        .ok_or(NfsStat4::Nfs4errNoent)?;
+    if !cx.exports.visible(child, cx.conn.peer().ip()) {
         return Err(NfsStat4::Nfs4errAccess);
     }
     Ok(child)
@@ -40,7 +43,7 @@ pub fn pseudo_child(cx: &Compound, node: u16, name: &[u8]) -> Result<Child, NfsS
 /// mounted on.
 pub async fn parent_fh(cx: &Compound, dir: &Fh) -> Result<Fh, NfsStat4> {
     if let Some(node) = dir.pseudo {
-        let n = cx.srv.ns.node(node).ok_or(NfsStat4::Nfs4errStale)?;
+        let n = cx.exports.ns.node(node).ok_or(NfsStat4::Nfs4errStale)?;
         return n
             .parent
             .map(|p| cx.pseudo_fh(p))
@@ -48,7 +51,7 @@ pub async fn parent_fh(cx: &Compound, dir: &Fh) -> Result<Fh, NfsStat4> {
     }
     let export = cx.export(dir.export)?;
     if dir.handle == export.vfs.root() {
-        return match cx.srv.ns.parents.get(&dir.export) {
+        return match cx.exports.ns.parents.get(&dir.export) {
             Some(Parent::Pseudo(p)) => Ok(cx.pseudo_fh(*p)),
             Some(Parent::Junction { export, handle }) => {
                 // Checked as LOOKUP into the outer export would be.

@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
+use arc_swap::ArcSwap;
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// Largest NFSv4 filehandle (RFC 8881 §4.2.1).
@@ -65,29 +66,38 @@ pub enum FhError {
 /// Mints and checks filehandles with the server's secret.
 pub struct FhKey {
     key: [u8; 32],
-    /// Export id → tag of its root's identity.
-    roots: HashMap<u16, [u8; TAG_LEN]>,
+    /// Export id → tag of its root's identity; replaced whole when the
+    /// exports are reloaded ([`FhKey::bind_roots`]).
+    roots: ArcSwap<HashMap<u16, [u8; TAG_LEN]>>,
 }
 
 impl FhKey {
     pub fn from_key(key: [u8; 32]) -> Self {
         FhKey {
             key,
-            roots: HashMap::new(),
+            roots: ArcSwap::from_pointee(HashMap::new()),
         }
     }
 
     /// Binds the handles of each export to its root's identity
     /// ([`vfs::Vfs::root_identity`]); handles of unbound exports are stale.
-    pub fn with_roots(mut self, roots: impl IntoIterator<Item = (u16, Bytes)>) -> Self {
+    pub fn with_roots(self, roots: impl IntoIterator<Item = (u16, Bytes)>) -> Self {
+        self.bind_roots(roots);
+        self
+    }
+
+    /// [`FhKey::with_roots`] on a key in use: these exports, and no
+    /// others, from now on (a reload of the exports).
+    pub fn bind_roots(&self, roots: impl IntoIterator<Item = (u16, Bytes)>) {
         let tag_key = blake3::derive_key("ferrite filehandle export root tag", &self.key);
+        let mut map = HashMap::new();
         for (export, identity) in roots {
             let h = blake3::keyed_hash(&tag_key, &identity);
             let mut tag = [0u8; TAG_LEN];
             tag.copy_from_slice(&h.as_bytes()[..TAG_LEN]);
-            self.roots.insert(export, tag);
+            map.insert(export, tag);
         }
-        self
+        self.roots.store(std::sync::Arc::new(map));
     }
 
     /// Loads the key from `state_dir/fh.key`, creating it (mode 0600) with
@@ -157,7 +167,7 @@ impl FhKey {
                 b.put_u8(if parent.is_some() { 2 } else { 1 });
                 b.put_u16(*export);
                 // An unbound export's handles are refused by `decode`.
-                b.put_slice(&self.roots.get(export).copied().unwrap_or_default());
+                b.put_slice(&self.roots.load().get(export).copied().unwrap_or_default());
                 if let Some(p) = parent {
                     b.put_u8(handle.0.len() as u8);
                     b.put_slice(&handle.0);
@@ -197,7 +207,7 @@ impl FhKey {
             0 if body == HEADER => Ok(FhTarget::Pseudo(id)),
             kind @ (1 | 2) if body >= HEADER + TAG_LEN => {
                 let tag = &fh[HEADER..HEADER + TAG_LEN];
-                if self.roots.get(&id).map(|t| &t[..]) != Some(tag) {
+                if self.roots.load().get(&id).map(|t| &t[..]) != Some(tag) {
                     return Err(FhError::Stale);
                 }
                 let at = HEADER + TAG_LEN;
@@ -297,7 +307,7 @@ mod tests {
         // A length past the end, under a valid MAC: malformed.
         for len in [0xffu8, 0] {
             let mut v = vec![VERSION, 2, 0, 3];
-            v.extend_from_slice(&k.roots[&3]);
+            v.extend_from_slice(&k.roots.load()[&3]);
             if len == 0 {
                 // no length byte at all
             } else {

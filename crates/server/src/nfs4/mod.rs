@@ -9,6 +9,7 @@ pub mod dirdeleg;
 pub mod dirs;
 pub mod errors;
 pub mod exclusive;
+pub mod exports;
 pub mod filehandle;
 pub mod inproc;
 pub mod ops;
@@ -23,6 +24,7 @@ pub mod xattr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use proto::nfs4::*;
 use rpc::{Call, Connection, Reply, ReplyFuture, Service};
@@ -35,7 +37,7 @@ use state::slots::CacheMemory;
 use state::State;
 
 /// Limits and timers of the NFSv4 service.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Nfs4Config {
     /// Lease time (RFC 8881 §8.3).
     pub lease: Duration,
@@ -108,9 +110,9 @@ impl Default for Nfs4Config {
 pub struct Nfs4Server {
     pub cfg: Nfs4Config,
     pub fh: FhKey,
-    pub exports: Vec<Export>,
-    /// The pseudo filesystem joining the exports (RFC 8881 §7.3).
-    pub ns: pseudo::Namespace,
+    /// The exports and the pseudo filesystem joining them (RFC 8881
+    /// §7.3), replaced whole by a reload ([`Nfs4Server::replace_exports`]).
+    exports: ArcSwap<exports::Exports>,
     pub clock: Arc<dyn Clock>,
     pub drc: Arc<CacheMemory>,
     pub ids: IdMap,
@@ -166,23 +168,19 @@ impl Nfs4Server {
             _ => (started.as_millis() as u32).max(1),
         };
         let host = hostname();
-        let ns = pseudo::Namespace::build(&exports);
+        let exports: Vec<Arc<Export>> = exports.into_iter().map(Arc::new).collect();
         let cfg_lease = cfg.lease;
         let grace = cfg.grace_period();
         let max_clients = cfg.max_clients;
         let max_delegations = cfg.max_delegations;
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
-        // A delegation that goes ends its guard against local writers.
-        let backends: Vec<(u16, Arc<dyn vfs::Vfs>)> =
-            exports.iter().map(|e| (e.id, e.vfs.clone())).collect();
         let srv = Arc::new(Nfs4Server {
             stats: crate::stats::Stats::new(exports.iter().map(|e| e.id)),
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,
-            exports,
-            ns,
+            exports: ArcSwap::from_pointee(exports::Exports::new(exports, None)),
             clock,
             ids: IdMap::default(),
             write_verf: verf,
@@ -207,13 +205,34 @@ impl Nfs4Server {
             .with_max_clients(max_clients)
             .with_max_delegations(max_delegations),
         });
+        // A delegation that goes ends its guard against local writers.
+        let weak = Arc::downgrade(&srv);
         srv.state
             .on_delegation_ended(Box::new(move |(export, handle)| {
-                if let Some((_, v)) = backends.iter().find(|(id, _)| id == export) {
-                    v.unguard_local_writes(handle);
+                if let Some(e) = weak.upgrade().and_then(|s| s.export(*export)) {
+                    e.vfs.unguard_local_writes(handle);
                 }
             }));
         srv
+    }
+
+    /// The exports now: a snapshot a reload does not change.
+    pub fn exports(&self) -> Arc<exports::Exports> {
+        self.exports.load_full()
+    }
+
+    /// Serves `list` from now on instead of the exports before
+    /// (a reload): their namespace is laid out (blocking), their roots
+    /// bound into filehandles and their statistics counted. Calls under
+    /// way finish on the exports they started with.
+    pub fn replace_exports(&self, list: Vec<Arc<Export>>) -> Arc<exports::Exports> {
+        let before = self.exports();
+        let next = Arc::new(exports::Exports::new(list, Some(&before)));
+        self.stats.add_exports(next.iter().map(|e| e.id));
+        self.fh
+            .bind_roots(next.iter().map(|e| (e.id, e.vfs.root_identity())));
+        self.exports.store(next.clone());
+        next
     }
 
     /// Removes the records of purged clients from stable storage, if any
@@ -255,8 +274,8 @@ impl Nfs4Server {
         self.clock.now()
     }
 
-    pub fn export(&self, id: u16) -> Option<&Export> {
-        self.exports.iter().find(|e| e.id == id)
+    pub fn export(&self, id: u16) -> Option<Arc<Export>> {
+        self.exports.load().get(id).cloned()
     }
 
     /// Periodically forgets clients whose lease has long expired.

@@ -11,7 +11,7 @@
 //! crosses into the inner export's root.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tracing::warn;
@@ -66,8 +66,9 @@ pub enum Parent {
 /// The namespace: pseudo nodes and how exports hang off them.
 #[derive(Debug, Default)]
 pub struct Namespace {
-    /// Empty when a single export is the root.
-    pub nodes: Vec<PseudoNode>,
+    /// By number; empty when a single export is the root. A number whose
+    /// directory a reload took away stays unused ([`numbering`]).
+    pub nodes: Vec<Option<PseudoNode>>,
     /// The export that is the root ("/"), if any.
     pub root_export: Option<u16>,
     pub parents: HashMap<u16, Parent>,
@@ -77,6 +78,10 @@ pub struct Namespace {
     pub root_fileids: HashMap<u16, u64>,
     /// Directories of an export where another export is mounted.
     pub junctions: HashMap<(u16, vfs::Handle), u16>,
+    /// Reloads since the server started: part of every pseudo directory's
+    /// change attribute, since a reload may change who sees which entry
+    /// even where the entries stay.
+    pub generation: u64,
 }
 
 /// The path components of an export path.
@@ -103,9 +108,13 @@ fn junction_fileid(export: u16) -> u64 {
 
 impl Namespace {
     /// Lays out the namespace of `exports`, resolving the junctions of
-    /// nested exports through the outer export's backend.
-    pub fn build(exports: &[Export]) -> Namespace {
-        let mut ns = Namespace::default();
+    /// nested exports through the outer export's backend. The directories
+    /// `previous` had keep their numbers (a reload).
+    pub fn build(exports: &[Arc<Export>], previous: Option<&Namespace>) -> Namespace {
+        let mut ns = Namespace {
+            generation: previous.map_or(0, |p| p.generation + 1),
+            ..Namespace::default()
+        };
         for e in exports {
             match e.vfs.getattr(&e.vfs.root()) {
                 Ok(a) => {
@@ -139,6 +148,10 @@ impl Namespace {
             }
         }
         paths.sort();
+        let index = numbering(&paths, previous);
+        let at = |p: &[&str]| paths.iter().position(|q| q[..] == p[..]).map(|x| index[x]);
+        let slots = index.iter().map(|&i| usize::from(i) + 1).max().unwrap_or(0);
+        ns.nodes = vec![None; slots];
         for (i, p) in paths.iter().enumerate() {
             let below = comps
                 .iter()
@@ -148,26 +161,24 @@ impl Namespace {
             let parent = if p.is_empty() {
                 None
             } else {
-                paths
-                    .iter()
-                    .position(|q| q[..] == p[..p.len() - 1])
-                    .map(|x| x as u16)
+                at(&p[..p.len() - 1])
             };
-            ns.nodes.push(PseudoNode {
+            ns.nodes[usize::from(index[i])] = Some(PseudoNode {
                 path: format!("/{}", p.join("/")),
                 parent,
                 children: Vec::new(),
                 below,
-                fileid: i as u64 + 1,
+                fileid: u64::from(index[i]) + 1,
                 change: 0,
             });
         }
         for (i, p) in paths.iter().enumerate().skip(1) {
-            if let Some(parent) = ns.nodes[i].parent {
+            let me = usize::from(index[i]);
+            if let Some(parent) = ns.nodes[me].as_ref().and_then(|n| n.parent) {
                 let name = Bytes::copy_from_slice(p[p.len() - 1].as_bytes());
-                ns.nodes[parent as usize]
-                    .children
-                    .push((name, Child::Node(i as u16)));
+                if let Some(pn) = ns.nodes[usize::from(parent)].as_mut() {
+                    pn.children.push((name, Child::Node(index[i])));
+                }
             }
         }
         for (id, c) in &comps {
@@ -178,13 +189,15 @@ impl Namespace {
                 .max_by_key(|(_, oc)| oc.len());
             match outer {
                 None => {
-                    let parent = &c[..c.len() - 1];
-                    let Some(n) = paths.iter().position(|q| q[..] == parent[..]) else {
+                    let Some(n) = at(&c[..c.len() - 1]) else {
+                        continue;
+                    };
+                    let Some(node) = ns.nodes[usize::from(n)].as_mut() else {
                         continue;
                     };
                     let name = Bytes::copy_from_slice(c[c.len() - 1].as_bytes());
-                    ns.nodes[n].children.push((name, Child::Export(*id)));
-                    ns.parents.insert(*id, Parent::Pseudo(n as u16));
+                    node.children.push((name, Child::Export(*id)));
+                    ns.parents.insert(*id, Parent::Pseudo(n));
                     ns.mounted_on.insert(*id, junction_fileid(*id));
                 }
                 Some((oid, oc)) => {
@@ -216,9 +229,12 @@ impl Namespace {
                 }
             }
         }
-        for n in &mut ns.nodes {
+        for n in ns.nodes.iter_mut().flatten() {
             n.children.sort_by(|a, b| a.0.cmp(&b.0));
             let mut h = 0xcbf2_9ce4_8422_2325;
+            if ns.generation > 0 {
+                h = fnv(&ns.generation.to_be_bytes(), h);
+            }
             for (name, _) in &n.children {
                 h = fnv(name, h);
                 h = fnv(b"/", h);
@@ -241,11 +257,11 @@ impl Namespace {
 
     /// Whether there is a pseudo filesystem at all.
     pub fn active(&self) -> bool {
-        !self.nodes.is_empty()
+        self.nodes.iter().any(Option::is_some)
     }
 
     pub fn node(&self, i: u16) -> Option<&PseudoNode> {
-        self.nodes.get(i as usize)
+        self.nodes.get(i as usize)?.as_ref()
     }
 
     /// The entry `name` of node `i`.
@@ -256,23 +272,39 @@ impl Namespace {
             .find(|(n, _)| &n[..] == name)
             .map(|(_, c)| *c)
     }
+}
 
-    /// Whether a client at `peer` sees `child` in a pseudo directory: an
-    /// export it has a rule for, or a node leading to one.
-    pub fn visible(&self, exports: &[Export], child: Child, peer: IpAddr) -> bool {
-        let has_rule = |id: u16| {
-            exports
-                .iter()
-                .find(|e| e.id == id)
-                .is_some_and(|e| e.rules.rule_for(peer).is_some())
-        };
-        match child {
-            Child::Export(id) => has_rule(id),
-            Child::Node(n) => self
-                .node(n)
-                .is_some_and(|n| n.below.iter().any(|&id| has_rule(id))),
+/// The number of each of `paths` (sorted): its number in `previous` if it
+/// was there; otherwise the next one above every number `previous` used,
+/// so that a filehandle of a directory a reload took away is stale rather
+/// than another directory's. Without `previous` (or should the numbers
+/// run out), positions in the sorted order.
+fn numbering(paths: &[Vec<&str>], previous: Option<&Namespace>) -> Vec<u16> {
+    let fresh = || (0..paths.len()).map(|i| i as u16).collect();
+    let Some(prev) = previous.filter(|p| p.active()) else {
+        return fresh();
+    };
+    let mut next = prev.nodes.len();
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        let path = format!("/{}", p.join("/"));
+        let kept = prev
+            .nodes
+            .iter()
+            .position(|n| n.as_ref().is_some_and(|n| n.path == path));
+        match kept {
+            Some(i) => out.push(i as u16),
+            None if next < usize::from(u16::MAX) => {
+                out.push(next as u16);
+                next += 1;
+            }
+            None => {
+                warn!("pseudo filesystem: numbers exhausted by reloads; renumbered");
+                return fresh();
+            }
         }
     }
+    out
 }
 
 /// Walks `comps` from `outer`'s root with the server's authority.
@@ -294,10 +326,9 @@ fn resolve(outer: &Export, comps: &[&str]) -> vfs::Result<(vfs::Handle, vfs::Att
 mod tests {
     use super::*;
     use crate::export::ExportRules;
-    use std::sync::Arc;
 
-    fn export(id: u16, path: &str, dir: &std::path::Path) -> Export {
-        Export {
+    fn export(id: u16, path: &str, dir: &std::path::Path) -> Arc<Export> {
+        Arc::new(Export {
             id,
             path: path.into(),
             vfs: Arc::new(vfs::local::LocalFs::new(dir).unwrap()),
@@ -305,7 +336,14 @@ mod tests {
             rules: ExportRules::open(),
             log: None,
             delegations: false,
-        }
+        })
+    }
+
+    fn paths(ns: &Namespace) -> Vec<Option<&str>> {
+        ns.nodes
+            .iter()
+            .map(|n| n.as_ref().map(|n| n.path.as_str()))
+            .collect()
     }
 
     #[test]
@@ -318,10 +356,9 @@ mod tests {
             export(1, "/home/shared", b.path()),
             export(2, "/data/x/y", b.path()),
         ];
-        let ns = Namespace::build(&ex);
+        let ns = Namespace::build(&ex, None);
         assert!(ns.active());
-        let paths: Vec<&str> = ns.nodes.iter().map(|n| n.path.as_str()).collect();
-        assert_eq!(paths, ["/", "/home"]);
+        assert_eq!(paths(&ns), [Some("/"), Some("/home")]);
         assert_eq!(ns.child(0, b"data"), Some(Child::Export(0)));
         assert_eq!(ns.child(0, b"home"), Some(Child::Node(1)));
         assert_eq!(ns.child(1, b"shared"), Some(Child::Export(1)));
@@ -330,11 +367,61 @@ mod tests {
         assert_eq!(ns.parents[&1], Parent::Pseudo(1));
         assert!(matches!(ns.parents[&2], Parent::Junction { export: 0, .. }));
         assert_eq!(ns.junctions.len(), 1);
-        assert_eq!(ns.nodes[1].below, vec![1]);
-        assert_eq!(ns.nodes[0].below.len(), 3);
+        assert_eq!(ns.node(1).unwrap().below, vec![1]);
+        assert_eq!(ns.node(0).unwrap().below.len(), 3);
 
-        let single = Namespace::build(&[export(0, "/", a.path())]);
+        let single = Namespace::build(&[export(0, "/", a.path())], None);
         assert!(!single.active());
         assert_eq!(single.root_export, Some(0));
+    }
+
+    /// A reload keeps the numbers (and fileids) of the pseudo directories
+    /// that stay, gives new ones numbers never used before, and leaves
+    /// the number of one that went unused: its filehandles are stale, not
+    /// another directory's.
+    #[test]
+    fn reload_keeps_numbers() {
+        let a = tempfile::tempdir().unwrap();
+        let first = Namespace::build(
+            &[
+                export(0, "/home/a", a.path()),
+                export(1, "/srv/b", a.path()),
+            ],
+            None,
+        );
+        assert_eq!(paths(&first), [Some("/"), Some("/home"), Some("/srv")]);
+        let second = Namespace::build(
+            &[
+                export(1, "/srv/b", a.path()),
+                export(2, "/data/c", a.path()),
+                export(3, "/mnt/d", a.path()),
+            ],
+            Some(&first),
+        );
+        assert_eq!(
+            paths(&second),
+            [Some("/"), None, Some("/srv"), Some("/data"), Some("/mnt")]
+        );
+        assert_eq!(
+            second.node(2).unwrap().fileid,
+            first.node(2).unwrap().fileid
+        );
+        assert_eq!(second.node(1).map(|n| &n.path), None);
+        assert_eq!(second.child(0, b"srv"), Some(Child::Node(2)));
+        assert_eq!(second.child(0, b"data"), Some(Child::Node(3)));
+        assert_eq!(second.child(0, b"home"), None);
+        assert_eq!(second.child(3, b"c"), Some(Child::Export(2)));
+        assert_eq!(second.parents[&3], Parent::Pseudo(4));
+        // The root's listing changed, and with it its change attribute.
+        assert_ne!(
+            second.node(0).unwrap().change,
+            first.node(0).unwrap().change
+        );
+        // Back to a single export at "/": no pseudo filesystem; and from
+        // there a fresh numbering.
+        let root = Namespace::build(&[export(5, "/", a.path())], Some(&second));
+        assert!(!root.active());
+        let again = Namespace::build(&[export(0, "/x/y", a.path())], Some(&root));
+        assert_eq!(paths(&again), [Some("/"), Some("/x")]);
     }
 }

@@ -121,6 +121,7 @@ impl Nlm {
     /// The NFSv3 context of a call (export rules, credentials).
     pub fn ctx(&self, c: &NlmCall) -> Ctx {
         Ctx {
+            exports: self.srv.exports(),
             srv: self.srv.clone(),
             auth: c.auth.clone(),
             peer: c.peer,

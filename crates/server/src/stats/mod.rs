@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use arc_swap::ArcSwap;
 use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 
 use hist::Histogram;
@@ -175,8 +176,9 @@ pub struct Stats {
     programs: [ProgramStats; 5],
     /// Whole NFSv4 COMPOUNDs.
     pub compounds: OpCounters,
-    /// By export id (few: a search).
-    exports: Box<[(u16, ExportCounters)]>,
+    /// By export id (few: a search); those a reload adds are appended,
+    /// those it removes kept (and no longer reported).
+    exports: ArcSwap<Vec<(u16, Arc<ExportCounters>)>>,
     hosts: Mutex<HashMap<IpAddr, HostSeen>>,
     /// The load model ([`crate::load`]), fed once a second.
     pub load: Mutex<crate::load::Model>,
@@ -189,10 +191,9 @@ impl Stats {
             started: SystemTime::now(),
             programs: Program::ALL.map(ProgramStats::new),
             compounds: OpCounters::default(),
-            exports: exports
-                .into_iter()
-                .map(|id| (id, ExportCounters::default()))
-                .collect(),
+            exports: ArcSwap::from_pointee(
+                exports.into_iter().map(|id| (id, Arc::default())).collect(),
+            ),
             hosts: Mutex::new(HashMap::new()),
             load: Mutex::new(crate::load::Model::default()),
         })
@@ -225,14 +226,34 @@ impl Stats {
         &self.programs[p as usize]
     }
 
-    pub fn export(&self, id: u16) -> Option<&ExportCounters> {
-        self.exports.iter().find(|(i, _)| *i == id).map(|(_, c)| c)
+    pub fn export(&self, id: u16) -> Option<Arc<ExportCounters>> {
+        self.exports
+            .load()
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// Counters for these exports too, where there are none yet (a
+    /// reload); an id seen before keeps its counts.
+    pub fn add_exports(&self, ids: impl IntoIterator<Item = u16>) {
+        let ids: Vec<u16> = ids.into_iter().collect();
+        self.exports.rcu(|now| {
+            let mut next = Vec::clone(now);
+            for &id in &ids {
+                if !next.iter().any(|(i, _)| *i == id) {
+                    next.push((id, Arc::default()));
+                }
+            }
+            next
+        });
     }
 
     /// Counts an operation on export `id`: `read` and `written` are data
     /// bytes (READ, WRITE).
     pub fn export_op(&self, id: u16, ok: bool, read: u64, written: u64) {
-        if let Some(e) = self.export(id) {
+        let all = self.exports.load();
+        if let Some((_, e)) = all.iter().find(|(i, _)| *i == id) {
             e.ops.fetch_add(1, Ordering::Relaxed);
             if !ok {
                 e.errors.fetch_add(1, Ordering::Relaxed);

@@ -183,12 +183,12 @@ pub fn build(srv: &Nfs4Server) -> Report {
         })
         .collect();
     let exports = srv
-        .exports
+        .exports()
         .iter()
         .map(|e| {
             let c = st.export(e.id);
             let get = |f: fn(&super::ExportCounters) -> &std::sync::atomic::AtomicU64| {
-                c.map_or(0, |c| f(c).load(Ordering::Relaxed))
+                c.as_ref().map_or(0, |c| f(c).load(Ordering::Relaxed))
             };
             let mut options = Vec::new();
             if e.delegations {

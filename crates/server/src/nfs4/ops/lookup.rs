@@ -51,7 +51,7 @@ async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4>
             .await?
         }
     };
-    if let Some(&inner) = cx.srv.ns.junctions.get(&(dir.export, obj.clone())) {
+    if let Some(&inner) = cx.exports.ns.junctions.get(&(dir.export, obj.clone())) {
         let fh = cx.export_root_fh(inner)?;
         cx.check_flavor(&fh)?;
         return Ok(fh);

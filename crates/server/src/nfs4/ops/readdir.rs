@@ -20,6 +20,7 @@ use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{parent_hint, Compound};
 use crate::nfs4::dirs::COOKIEVERF;
 use crate::nfs4::errors::from_errno;
+use crate::nfs4::exports::Exports;
 use crate::nfs4::filehandle::FhTarget;
 use crate::nfs4::pseudo::Child;
 use crate::nfs4::Nfs4Server;
@@ -172,7 +173,8 @@ async fn readdir(cx: &mut Compound, args: ReadDir4Args) -> Result<ReadDir4ResOk,
     // Type and file id come with the listing (d_type, d_ino): no lookup
     // per entry, unless the file system leaves an entry's type out or an
     // export is mounted somewhere (found by handle).
-    let from_dirents = with_attrs && attrs::dirent_only(&want) && cx.srv.ns.junctions.is_empty();
+    let from_dirents =
+        with_attrs && attrs::dirent_only(&want) && cx.exports.ns.junctions.is_empty();
     let export = dir.export;
     let h = dir.handle.clone();
     let fast = if !with_attrs || from_dirents {
@@ -214,10 +216,11 @@ async fn listed(
     let with_fh = want.contains(FATTR4_FILEHANDLE);
     let rdattr_error = want.contains(FATTR4_RDATTR_ERROR);
     let srv = cx.srv.clone();
+    let snapshot = cx.exports.clone();
     let minorversion = cx.minorversion;
     cx.vfs(export, move |fs, c| {
         need_dir(&fs.getattr(&h)?)?;
-        let ex = srv.export(export).ok_or(vfs::Errno(libc::ESTALE))?;
+        let ex = snapshot.get(export).ok_or(vfs::Errno(libc::ESTALE))?;
         let fsstat = if with_fs { Some(fs.fsstat(&h)?) } else { None };
         let mut fill = Fill::new(budget, dircount);
         let mut failed = None;
@@ -232,10 +235,10 @@ async fn listed(
                 };
                 let got = match obj {
                     Ok((eh, _))
-                        if !srv.ns.junctions.is_empty()
-                            && srv.ns.junctions.contains_key(&(export, eh.clone())) =>
+                        if !snapshot.ns.junctions.is_empty()
+                            && snapshot.ns.junctions.contains_key(&(export, eh.clone())) =>
                     {
-                        mounted(&srv, minorversion, export, &eh, &want, with_fs)
+                        mounted(&srv, &snapshot, minorversion, export, &eh, &want, with_fs)
                     }
                     Ok((eh, ea)) => {
                         let wire = if with_fh {
@@ -298,17 +301,18 @@ async fn listed(
 /// directory of `export` (read inside a backend call).
 fn mounted(
     srv: &Nfs4Server,
+    exports: &Exports,
     minorversion: u32,
     export: u16,
     junction: &vfs::Handle,
     want: &Bitmap4,
     with_fs: bool,
 ) -> vfs::Result<Fattr4> {
-    let inner = srv
+    let inner = exports
         .ns
         .junctions
         .get(&(export, junction.clone()))
-        .and_then(|&id| srv.export(id))
+        .and_then(|&id| exports.get(id))
         .ok_or(vfs::Errno(libc::ESTALE))?;
     export_root_attrs(srv, minorversion, inner, want, with_fs)
 }
@@ -359,7 +363,7 @@ async fn pseudo(
     dircount: usize,
 ) -> Result<ReadDir4ResOk, NfsStat4> {
     let srv = cx.srv.clone();
-    let n = srv.ns.node(node).ok_or(NfsStat4::Nfs4errStale)?;
+    let n = cx.exports.ns.node(node).ok_or(NfsStat4::Nfs4errStale)?;
     if cookie > n.children.len() as u64 + 2 {
         return Err(NfsStat4::Nfs4errBadCookie);
     }
@@ -371,7 +375,7 @@ async fn pseudo(
     let mut eof = true;
     for (k, (name, child)) in n.children.iter().enumerate() {
         let c = k as u64 + 3;
-        if c <= cookie || !srv.ns.visible(&srv.exports, *child, peer) {
+        if c <= cookie || !cx.exports.visible(*child, peer) {
             continue;
         }
         let attrs = if want.is_empty() {
@@ -385,10 +389,10 @@ async fn pseudo(
                 Child::Export(id) => {
                     let e = cx.export(id)?;
                     let (s2, w2, minor) = (srv.clone(), want.clone(), cx.minorversion);
+                    let e2 = e.clone();
                     let r = cx
                         .blocking(e.vfs.clone(), vfs::Creds::root(), move |_, _| {
-                            let e = s2.export(id).ok_or(vfs::Errno(libc::ESTALE))?;
-                            Ok(export_root_attrs(&s2, minor, e, &w2, with_fs))
+                            Ok(export_root_attrs(&s2, minor, &e2, &w2, with_fs))
                         })
                         .await?;
                     match r {

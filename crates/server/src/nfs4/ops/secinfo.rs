@@ -35,7 +35,7 @@ async fn secinfo(cx: &mut Compound, args: SecInfo4Args) -> Result<SecInfo4ResOk,
                     fs.lookup(c, &h, &name)
                 })
                 .await?;
-            match cx.srv.ns.junctions.get(&(dir.export, obj.clone())) {
+            match cx.exports.ns.junctions.get(&(dir.export, obj.clone())) {
                 Some(&inner) => cx.export_root_fh(inner)?,
                 None => cx.make_fh(dir.export, obj),
             }
