@@ -218,6 +218,18 @@ async fn exports_and_rules_change_under_a_connected_client() {
             .await
             .unwrap_err();
         assert!(why.contains("same id"), "{why}");
+        // Counted, and shown as Prometheus metrics.
+        let counted = running.nfs4.stats.reloads();
+        assert_eq!((counted.applied, counted.refused), (4, 2));
+        assert!(counted.last_error.is_some_and(|e| e.contains("same id")));
+        let text = server::stats::prometheus::render(&server::stats::report::build(&running.nfs4));
+        for line in [
+            "ferrite_config_reloads_total{result=\"applied\"} 4",
+            "ferrite_config_reloads_total{result=\"refused\"} 2",
+            "ferrite_config_last_reload_successful 0",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
         cl.write(&o.fh, o.stateid, 6, b("three"), StableHow4::FileSync4)
             .await
             .unwrap();

@@ -74,7 +74,11 @@ pub async fn reload(args: &ServeArgs, running: &Running, why: &str) -> String {
         .and_then(|r| r.map_err(|e| format!("{e:#}")));
     let outcome = match loaded {
         Ok(cfg) => running.reload(cfg).await,
-        Err(e) => Err(format!("the configuration does not load: {e}")),
+        Err(e) => {
+            let why = format!("the configuration does not load: {e}");
+            running.nfs4.stats.note_reload(Err(&why));
+            Err(why)
+        }
     };
     match outcome {
         Ok(r) => {

@@ -169,6 +169,19 @@ pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
         p.max_fds,
         p.threads
     );
+    let rl = &r.reloads;
+    if rl.applied + rl.refused > 0 {
+        let ago = |t: u64| duration((r.started as f64 + r.uptime_s - t as f64).max(0.0));
+        let last = match &rl.last_error {
+            Some(e) => format!("last refused {} ago: {e}", ago(rl.last_refused)),
+            None => format!("last applied {} ago", ago(rl.last_applied)),
+        };
+        let _ = writeln!(
+            o,
+            "configuration reloads: {} applied, {} refused; {last}",
+            rl.applied, rl.refused
+        );
+    }
     let l = &r.load;
     let _ = writeln!(
         o,

@@ -178,6 +178,12 @@ fn reload_and_sighup_apply_the_edited_configuration() {
         "{err}"
     );
     create("after-refusal").expect("still served as before");
+    let out = ferrite(&["stat", "--state-dir", state.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("configuration reloads: 2 applied, 1 refused; last refused"),
+        "{shown}"
+    );
     let logged = std::fs::read_to_string(dir.join("server.log")).unwrap();
     assert!(
         logged.contains("SIGHUP: reading the configuration again"),

@@ -151,7 +151,11 @@ impl Running {
     /// ([`crate::reload`]): what changed, or why nothing did.
     pub async fn reload(&self, new: ServerConfig) -> Result<crate::reload::ReloadReport, String> {
         let mut applied = self.applied.lock().await;
-        let report = crate::reload::apply(&self.nfs4, &applied, &new).await?;
+        let outcome = crate::reload::apply(&self.nfs4, &applied, &new).await;
+        self.nfs4
+            .stats
+            .note_reload(outcome.as_ref().map(|_| ()).map_err(|e| e.as_str()));
+        let report = outcome?;
         applied.exports = new.exports;
         Ok(report)
     }

@@ -182,6 +182,8 @@ pub struct Stats {
     hosts: Mutex<HashMap<IpAddr, HostSeen>>,
     /// The load model ([`crate::load`]), fed once a second.
     pub load: Mutex<crate::load::Model>,
+    /// Configuration reloads applied and refused.
+    reloads: Mutex<report::Reloads>,
 }
 
 impl Stats {
@@ -196,6 +198,7 @@ impl Stats {
             ),
             hosts: Mutex::new(HashMap::new()),
             load: Mutex::new(crate::load::Model::default()),
+            reloads: Mutex::new(report::Reloads::default()),
         })
     }
 
@@ -215,6 +218,33 @@ impl Stats {
             }
         }
         (bytes, ops)
+    }
+
+    /// Counts a reload: applied, or refused for `why`.
+    pub fn note_reload(&self, outcome: Result<(), &str>) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut r = self.reloads.lock().unwrap_or_else(|e| e.into_inner());
+        match outcome {
+            Ok(()) => {
+                r.applied += 1;
+                r.last_applied = now;
+                r.last_error = None;
+            }
+            Err(why) => {
+                r.refused += 1;
+                r.last_refused = now;
+                r.last_error = Some(why.to_string());
+            }
+        }
+    }
+
+    pub fn reloads(&self) -> report::Reloads {
+        self.reloads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The load model's report now.

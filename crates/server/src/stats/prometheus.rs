@@ -257,6 +257,37 @@ pub fn render(r: &Report) -> String {
             r.started.to_string(),
         ),
     ];
+    let rl = &r.reloads;
+    help(
+        &mut out,
+        "ferrite_config_reloads_total",
+        "counter",
+        "Configuration reloads (SIGHUP, ferrite reload), by result: applied or refused.",
+    );
+    let _ = writeln!(
+        out,
+        "ferrite_config_reloads_total{{result=\"applied\"}} {}",
+        rl.applied
+    );
+    let _ = writeln!(
+        out,
+        "ferrite_config_reloads_total{{result=\"refused\"}} {}",
+        rl.refused
+    );
+    let process = process.into_iter().chain([
+        (
+            "ferrite_config_last_reload_successful",
+            "gauge",
+            "1 unless the last reload was refused (the configuration served is then not the file's).",
+            u8::from(rl.last_error.is_none()).to_string(),
+        ),
+        (
+            "ferrite_config_last_reload_success_timestamp_seconds",
+            "gauge",
+            "When the configuration served was last loaded (the start, or the last reload applied), seconds since the epoch.",
+            rl.last_applied.max(r.started).to_string(),
+        ),
+    ]);
     for (name, kind, text, v) in process {
         help(&mut out, name, kind, text);
         let _ = writeln!(out, "{name} {v}");

@@ -29,6 +29,23 @@ pub struct Report {
     pub hosts: Vec<HostReport>,
     /// The load model: utilization per resource, and what limits.
     pub load: crate::load::LoadReport,
+    /// Configuration reloads (SIGHUP, `ferrite reload`).
+    #[serde(default)]
+    pub reloads: Reloads,
+}
+
+/// Configuration reloads since the server started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Reloads {
+    pub applied: u64,
+    pub refused: u64,
+    /// Seconds since the epoch of the last one applied (0: none).
+    pub last_applied: u64,
+    /// Seconds since the epoch of the last one refused (0: none).
+    pub last_refused: u64,
+    /// Why the last reload was refused, when it was (none once one
+    /// is applied after it).
+    pub last_error: Option<String>,
 }
 
 /// The server process, from /proc/self.
@@ -264,6 +281,7 @@ pub fn build(srv: &Nfs4Server) -> Report {
         clients,
         hosts,
         load: st.load_report(),
+        reloads: st.reloads(),
     }
 }
 
