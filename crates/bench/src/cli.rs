@@ -16,6 +16,7 @@ use crate::{runner, Error, Result};
   ferrite bench run randread --target 'nfs3://127.0.0.1:2049/?mountport=2049' -o b.json
   ferrite bench compare a.json b.json
   ferrite bench report a.json b.json -o report.html
+  ferrite bench design nfs-versions.toml -o design.json   # a 2^k factorial experiment
 See docs/benchmarking.md for every workload and option.")]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -34,6 +35,26 @@ pub enum BenchCmd {
     Compare(CompareArgs),
     /// Serve canned NFSv4.1 replies and store nothing: the client's ceiling.
     NullServer(NullServerArgs),
+    /// Run an experiment planned as a two-level factorial design (full
+    /// 2^k·r or fractional 2^(k-p)·r) and report each effect with its
+    /// confidence interval and share of the variation.
+    Design(DesignArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example (docs/benchmarking.md explains the file):
+  ferrite bench design docs/designs/version-delay.toml --plan   # the runs, without running them
+  ferrite bench design docs/designs/version-delay.toml -o design.json")]
+pub struct DesignArgs {
+    /// The experiment (TOML): workload, response, factors and levels.
+    pub file: PathBuf,
+    /// Print the design and its runs, and run nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Write the outcome (design, responses, analysis, every run's
+    /// results) as JSON.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -265,6 +286,15 @@ pub fn main(args: BenchArgs) -> Result<()> {
             let p = a.params()?;
             runtime()?.block_on(runner::prepare(&p))
         }
+        BenchCmd::Report(a) if a.results.iter().any(|f| crate::experiment::is_outcome(f)) => {
+            let mut all = Vec::new();
+            for f in &a.results {
+                all.push((f.display().to_string(), crate::experiment::load(f)?));
+            }
+            write(&a.output, &crate::report::design_html(&all))?;
+            out(&format!("report: {}\n", a.output.display()));
+            Ok(())
+        }
         BenchCmd::Report(a) => {
             let mut all = Vec::new();
             for f in &a.results {
@@ -280,6 +310,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             Ok(())
         }
         BenchCmd::NullServer(a) => runtime()?.block_on(crate::nullserver::run(a.listen)),
+        BenchCmd::Design(a) => crate::experiment::main(&a.file, a.output.as_ref(), a.plan),
     }
 }
 

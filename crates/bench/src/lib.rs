@@ -9,6 +9,8 @@
 
 pub mod cli;
 pub mod compare;
+pub mod design;
+pub mod experiment;
 pub mod fs;
 pub mod nfs3;
 pub mod nfs4;

@@ -247,6 +247,137 @@ pub fn bar_chart(title: &str, items: &[(String, f64)]) -> String {
     o
 }
 
+/// An effect to draw: its name, estimate and confidence interval.
+pub struct EffectBar {
+    pub name: String,
+    pub estimate: f64,
+    pub ci: Option<(f64, f64)>,
+}
+
+/// Horizontal bars from zero to each estimate, with its interval as a
+/// whisker: the effects of a factorial design.
+pub fn effects_chart(title: &str, items: &[EffectBar]) -> String {
+    let h = MT + 30.0 + items.len() as f64 * 20.0;
+    let ends = items
+        .iter()
+        .flat_map(|e| [Some(e.estimate), e.ci.map(|c| c.0), e.ci.map(|c| c.1)])
+        .flatten()
+        .chain([0.0]);
+    let (lo, hi) = ends.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, hi + 1.0)
+    };
+    let lw = 190.0;
+    let bw = W - lw - 40.0;
+    let x = |v: f64| lw + (v - lo) / (hi - lo) * bw;
+    let mut o = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" font-family="sans-serif" font-size="11"><text x="{}" y="18" text-anchor="middle" font-size="13" font-weight="bold">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    let bottom = MT + items.len() as f64 * 20.0;
+    for t in ticks(lo, hi) {
+        let _ = write!(
+            o,
+            r##"<line x1="{0:.1}" y1="{MT}" x2="{0:.1}" y2="{bottom}" stroke="#eee"/><text x="{0:.1}" y="{1}" text-anchor="middle">{2}</text>"##,
+            x(t),
+            bottom + 14.0,
+            fmt_num(t)
+        );
+    }
+    let _ = write!(
+        o,
+        r##"<line x1="{0:.1}" y1="{MT}" x2="{0:.1}" y2="{bottom}" stroke="#444"/>"##,
+        x(0.0)
+    );
+    for (i, e) in items.iter().enumerate() {
+        let y = MT + i as f64 * 20.0;
+        let (a, b) = (x(0.0).min(x(e.estimate)), x(0.0).max(x(e.estimate)));
+        let colour = if e.estimate >= 0.0 {
+            "#1f77b4"
+        } else {
+            "#d62728"
+        };
+        let _ = write!(
+            o,
+            r##"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{a:.1}" y="{}" width="{:.1}" height="13" fill="{colour}" opacity="0.8"/>"##,
+            lw - 6.0,
+            y + 11.0,
+            esc(&e.name),
+            y + 1.0,
+            (b - a).max(0.5),
+        );
+        if let Some((l, h)) = e.ci {
+            let _ = write!(
+                o,
+                r##"<line x1="{:.1}" y1="{2:.1}" x2="{1:.1}" y2="{2:.1}" stroke="#000"/><line x1="{0:.1}" y1="{3:.1}" x2="{0:.1}" y2="{4:.1}" stroke="#000"/><line x1="{1:.1}" y1="{3:.1}" x2="{1:.1}" y2="{4:.1}" stroke="#000"/>"##,
+                x(l),
+                x(h),
+                y + 7.5,
+                y + 3.0,
+                y + 12.0
+            );
+        }
+    }
+    o += "</svg>";
+    o
+}
+
+/// The page for experiments run with `ferrite bench design`: each one's
+/// text report, its effects with their intervals, and the allocation of
+/// variation.
+pub fn design_html(all: &[(String, crate::experiment::Outcome)]) -> String {
+    let mut o = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench design report</title>\
+         <style>body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f8f8f8;padding:1em}</style>\
+         </head><body><h1>ferrite bench design report</h1>",
+    );
+    for (label, out) in all {
+        let _ = write!(
+            o,
+            "<h2>{}</h2><pre>{}</pre>",
+            esc(label),
+            esc(&crate::experiment::render(out))
+        );
+        let named = |n: &str| crate::experiment::effect_label(&out.plan, n);
+        let bars: Vec<EffectBar> = out
+            .analysis
+            .effects
+            .iter()
+            .skip(1)
+            .map(|e| EffectBar {
+                name: named(&e.name),
+                estimate: e.estimate,
+                ci: e.ci,
+            })
+            .collect();
+        o += &effects_chart(
+            &format!(
+                "effects on {} ({}% intervals)",
+                out.plan.response,
+                out.analysis.confidence * 100.0
+            ),
+            &bars,
+        );
+        let mut shares: Vec<(String, f64)> = out
+            .analysis
+            .effects
+            .iter()
+            .filter_map(|e| Some((named(&e.name), (e.variation? * 1000.0).round() / 10.0)))
+            .collect();
+        if let Some(v) = out.analysis.error_variation {
+            shares.push(("error".into(), (v * 1000.0).round() / 10.0));
+        }
+        o += &bar_chart("allocation of variation (%)", &shares);
+    }
+    o += "</body></html>\n";
+    o
+}
+
 /// The report page for `(label, results)` pairs.
 pub fn html(all: &[(String, Results)]) -> String {
     let mut o = String::from(
