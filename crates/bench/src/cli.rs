@@ -16,6 +16,7 @@ use crate::{runner, Error, Result};
   ferrite bench run randread --target 'nfs3://127.0.0.1:2049/?mountport=2049' -o b.json
   ferrite bench compare a.json b.json
   ferrite bench report a.json b.json -o report.html
+  ferrite bench run mix --load-sweep --target nfs4://127.0.0.1:2049/ -o curve.json   # response time against load
   ferrite bench design nfs-versions.toml -o design.json   # a 2^k factorial experiment
 See docs/benchmarking.md for every workload and option.")]
 pub struct BenchArgs {
@@ -120,6 +121,21 @@ pub struct RunArgs {
     /// workers (nhfsstone; default: as fast as the replies come).
     #[arg(long)]
     pub rate: Option<f64>,
+    /// mix (nhfsstone): the operation mix, as "getattr=13,lookup=34,..."
+    /// (percentages adding up to 100; getattr, setattr, lookup, readlink,
+    /// read, write, create, remove, readdir, fsstat) or a file holding
+    /// one (default: the Legato paper's Figure 1 mix).
+    #[arg(long, value_name = "MIX|FILE")]
+    pub mix: Option<String>,
+    /// mix: offer these loads in turn, operations per second
+    /// ("500,1000,2000"), and print the load-response curve and its knee.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["rate", "load_sweep"])]
+    pub load: Vec<f64>,
+    /// mix: find the saturation throughput (a run as fast as the replies
+    /// come), then offer 10%, 20% ... 125% of it: the load-response curve
+    /// and its knee.
+    #[arg(long, conflicts_with = "rate")]
+    pub load_sweep: bool,
     /// Keep the files `create` made.
     #[arg(long)]
     pub keep: bool,
@@ -243,6 +259,16 @@ impl RunArgs {
         p.keep = self.keep;
         p.server_pid = self.server_pid;
         p.rate = self.rate.unwrap_or(0.0);
+        p.mix = self
+            .mix
+            .as_deref()
+            .map(crate::workload::parse_mix)
+            .transpose()?;
+        if (!self.load.is_empty() || self.load_sweep) && p.workload != Workload::Nhfsstone {
+            return Err(Error::Msg(
+                "--load and --load-sweep apply to the mix (nhfsstone) workload".into(),
+            ));
+        }
         // Validates the target syntax early.
         let _: crate::target::Target = p.target.parse()?;
         Ok(p)
@@ -268,6 +294,21 @@ fn write(path: &PathBuf, s: &str) -> Result<()> {
 /// Runs a `ferrite bench` command.
 pub fn main(args: BenchArgs) -> Result<()> {
     match args.cmd {
+        BenchCmd::Run(a) if !a.load.is_empty() || a.load_sweep => {
+            let p = a.params()?;
+            let loads = if a.load_sweep {
+                crate::sweep::Loads::Sweep
+            } else {
+                crate::sweep::Loads::Given(a.load.clone())
+            };
+            let s = runtime()?.block_on(crate::sweep::run(&p, loads))?;
+            out(&crate::sweep::render(&s));
+            if let Some(o) = &a.output {
+                write(o, &serde_json::to_string_pretty(&s)?)?;
+                out(&format!("results: {}\n", o.display()));
+            }
+            Ok(())
+        }
         BenchCmd::Run(a) => {
             let p = a.params()?;
             let res = runtime()?.block_on(runner::run(&p))?;
@@ -285,6 +326,15 @@ pub fn main(args: BenchArgs) -> Result<()> {
         BenchCmd::Prepare(a) => {
             let p = a.params()?;
             runtime()?.block_on(runner::prepare(&p))
+        }
+        BenchCmd::Report(a) if a.results.iter().any(|f| crate::sweep::is_sweep(f)) => {
+            let mut all = Vec::new();
+            for f in &a.results {
+                all.push((f.display().to_string(), crate::sweep::load(f)?));
+            }
+            write(&a.output, &crate::report::sweep_html(&all))?;
+            out(&format!("report: {}\n", a.output.display()));
+            Ok(())
         }
         BenchCmd::Report(a) if a.results.iter().any(|f| crate::experiment::is_outcome(f)) => {
             let mut all = Vec::new();

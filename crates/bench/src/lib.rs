@@ -23,6 +23,7 @@ pub mod results;
 pub mod rng;
 pub mod runner;
 pub mod stats;
+pub mod sweep;
 pub mod target;
 pub mod workload;
 

@@ -378,6 +378,56 @@ pub fn design_html(all: &[(String, crate::experiment::Outcome)]) -> String {
     o
 }
 
+/// The page for load-response curves (`ferrite bench run mix --load`):
+/// mean and 99th-percentile response time against the load offered, as
+/// the Legato paper's Figure 2, and the load achieved against the load
+/// offered, one series per curve; then each curve's table.
+pub fn sweep_html(all: &[(String, crate::sweep::Sweep)]) -> String {
+    let mut o = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench load-response report</title>\
+         <style>body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f8f8f8;padding:1em}</style>\
+         </head><body><h1>ferrite bench load-response report</h1>",
+    );
+    let labels: Vec<&str> = all.iter().map(|(l, _)| l.as_str()).collect();
+    let names = short_labels(&labels);
+    type Pick = fn(&crate::sweep::Step) -> f64;
+    for (title, unit, pick) in [
+        (
+            "mean response time",
+            "ms",
+            (|s: &crate::sweep::Step| s.mean_us / 1e3) as Pick,
+        ),
+        ("99th percentile response time", "ms", |s| s.p99_us / 1e3),
+        ("load achieved", "operations/s", |s| s.achieved),
+    ] {
+        let series: Vec<Series> = all
+            .iter()
+            .zip(&names)
+            .map(|((_, sw), name)| Series {
+                name: name.clone(),
+                points: sw
+                    .steps
+                    .iter()
+                    .filter(|s| s.offered > 0.0 && pick(s).is_finite())
+                    .map(|s| (s.offered, pick(s), 0.0))
+                    .collect(),
+            })
+            .collect();
+        o += &line_chart(title, "operations/s offered", unit, &series, false);
+    }
+    for ((label, sw), name) in all.iter().zip(&names) {
+        let _ = write!(
+            o,
+            "<h2>{}</h2><p>{}</p><pre>{}</pre>",
+            esc(name),
+            esc(label),
+            esc(&crate::sweep::render(sw))
+        );
+    }
+    o += "</body></html>\n";
+    o
+}
+
 /// The report page for `(label, results)` pairs.
 pub fn html(all: &[(String, Results)]) -> String {
     let mut o = String::from(

@@ -223,6 +223,7 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     let (msg_tx, mut msg_rx) = mpsc::unbounded_channel();
     let mut tasks = Vec::new();
     let mut n_active = 0;
+    let mix = p.mix();
     for c in 0..p.clients {
         let active = is_active(p, c);
         for t in 0..p.threads {
@@ -239,6 +240,8 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
                 rng: Rng::for_worker(p.seed, run, c, t),
                 own_dir: own_dirs.get(c as usize).cloned().flatten(),
                 data: data.clone(),
+                mix: mix.clone(),
+                mix_total: mix.iter().map(|(_, w)| w).sum(),
             };
             let (mut go, mut stop, tx) = (go_rx.clone(), stop_rx.clone(), msg_tx.clone());
             tasks.push(tokio::spawn(async move {

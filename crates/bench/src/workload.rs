@@ -37,11 +37,15 @@ pub enum Workload {
     LockedRead,
     /// Group A holds read opens; group B opens the same files read-write.
     DelegRecall,
-    /// nhfsstone's "typical diskless" operation mix (the Legato paper,
-    /// Figure 1: 34% LOOKUP, 22% READ, 15% WRITE, 13% GETATTR, 8%
-    /// READLINK, 3% READDIR, 2% CREATE, 1% each REMOVE, SETATTR, FSSTAT;
-    /// 19% modify data). WRITEs are FILE_SYNC, as NFSv2's were. With
-    /// `--rate` the load is offered at that many operations per second.
+    /// An operation mix (also called `mix`): by default nhfsstone's
+    /// "typical diskless" one (the Legato paper, Figure 1: 34% LOOKUP,
+    /// 22% READ, 15% WRITE, 13% GETATTR, 8% READLINK, 3% READDIR, 2%
+    /// CREATE, 1% each REMOVE, SETATTR, FSSTAT; 19% modify data), or
+    /// `--mix`'s. WRITEs are FILE_SYNC, as NFSv2's were. With `--rate`
+    /// (or `--load`) the load is offered at that many operations per
+    /// second.
+    #[value(alias = "mix")]
+    #[serde(alias = "mix")]
     Nhfsstone,
 }
 
@@ -129,6 +133,10 @@ pub struct Params {
     /// sends its next request when the last is answered).
     #[serde(default)]
     pub rate: f64,
+    /// nhfsstone's operation mix: weights (percentages) per operation;
+    /// none: [`NHFSSTONE_MIX`].
+    #[serde(default)]
+    pub mix: Option<Vec<(MixOp, f64)>>,
 }
 
 /// Per-workload defaults for the options not given.
@@ -175,7 +183,19 @@ impl Params {
             keep: false,
             server_pid: None,
             rate: 0.0,
+            mix: None,
         }
+    }
+
+    /// The operation mix nhfsstone draws from: weights that add up to
+    /// 100.
+    pub fn mix(&self) -> Vec<(MixOp, f64)> {
+        self.mix.clone().unwrap_or_else(|| {
+            NHFSSTONE_MIX
+                .iter()
+                .map(|&(op, pct)| (op, f64::from(pct)))
+                .collect()
+        })
     }
 
     pub fn workers(&self) -> u32 {
@@ -214,6 +234,14 @@ impl Params {
         }
         if self.files == 0 {
             return Err(Error::Msg("--files must be at least 1".into()));
+        }
+        if let Some(m) = &self.mix {
+            if self.workload != Workload::Nhfsstone {
+                return Err(Error::Msg(
+                    "--mix applies to the mix (nhfsstone) workload only".into(),
+                ));
+            }
+            check_mix(m)?;
         }
         Ok(())
     }
@@ -672,6 +700,10 @@ pub struct Worker {
     /// This client's directory (create).
     pub own_dir: Option<Node>,
     pub data: Bytes,
+    /// nhfsstone: the operation mix ([`Params::mix`]) and its weights'
+    /// sum.
+    pub mix: Vec<(MixOp, f64)>,
+    pub mix_total: f64,
 }
 
 /// Shared work counters.
@@ -946,14 +978,16 @@ impl Worker {
             }
             None => Instant::now(),
         };
-        let mut pick = self.rng.below(100) as u32;
-        let op = NHFSSTONE_MIX
+        let mut pick = self.rng.f64() * self.mix_total;
+        let op = self
+            .mix
             .iter()
-            .find(|(_, pct)| {
-                let hit = pick < *pct;
-                pick = pick.saturating_sub(*pct);
+            .find(|(_, w)| {
+                let hit = pick < *w;
+                pick -= *w;
                 hit
             })
+            .or(self.mix.last())
             .map_or(MixOp::Lookup, |(op, _)| *op);
         let f = self.rng.below(held.open.len() as u64) as usize;
         let io = self.p.io_size;
@@ -1093,7 +1127,8 @@ const MIX_FILES: usize = 4;
 const MIX_DIR_ENTRIES: usize = 16;
 
 /// An operation of the nhfsstone mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MixOp {
     Getattr,
     Setattr,
@@ -1107,7 +1142,76 @@ pub enum MixOp {
     Fsstat,
 }
 
+/// A mix's weights must be non-negative numbers adding up to 100, and
+/// name each operation at most once.
+pub fn check_mix(m: &[(MixOp, f64)]) -> Result<()> {
+    let total: f64 = m.iter().map(|(_, w)| w).sum();
+    if m.iter().any(|(_, w)| !(w.is_finite() && *w >= 0.0)) || (total - 100.0).abs() > 0.01 {
+        return Err(Error::Msg(format!(
+            "the mix's percentages must be numbers of 0 or more adding up to 100 (these add up to {total})"
+        )));
+    }
+    for (i, (op, _)) in m.iter().enumerate() {
+        if m[..i].iter().any(|(o, _)| o == op) {
+            return Err(Error::Msg(format!("the mix names {} twice", op.name())));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a mix: "getattr=13,lookup=34,..." (commas or new lines; "#"
+/// starts a comment), or the name of a file holding one.
+pub fn parse_mix(spec: &str) -> Result<Vec<(MixOp, f64)>> {
+    let text = if spec.contains('=') {
+        spec.to_string()
+    } else {
+        std::fs::read_to_string(spec).map_err(|e| Error::Msg(format!("--mix {spec}: {e}")))?
+    };
+    let mut out = Vec::new();
+    for item in text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(|l| l.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        let (name, w) = item
+            .split_once('=')
+            .ok_or_else(|| Error::Msg(format!("mix entry {item:?}: expected OPERATION=PERCENT")))?;
+        let op = MixOp::ALL
+            .into_iter()
+            .find(|o| o.name() == name.trim().to_ascii_lowercase())
+            .ok_or_else(|| {
+                let known: Vec<&str> = MixOp::ALL.iter().map(|o| o.name()).collect();
+                Error::Msg(format!(
+                    "mix entry {item:?}: no operation {name:?} (known: {})",
+                    known.join(", ")
+                ))
+            })?;
+        let w: f64 =
+            w.trim().trim_end_matches('%').parse().map_err(|_| {
+                Error::Msg(format!("mix entry {item:?}: {w:?} is not a percentage"))
+            })?;
+        out.push((op, w));
+    }
+    check_mix(&out)?;
+    Ok(out)
+}
+
 impl MixOp {
+    pub const ALL: [MixOp; 10] = [
+        MixOp::Getattr,
+        MixOp::Setattr,
+        MixOp::Lookup,
+        MixOp::Readlink,
+        MixOp::Read,
+        MixOp::Write,
+        MixOp::Create,
+        MixOp::Remove,
+        MixOp::Readdir,
+        MixOp::Fsstat,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             MixOp::Getattr => "getattr",

@@ -305,6 +305,59 @@ async fn nhfsstone_runs_the_mix_at_the_offered_rate() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A mix of the operator's own, and a load-response curve over it: the
+/// operations drawn are the mix's; each step achieves about the load it
+/// offers while the server keeps up; the knee is one of the paced steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_given_mix_and_its_load_response_curve() {
+    let srv = Srv::start().await;
+    let o = Overrides {
+        files: Some(30),
+        ..Default::default()
+    };
+    let mut p = params(Workload::Nhfsstone, srv.url(), o);
+    p.threads = 4;
+    p.duration_s = 0.6;
+    p.mix =
+        Some(bench::workload::parse_mix("getattr=50, read=30,\nwrite=20 # no lookups").unwrap());
+    p.check().unwrap();
+    runner::prepare(&p).await.unwrap();
+    let s = bench::sweep::run(&p, bench::sweep::Loads::Given(vec![100.0, 300.0]))
+        .await
+        .unwrap();
+    assert_eq!(s.steps.len(), 2);
+    for st in &s.steps {
+        let r = &st.results.runs[0];
+        for k in [
+            "lookup", "readlink", "create", "remove", "readdir", "setattr", "fsstat",
+        ] {
+            assert!(!r.latency.contains_key(k), "{k} is not in the mix");
+        }
+        let got = st.achieved / st.offered;
+        assert!(
+            (0.7..1.05).contains(&got),
+            "offered {} achieved {}",
+            st.offered,
+            st.achieved
+        );
+        assert!(st.mean_us > 0.0 && st.p99_us >= st.p50_us);
+    }
+    assert!(matches!(s.knee, Some(0 | 1)));
+    assert!(bench::sweep::render(&s).contains("<- knee"));
+    let page = bench::report::sweep_html(&[("curve".into(), s)]);
+    assert!(page.contains("<svg"));
+    // Bad mixes are refused, with the reason.
+    for (bad, why) in [
+        ("getattr=50,read=30", "adding up to 100"),
+        ("getattr=50,getattr=50", "twice"),
+        ("chmod=100", "no operation"),
+        ("read=x", "not a percentage"),
+    ] {
+        let e = bench::workload::parse_mix(bad).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dir_target_runs_locked_read_through_posix() {
     let dir = tempfile::tempdir().unwrap();
