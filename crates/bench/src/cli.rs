@@ -136,6 +136,11 @@ pub struct RunArgs {
     /// and its knee.
     #[arg(long, conflicts_with = "rate")]
     pub load_sweep: bool,
+    /// Run the workload at each of these one-way delays in turn
+    /// ("0,1ms,5ms,10ms,40ms"; the in-process proxy, as --delay) and
+    /// print throughput against delay.
+    #[arg(long, value_delimiter = ',', value_parser = parse_secs, conflicts_with_all = ["delay", "load", "load_sweep"])]
+    pub delay_sweep: Vec<f64>,
     /// Keep the files `create` made.
     #[arg(long)]
     pub keep: bool,
@@ -294,6 +299,17 @@ fn write(path: &PathBuf, s: &str) -> Result<()> {
 /// Runs a `ferrite bench` command.
 pub fn main(args: BenchArgs) -> Result<()> {
     match args.cmd {
+        BenchCmd::Run(a) if !a.delay_sweep.is_empty() => {
+            let p = a.params()?;
+            let ms: Vec<f64> = a.delay_sweep.iter().map(|s| s * 1e3).collect();
+            let s = runtime()?.block_on(crate::sweep::run_delays(&p, &ms))?;
+            out(&crate::sweep::render(&s));
+            if let Some(o) = &a.output {
+                write(o, &serde_json::to_string_pretty(&s)?)?;
+                out(&format!("results: {}\n", o.display()));
+            }
+            Ok(())
+        }
         BenchCmd::Run(a) if !a.load.is_empty() || a.load_sweep => {
             let p = a.params()?;
             let loads = if a.load_sweep {

@@ -378,19 +378,63 @@ pub fn design_html(all: &[(String, crate::experiment::Outcome)]) -> String {
     o
 }
 
-/// The page for load-response curves (`ferrite bench run mix --load`):
-/// mean and 99th-percentile response time against the load offered, as
-/// the Legato paper's Figure 2, and the load achieved against the load
-/// offered, one series per curve; then each curve's table.
+/// The page for sweeps: load-response curves (`ferrite bench run mix
+/// --load`), mean and 99th-percentile response time against the load
+/// offered, as the Legato paper's Figure 2, and the load achieved; delay
+/// sweeps (`--delay-sweep`), throughput, data rate and mean response time
+/// against the delay, as the NFSv4.1 evaluation's figures; one series
+/// per input, then each one's table.
 pub fn sweep_html(all: &[(String, crate::sweep::Sweep)]) -> String {
     let mut o = String::from(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench load-response report</title>\
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench sweep report</title>\
          <style>body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f8f8f8;padding:1em}</style>\
-         </head><body><h1>ferrite bench load-response report</h1>",
+         </head><body><h1>ferrite bench sweep report</h1>",
     );
     let labels: Vec<&str> = all.iter().map(|(l, _)| l.as_str()).collect();
     let names = short_labels(&labels);
     type Pick = fn(&crate::sweep::Step) -> f64;
+    let chart = |title: &str, x_label: &str, unit: &str, x: Pick, y: Pick, keep: Pick, axis| {
+        let series: Vec<Series> = all
+            .iter()
+            .zip(&names)
+            .filter(|((_, sw), _)| sw.axis == axis)
+            .map(|((_, sw), name)| Series {
+                name: name.clone(),
+                points: sw
+                    .steps
+                    .iter()
+                    .filter(|s| keep(s) > 0.0 && y(s).is_finite())
+                    .map(|s| (x(s), y(s), 0.0))
+                    .collect(),
+            })
+            .collect();
+        if series.is_empty() {
+            String::new()
+        } else {
+            line_chart(title, x_label, unit, &series, false)
+        }
+    };
+    use crate::sweep::Axis;
+    // Delay sweeps: throughput and response time against the delay.
+    for (title, unit, pick) in [
+        (
+            "throughput",
+            "units/s",
+            (|s: &crate::sweep::Step| s.achieved) as Pick,
+        ),
+        ("data rate", "MB/s", |s| s.mb_per_s),
+        ("mean response time", "ms", |s| s.mean_us / 1e3),
+    ] {
+        o += &chart(
+            title,
+            "one-way delay, ms",
+            unit,
+            |s| s.delay_ms,
+            pick,
+            |_| 1.0,
+            Axis::Delay,
+        );
+    }
     for (title, unit, pick) in [
         (
             "mean response time",
@@ -400,20 +444,15 @@ pub fn sweep_html(all: &[(String, crate::sweep::Sweep)]) -> String {
         ("99th percentile response time", "ms", |s| s.p99_us / 1e3),
         ("load achieved", "operations/s", |s| s.achieved),
     ] {
-        let series: Vec<Series> = all
-            .iter()
-            .zip(&names)
-            .map(|((_, sw), name)| Series {
-                name: name.clone(),
-                points: sw
-                    .steps
-                    .iter()
-                    .filter(|s| s.offered > 0.0 && pick(s).is_finite())
-                    .map(|s| (s.offered, pick(s), 0.0))
-                    .collect(),
-            })
-            .collect();
-        o += &line_chart(title, "operations/s offered", unit, &series, false);
+        o += &chart(
+            title,
+            "operations/s offered",
+            unit,
+            |s| s.offered,
+            pick,
+            |s| s.offered,
+            Axis::Load,
+        );
     }
     for ((label, sw), name) in all.iter().zip(&names) {
         let _ = write!(

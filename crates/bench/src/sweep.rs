@@ -1,7 +1,9 @@
 //! Load-response curves, as the Legato paper's Figure 2 (seeds/002):
 //! the operation mix offered at one load after another, each run's
 //! achieved load and response time (mean, median, 99th percentile), and
-//! the knee.
+//! the knee. And delay sweeps, as the NFSv4.1 evaluation's figures
+//! (seeds/000): any workload run at one injected delay after another,
+//! throughput against delay.
 //!
 //! The load is open loop: each worker's requests fall due at fixed
 //! intervals whatever the replies do, and a request sent late (its worker
@@ -24,13 +26,18 @@ use crate::{runner, Error, Result};
 /// Fractions of the saturation throughput `--load-sweep` offers.
 pub const SWEEP: [f64; 12] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25];
 
-/// One offered load.
+/// One offered load, or one delay.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     /// Operations per second offered; 0: as fast as the replies come
-    /// (the saturation run).
+    /// (the saturation run, and every step of a delay sweep).
     pub offered: f64,
+    /// The one-way delay injected, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: f64,
     pub achieved: f64,
+    #[serde(default)]
+    pub mb_per_s: f64,
     pub mean_us: f64,
     pub p50_us: f64,
     pub p99_us: f64,
@@ -40,10 +47,23 @@ pub struct Step {
     pub results: Results,
 }
 
-/// A load-response curve.
+/// What a sweep varies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Axis {
+    /// The offered load (`--load`, `--load-sweep`).
+    #[default]
+    Load,
+    /// The injected delay (`--delay-sweep`).
+    Delay,
+}
+
+/// A load-response curve, or a delay sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sweep {
     pub schema: String,
+    #[serde(default)]
+    pub axis: Axis,
     pub workload: String,
     pub target: String,
     /// The mix, percentages per operation.
@@ -69,7 +89,9 @@ fn step_of(offered: f64, r: Results) -> Step {
     let g = |k: &str| r.summary.get(k).map_or(f64::NAN, |s| s.mean);
     Step {
         offered,
+        delay_ms: r.params.delay_ms,
         achieved: g("ops_per_s"),
+        mb_per_s: g("mb_per_s"),
         mean_us: g("latency_mean_us"),
         p50_us: g("latency_p50_us"),
         p99_us: g("latency_p99_us"),
@@ -125,6 +147,7 @@ pub async fn run(p: &Params, loads: Loads) -> Result<Sweep> {
     let knee = knee(&steps);
     Ok(Sweep {
         schema: SCHEMA.into(),
+        axis: Axis::Load,
         workload: p.workload.to_string(),
         target: p.target.clone(),
         mix: p
@@ -134,6 +157,44 @@ pub async fn run(p: &Params, loads: Loads) -> Result<Sweep> {
             .collect(),
         steps,
         knee,
+    })
+}
+
+/// Runs `p` at each one-way delay of `delays_ms` in turn (the in-process
+/// proxy, as `--delay`), printing each step to standard error.
+pub async fn run_delays(p: &Params, delays_ms: &[f64]) -> Result<Sweep> {
+    if delays_ms.is_empty() || delays_ms.iter().any(|d| !(d.is_finite() && *d >= 0.0)) {
+        return Err(Error::Msg("--delay-sweep: delays of 0 or more".into()));
+    }
+    let mut steps = Vec::new();
+    for &d in delays_ms {
+        let mut q = p.clone();
+        q.delay_ms = d;
+        let s = step_of(p.rate, runner::run(&q).await?);
+        eprintln!(
+            "delay {d} ms: {:.0} {}/s, {:.1} MB/s, mean {:.0} µs",
+            s.achieved,
+            p.workload.unit_name(),
+            s.mb_per_s,
+            s.mean_us
+        );
+        steps.push(s);
+    }
+    Ok(Sweep {
+        schema: SCHEMA.into(),
+        axis: Axis::Delay,
+        workload: p.workload.to_string(),
+        target: p.target.clone(),
+        mix: if p.workload == crate::workload::Workload::Nhfsstone {
+            p.mix()
+                .iter()
+                .map(|(o, w)| (o.name().to_string(), *w))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        steps,
+        knee: None,
     })
 }
 
@@ -150,6 +211,9 @@ pub fn knee(steps: &[Step]) -> Option<usize> {
 
 /// The curve as a table.
 pub fn render(s: &Sweep) -> String {
+    if s.axis == Axis::Delay {
+        return render_delays(s);
+    }
     let mut o = String::new();
     let mix: Vec<String> = s.mix.iter().map(|(n, w)| format!("{n} {w}%")).collect();
     let _ = writeln!(o, "{} on {}: {}", s.workload, s.target, mix.join(", "));
@@ -189,6 +253,41 @@ pub fn render(s: &Sweep) -> String {
     o
 }
 
+fn render_delays(s: &Sweep) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{} on {}, by one-way delay:", s.workload, s.target);
+    let _ = writeln!(
+        o,
+        "{:>9} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "delay ms", "units/s", "MB/s", "mean ms", "p50 ms", "p99 ms", "errors"
+    );
+    for st in &s.steps {
+        let _ = writeln!(
+            o,
+            "{:>9} {:>12.1} {:>9.2} {:>9.3} {:>9.3} {:>9.3} {:>7}",
+            st.delay_ms,
+            st.achieved,
+            st.mb_per_s,
+            st.mean_us / 1e3,
+            st.p50_us / 1e3,
+            st.p99_us / 1e3,
+            st.errors
+        );
+    }
+    if let (Some(first), Some(last)) = (s.steps.first(), s.steps.last()) {
+        if first.achieved > 0.0 && s.steps.len() > 1 {
+            let _ = writeln!(
+                o,
+                "at {} ms, {:.1}% of the throughput at {} ms",
+                last.delay_ms,
+                100.0 * last.achieved / first.achieved,
+                first.delay_ms
+            );
+        }
+    }
+    o
+}
+
 /// Whether the JSON file at `path` is a load-response curve.
 pub fn is_sweep(path: &std::path::Path) -> bool {
     std::fs::read_to_string(path)
@@ -216,7 +315,9 @@ mod tests {
         p.rate = offered;
         Step {
             offered,
+            delay_ms: 0.0,
             achieved,
+            mb_per_s: 0.0,
             mean_us,
             p50_us: mean_us,
             p99_us: mean_us,
@@ -255,6 +356,7 @@ mod tests {
         assert_eq!(knee(&steps), Some(3));
         let s = Sweep {
             schema: SCHEMA.into(),
+            axis: Axis::Load,
             workload: "nhfsstone".into(),
             target: "dir:/x".into(),
             mix: vec![("lookup".into(), 100.0)],

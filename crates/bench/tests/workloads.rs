@@ -358,6 +358,29 @@ async fn a_given_mix_and_its_load_response_curve() {
     }
 }
 
+/// A delay sweep: the same workload at each delay; one request in flight
+/// at 5 ms each way completes fewer than a hundred a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_sweep_slows_with_the_delay() {
+    let srv = Srv::start().await;
+    let o = Overrides {
+        file_size: Some(1 << 20),
+        ..Default::default()
+    };
+    let p = params(Workload::Randread, srv.url(), o);
+    runner::prepare(&p).await.unwrap();
+    let s = bench::sweep::run_delays(&p, &[0.0, 5.0]).await.unwrap();
+    assert_eq!(s.axis, bench::sweep::Axis::Delay);
+    let (fast, slow) = (&s.steps[0], &s.steps[1]);
+    assert_eq!((fast.delay_ms, slow.delay_ms), (0.0, 5.0));
+    assert!(fast.achieved > 3.0 * slow.achieved, "{} {}", fast.achieved, slow.achieved);
+    assert!(slow.achieved < 100.0 && slow.mean_us > 10_000.0, "{} {}", slow.achieved, slow.mean_us);
+    let t = bench::sweep::render(&s);
+    assert!(t.contains("by one-way delay") && t.contains("of the throughput at 0 ms"), "{t}");
+    let page = bench::report::sweep_html(&[("delays".into(), s)]);
+    assert!(page.contains("one-way delay, ms"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dir_target_runs_locked_read_through_posix() {
     let dir = tempfile::tempdir().unwrap();
