@@ -393,8 +393,12 @@ fn partial_records_are_bounded() {
             peak.peak() / MIB,
             grown / MIB
         );
+        // Unbounded, the partial records alone would be 800 MiB. Bounded:
+        // 32 MiB counted, a little per connection uncounted, and what the
+        // allocator keeps in its per-thread heaps: 74 to 84 MiB measured
+        // on an idle 2-core machine, 109 with a build running beside it.
         assert!(
-            grown < 96 * MIB,
+            grown < 160 * MIB,
             "RSS grew by {} MiB with {CONNS} partial records",
             grown / MIB
         );
