@@ -373,10 +373,23 @@ async fn a_delay_sweep_slows_with_the_delay() {
     assert_eq!(s.axis, bench::sweep::Axis::Delay);
     let (fast, slow) = (&s.steps[0], &s.steps[1]);
     assert_eq!((fast.delay_ms, slow.delay_ms), (0.0, 5.0));
-    assert!(fast.achieved > 3.0 * slow.achieved, "{} {}", fast.achieved, slow.achieved);
-    assert!(slow.achieved < 100.0 && slow.mean_us > 10_000.0, "{} {}", slow.achieved, slow.mean_us);
+    assert!(
+        fast.achieved > 3.0 * slow.achieved,
+        "{} {}",
+        fast.achieved,
+        slow.achieved
+    );
+    assert!(
+        slow.achieved < 100.0 && slow.mean_us > 10_000.0,
+        "{} {}",
+        slow.achieved,
+        slow.mean_us
+    );
     let t = bench::sweep::render(&s);
-    assert!(t.contains("by one-way delay") && t.contains("of the throughput at 0 ms"), "{t}");
+    assert!(
+        t.contains("by one-way delay") && t.contains("of the throughput at 0 ms"),
+        "{t}"
+    );
     let page = bench::report::sweep_html(&[("delays".into(), s)]);
     assert!(page.contains("one-way delay, ms"));
 }
