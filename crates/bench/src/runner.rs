@@ -187,12 +187,13 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     }
     let fs0 = conns[0].fs.clone();
     let set = Arc::new(in_phase(Phase::Setup, workload::resolve(&fs0, p)).await?);
-    // create: a directory per run and one per client.
+    // create, nhfsstone, webserver (its logs): a directory per run and
+    // one per client.
     let mut own_dirs = Vec::new();
     let mut run_dir = None;
     if matches!(
         p.workload,
-        workload::Workload::Create | workload::Workload::Nhfsstone
+        workload::Workload::Create | workload::Workload::Nhfsstone | workload::Workload::Webserver
     ) {
         let name = format!(
             "create-{}-{}-r{run}",

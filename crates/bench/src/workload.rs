@@ -47,6 +47,19 @@ pub enum Workload {
     #[value(alias = "mix")]
     #[serde(alias = "mix")]
     Nhfsstone,
+    /// Filebench's fileserver personality: per unit one of create and
+    /// write a whole file, append 16 KiB, read a whole file, delete, stat
+    /// (in turn), over `--files` (10,000) of mean size `--file-size`
+    /// (128 KiB), I/O of `--io-size` (1 MiB). Customary: `--threads 50`.
+    Fileserver,
+    /// Filebench's webserver: per unit, ten whole-file reads of random
+    /// files (1,000 of 16 KiB), then 16 KiB appended to the worker's log.
+    /// Customary: `--threads 100`.
+    Webserver,
+    /// Filebench's varmail: per unit one of delete; create, append 16
+    /// KiB, fsync; read whole, append, fsync; read whole (in turn), over
+    /// 1,000 files of 16 KiB in one directory. Customary: `--threads 16`.
+    Varmail,
 }
 
 impl fmt::Display for Workload {
@@ -68,6 +81,9 @@ impl Workload {
             Workload::LockedRead => "locked-read",
             Workload::DelegRecall => "deleg-recall",
             Workload::Nhfsstone => "nhfsstone",
+            Workload::Fileserver => "fileserver",
+            Workload::Webserver => "webserver",
+            Workload::Varmail => "varmail",
         }
     }
 
@@ -91,6 +107,7 @@ impl Workload {
             Workload::LockedRead => "locked-read",
             Workload::DelegRecall => "conflict-open",
             Workload::Nhfsstone => "op",
+            Workload::Fileserver | Workload::Webserver | Workload::Varmail => "op",
         }
     }
 
@@ -160,6 +177,9 @@ impl Params {
             Workload::Create => (65536, 1000, 4096),
             // NFSv2's transfer size, nhfsstone's.
             Workload::Nhfsstone => (8192, 1000, 8192),
+            // Filebench's: iosize 1m; nfiles and (mean) filesize.
+            Workload::Fileserver => (1 << 20, 10_000, 128 << 10),
+            Workload::Webserver | Workload::Varmail => (1 << 20, 1000, 16 << 10),
             Workload::Dirlist => (65536, 50_000, 0),
         };
         let clients = if w == Workload::DelegRecall { 2 } else { 1 };
@@ -260,6 +280,13 @@ impl Params {
             | Workload::Nhfsstone => FileSet::Files {
                 n: self.files,
                 size: self.file_size,
+                kind: "files",
+            },
+            // Sets of their own: these change them as they run.
+            Workload::Fileserver | Workload::Webserver | Workload::Varmail => FileSet::Files {
+                n: self.files,
+                size: self.file_size,
+                kind: self.workload.name(),
             },
             Workload::Dirlist => FileSet::Tree { n: self.files },
             Workload::Create => FileSet::None,
@@ -282,10 +309,12 @@ pub enum FileSet {
     Large {
         size: u64,
     },
-    /// `files-NxSIZE/dK/fI`, 1000 files per `dK`.
+    /// `KIND-NxSIZE/dK/fI`, 1000 files per `dK`; KIND is "files", or
+    /// the personality whose runs change the set.
     Files {
         n: u64,
         size: u64,
+        kind: &'static str,
     },
     /// `tree-N/…`: a 5-ary directory tree whose leaves hold 5 empty files.
     Tree {
@@ -298,7 +327,7 @@ impl FileSet {
         match self {
             FileSet::None => String::new(),
             FileSet::Large { size } => format!("large-{size}"),
-            FileSet::Files { n, size } => format!("files-{n}x{size}"),
+            FileSet::Files { n, size, kind } => format!("{kind}-{n}x{size}"),
             FileSet::Tree { n } => format!("tree-{n}"),
         }
     }
@@ -365,7 +394,7 @@ fn not_prepared(p: &Params, set: &FileSet) -> Error {
     let mut cmd = format!("ferrite bench prepare {} --target {}", p.workload, p.target);
     match set {
         FileSet::Large { size } => cmd += &format!(" --file-size {size}"),
-        FileSet::Files { n, size } => cmd += &format!(" --files {n} --file-size {size}"),
+        FileSet::Files { n, size, .. } => cmd += &format!(" --files {n} --file-size {size}"),
         FileSet::Tree { n } => cmd += &format!(" --files {n}"),
         FileSet::None => {}
     }
@@ -493,7 +522,7 @@ pub async fn prepare(fs: Arc<dyn BenchFs>, p: &Params) -> Result<()> {
                 let f = Arc::try_unwrap(f).map_err(|_| Error::Msg("file still shared".into()))?;
                 fs.close(f).await?;
             }
-            FileSet::Files { n, size } => {
+            FileSet::Files { n, size, .. } => {
                 let base = fs.mkdir(&bench, &set.name()).await?;
                 let ndirs = n.div_ceil(FILES_PER_DIR);
                 let mut dirs = Vec::new();
@@ -738,6 +767,11 @@ pub struct Held {
     pub listed: Option<(Node, String)>,
     /// nhfsstone with `--rate`: when the next request is due.
     pub due: Option<Instant>,
+    /// fileserver, varmail: the size of each file of the set this worker
+    /// owns (indices worker, worker + workers, ...), none where absent.
+    pub owned: Vec<Option<u64>>,
+    /// fileserver, varmail: which flow operation comes next.
+    pub step: usize,
 }
 
 /// Whether a worker does measured work (false: deleg-recall group A, which
@@ -812,6 +846,39 @@ impl Worker {
                     let k = f64::from(self.index()) / f64::from(p.workers());
                     held.due = Some(Instant::now() + every.mul_f64(k));
                 }
+            }
+            Workload::Fileserver | Workload::Varmail => {
+                // What this worker owns of the set now (earlier runs
+                // created and deleted).
+                let n = u64::from(p.workers());
+                let mut i = u64::from(self.index());
+                while i < p.files {
+                    let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                    let size = match self.fs.lookup(dir, &format!("f{i}")).await? {
+                        Some(node) => Some(self.fs.size(&node).await?),
+                        None => None,
+                    };
+                    held.owned.push(size);
+                    i += n;
+                }
+                if held.owned.is_empty() {
+                    return Err(Error::Msg(format!(
+                        "{}: {} files for {} workers: at least one each",
+                        p.workload,
+                        p.files,
+                        p.workers()
+                    )));
+                }
+                held.step = self.index() as usize;
+            }
+            Workload::Webserver => {
+                let name = format!("log-w{}", self.index());
+                let f = self
+                    .fs
+                    .open(&self.own_dir()?, &name, OpenMode::Create, self.index())
+                    .await?;
+                held.open.push(f);
+                held.created.push(name);
             }
             Workload::DelegRecall if !is_active(&p, self.client) => {
                 let mut i = u64::from(self.thread);
@@ -922,6 +989,24 @@ impl Worker {
                 self.rec.unit(phase, "create", t.elapsed(), p.file_size);
             }
             Workload::Nhfsstone => self.mix_op(held, phase).await?,
+            Workload::Fileserver | Workload::Varmail => self.flow_op(held, phase).await?,
+            Workload::Webserver => {
+                for _ in 0..10 {
+                    let t = Instant::now();
+                    let i = self.rng.below(p.files);
+                    let n = self.read_whole(i, phase, false).await?;
+                    self.rec.unit(phase, "op", t.elapsed(), n);
+                    self.rec.latency(phase, "read-file", t.elapsed());
+                }
+                let t = Instant::now();
+                let off = held.cursor;
+                let data = self.data.slice(..APPEND.min(self.data.len()));
+                let n = data.len() as u64;
+                self.fs.write(&held.open[0], off, data, false).await?;
+                held.cursor += n;
+                self.rec.unit(phase, "op", t.elapsed(), n);
+                self.rec.latency(phase, "append-log", t.elapsed());
+            }
             Workload::Dirlist => {
                 let d = self.rng.below(self.set.dirs.len() as u64) as usize;
                 let _entries = self.fs.readdir(&self.set.dirs[d]).await?;
@@ -1114,6 +1199,157 @@ impl Worker {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+/// Bytes a personality appends at a time (Filebench's meanappendsize).
+const APPEND: usize = 16 << 10;
+
+impl Worker {
+    /// The name and directory of owned file `k` of this worker.
+    fn owned(&self, k: usize) -> (String, Node) {
+        let i = u64::from(self.index()) + k as u64 * u64::from(self.p.workers());
+        (
+            format!("f{i}"),
+            self.set.dirs[(i / FILES_PER_DIR) as usize].clone(),
+        )
+    }
+
+    /// A random owned file that exists (`true`) or does not; none if
+    /// there is no such file.
+    fn pick_owned(&mut self, held: &Held, exists: bool) -> Option<usize> {
+        let n = held.owned.len();
+        let start = self.rng.below(n as u64) as usize;
+        (0..n)
+            .map(|d| (start + d) % n)
+            .find(|&k| held.owned[k].is_some() == exists)
+    }
+
+    /// A whole-file size around the mean (`--file-size`): uniform in
+    /// [mean/2, 3·mean/2].
+    fn file_size(&mut self) -> u64 {
+        let mean = self.p.file_size;
+        mean / 2 + self.rng.below(mean + 1)
+    }
+
+    /// Writes `len` bytes to `f` from `off`, `--io-size` at a time.
+    async fn write_span(&self, f: &OpenFile, off: u64, len: u64) -> Result<()> {
+        let io = u64::from(self.p.io_size).min(self.data.len() as u64).max(1);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(io) as usize;
+            self.fs
+                .write(f, off + done, self.data.slice(..n), false)
+                .await?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Reads an open file of `size` whole, `--io-size` at a time.
+    async fn read_span(&self, f: &OpenFile, size: u64) -> Result<u64> {
+        let io = u64::from(self.p.io_size);
+        let mut got = 0;
+        while got < size {
+            let n = self.fs.read(f, got, (size - got).min(io) as u32).await?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        Ok(got)
+    }
+
+    /// fileserver and varmail: the next operation of the flow, each
+    /// recorded as a unit ("op") and under its own name.
+    async fn flow_op(&mut self, held: &mut Held, phase: Phase) -> Result<()> {
+        let t = Instant::now();
+        let varmail = self.p.workload == Workload::Varmail;
+        let flow: &[&str] = if varmail {
+            &["delete", "create-append-fsync", "read-append-fsync", "read"]
+        } else {
+            &["create-write", "append", "read", "delete", "stat"]
+        };
+        let what = flow[held.step % flow.len()];
+        held.step += 1;
+        let me = self.index();
+        let mut bytes = 0;
+        match what {
+            "create-write" | "create-append-fsync" => {
+                // A free name; with none, one deleted first.
+                let k = match self.pick_owned(held, false) {
+                    Some(k) => k,
+                    None => {
+                        let k = self.pick_owned(held, true).unwrap_or(0);
+                        let (name, dir) = self.owned(k);
+                        self.fs.remove(&dir, &name).await?;
+                        held.owned[k] = None;
+                        k
+                    }
+                };
+                let (name, dir) = self.owned(k);
+                let f = self.fs.open(&dir, &name, OpenMode::Create, me).await?;
+                let len = if varmail {
+                    APPEND as u64
+                } else {
+                    self.file_size()
+                };
+                self.write_span(&f, 0, len).await?;
+                if varmail {
+                    self.fs.commit(&f).await?;
+                }
+                self.fs.close(f).await?;
+                held.owned[k] = Some(len);
+                bytes = len;
+            }
+            "append" | "read-append-fsync" | "read" => {
+                let Some(k) = self.pick_owned(held, true) else {
+                    return Ok(());
+                };
+                let (name, dir) = self.owned(k);
+                let size = held.owned[k].unwrap_or(0);
+                let mode = if what == "read" {
+                    OpenMode::Read
+                } else {
+                    OpenMode::ReadWrite
+                };
+                let f = self.fs.open(&dir, &name, mode, me).await?;
+                if what != "append" {
+                    bytes += self.read_span(&f, size).await?;
+                }
+                if what != "read" {
+                    let n = APPEND as u64;
+                    self.write_span(&f, size, n).await?;
+                    if varmail {
+                        self.fs.commit(&f).await?;
+                    }
+                    held.owned[k] = Some(size + n);
+                    bytes += n;
+                }
+                self.fs.close(f).await?;
+            }
+            "delete" => {
+                let Some(k) = self.pick_owned(held, true) else {
+                    return Ok(());
+                };
+                let (name, dir) = self.owned(k);
+                self.fs.remove(&dir, &name).await?;
+                held.owned[k] = None;
+            }
+            _ => {
+                // stat
+                let Some(k) = self.pick_owned(held, true) else {
+                    return Ok(());
+                };
+                let (name, dir) = self.owned(k);
+                if let Some(node) = self.fs.lookup(&dir, &name).await? {
+                    self.fs.size(&node).await?;
+                }
+            }
+        }
+        self.rec.unit(phase, "op", t.elapsed(), bytes);
+        self.rec.latency(phase, what, t.elapsed());
         Ok(())
     }
 }

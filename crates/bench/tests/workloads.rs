@@ -394,6 +394,69 @@ async fn a_delay_sweep_slows_with_the_delay() {
     assert!(page.contains("one-way delay, ms"));
 }
 
+/// The personalities run their flows (each operation recorded under its
+/// name), twice over the same set (a second run finds what the first
+/// created and deleted), and leave the set consistent: every file is
+/// the size the workers wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fileserver_webserver_and_varmail_personalities() {
+    let srv = Srv::start().await;
+    for (w, ops) in [
+        (
+            Workload::Fileserver,
+            &["create-write", "append", "read", "delete", "stat"][..],
+        ),
+        (Workload::Webserver, &["read-file", "append-log"][..]),
+        (
+            Workload::Varmail,
+            &["delete", "create-append-fsync", "read-append-fsync", "read"][..],
+        ),
+    ] {
+        let o = Overrides {
+            files: Some(40),
+            file_size: Some(20_000),
+            io_size: Some(8192),
+            ..Default::default()
+        };
+        let mut p = params(w, srv.url(), o);
+        p.threads = 3;
+        runner::prepare(&p).await.unwrap();
+        for _ in 0..2 {
+            let r = &runner::run(&p).await.unwrap().runs[0];
+            assert!(
+                r.ops > 20 && r.errors == 0,
+                "{w}: {} ops, {} errors",
+                r.ops,
+                r.errors
+            );
+            for op in ops {
+                assert!(
+                    r.latency.get(*op).is_some_and(|l| l.count > 0),
+                    "{w}: no {op} in {:?}",
+                    r.latency.keys().collect::<Vec<_>>()
+                );
+            }
+        }
+        let set = srv
+            ._export
+            .path()
+            .join("ferrite-bench")
+            .join(format!("{}-40x20000", w));
+        let files: Vec<u64> = std::fs::read_dir(set.join("d0"))
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .collect();
+        assert!(!files.is_empty(), "{w}: every file deleted");
+        if w == Workload::Webserver {
+            assert!(files.iter().all(|&n| n == 20_000), "{w}: {files:?}");
+        } else {
+            // fileserver: 10,000 to 30,000 written, plus 16 KiB appends;
+            // varmail: 16 KiB, plus appends.
+            assert!(files.iter().all(|&n| n >= 10_000), "{w}: {files:?}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dir_target_runs_locked_read_through_posix() {
     let dir = tempfile::tempdir().unwrap();
