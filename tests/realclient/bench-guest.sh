@@ -4,24 +4,30 @@
 # Linux client sends for a workload: boots one guest (lib/guest.sh), copies a
 # ferrite binary in through the 9p share, mounts 127.0.0.1:PORT (10.0.2.2 in
 # the guest), runs `ferrite bench run WORKLOAD --target dir:/mnt/bench ...`
-# (prepare-less: the file set must already be prepared on the export, e.g.
-# `ferrite bench prepare locked-read --target nfs4://127.0.0.1:PORT/` from
-# the host), and diffs the guest's /proc/self/mountstats per-op counters
-# around the run (guest/bench.py). The guest's caches are dropped right after
+# (any workload: the micro-workloads, mix, the personalities), and diffs the
+# guest's /proc/self/mountstats per-op counters around the run
+# (guest/bench.py). The file set must be on the export: --prepare makes it
+# from the host first (`ferrite bench prepare WORKLOAD --target
+# nfs4://127.0.0.1:PORT/EXPORT`, with the same --files and BENCH ARGS'
+# --file-size), or prepare it yourself. The guest's caches are dropped right after
 # the mount and before the run (--no-drop to skip). The deltas cover the whole
 # `bench run` process, so its setup (the file-set lookups: a handful of
 # LOOKUP, ACCESS and GETATTR) is included.
 #
 #   tests/realclient/bench-guest.sh --port PORT --vers 4.1|4.2|3 --out DIR
-#       [--ferrite PATH] [--workload locked-read] [--files N]
+#       [--ferrite PATH] [--workload locked-read] [--files N] [--prepare]
+#       [--duration D]
 #       [--mount-opts OPTS] [--export /] [--no-drop]
 #       [--mountport N --nlmport N --rpcbport N]   (--vers 3)
 #       [--knfsd DIR [--no-deleg]]   (instead of --port: the guest's own kernel nfsd)
 #       [--timeout SEC] [--mem SIZE] [--cpus N] [--console] [-- BENCH ARGS...]
 #
 # Defaults: --ferrite target/release/ferrite, --workload locked-read,
-# --files 1000, --timeout 1800; the bench gets --runs 1 --duration 1h (so a
-# fixed-work run is never cut) plus BENCH ARGS.
+# --files the workload's own (locked-read: 1000), --timeout 1800; the bench
+# gets --runs 1 and --duration: 1h for the fixed-work workloads (create,
+# locked-read, deleg-recall: never cut), else --duration's (10s; the guest
+# runs under TCG where there is no KVM, so its rates are not the host's),
+# plus BENCH ARGS.
 #
 # --vers 3: the kernel's lockd finds the server's NLM through rpcbind on port
 # 111 of the mount address, so the guest mounts 10.0.2.4 instead, a slirp
@@ -53,7 +59,7 @@ CACHE="${FERRITE_RC_CACHE:-/var/cache/ferrite-realclient}"
 RC_NAME=realclient-bench
 . "$RC_DIR/lib/guest.sh"
 
-port="" vers=4.1 out="" ferrite="$RC_DIR/../../target/release/ferrite" workload=locked-read files=1000
+port="" vers=4.1 out="" ferrite="$RC_DIR/../../target/release/ferrite" workload=locked-read files="" prepare=0 duration=10s
 knfsd="" deleg=1 mount_opts="" export_path=/ drop=1 mountport="" nlmport="" rpcbport="" timeout=1800 mem=1536M cpus=2 console=0
 extra=()
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
@@ -67,6 +73,8 @@ while [ $# -gt 0 ]; do
     --ferrite) ferrite="$2"; shift 2 ;;
     --workload) workload="$2"; shift 2 ;;
     --files) files="$2"; shift 2 ;;
+    --prepare) prepare=1; shift ;;
+    --duration) duration="$2"; shift 2 ;;
     --mount-opts) mount_opts="$2"; shift 2 ;;
     --export) export_path="$2"; shift 2 ;;
     --no-drop) drop=0; shift ;;
@@ -101,6 +109,20 @@ esac
 [ -n "$knfsd" ] && [ "$vers" = 3 ] && { say "--knfsd: NFSv4 only"; exit 2; }
 [ -z "$knfsd" ] || [ -x "$knfsd/usr/sbin/rpc.nfsd" ] || { say "--knfsd $knfsd: no usr/sbin/rpc.nfsd there"; exit 2; }
 [ -n "$knfsd" ] || rc_port_open "$port" || { say "nothing accepts TCP connections on 127.0.0.1:$port"; exit 3; }
+files_arg=(); [ -n "$files" ] && files_arg=(--files "$files")
+[ -z "$files" ] && [ "$workload" = locked-read ] && files_arg=(--files 1000)
+case "$workload" in create|locked-read|deleg-recall) duration=1h ;; esac
+if [ "$prepare" = 1 ]; then
+    [ -n "$knfsd" ] && { say "--prepare: the knfsd guest prepares its own set"; exit 2; }
+    # The set's shape: --files, and --file-size / --io-size from BENCH ARGS.
+    shape=()
+    for ((i = 0; i < ${#extra[@]}; i++)); do
+        case "${extra[$i]}" in --file-size|--io-size) shape+=("${extra[$i]}" "${extra[$((i + 1))]}") ;; esac
+    done
+    say "preparing $workload on 127.0.0.1:$port$export_path from the host"
+    "$ferrite" bench prepare "$workload" --target "nfs4://127.0.0.1:$port$export_path" \
+        "${files_arg[@]+"${files_arg[@]}"}" "${shape[@]+"${shape[@]}"}" >&2 || { say "prepare failed"; exit 3; }
+fi
 
 mkdir -p "$out" && out="$(cd "$out" && pwd)" || { say "cannot create $out"; exit 2; }
 case "$out" in *,*|*' '*) say "--out must not contain commas or spaces"; exit 2 ;; esac
@@ -114,7 +136,7 @@ fi
 install -m 755 "$RC_DIR/guest/init" "$work/payload/rc/init"
 install -m 644 "$RC_DIR/guest/bench.py" "$work/payload/rc/bench.py"
 bench_args=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \
-    "$workload" --target dir:@MNT@ --files "$files" --runs 1 --duration 1h "${extra[@]+"${extra[@]}"}")
+    "$workload" --target dir:@MNT@ "${files_arg[@]+"${files_arg[@]}"}" --runs 1 --duration "$duration" "${extra[@]+"${extra[@]}"}")
 {
     printf 'export RC_HOST=%q RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_MOUNT_OPTS=%q RC_MOUNTPORT=%q\n' \
         "$host" "$port" "$export_path" "$vers" "$mount_opts" "$mountport"
@@ -181,7 +203,7 @@ PERL
 fi
 printf '%q ' "${qemu[@]}" > "$out/qemu.cmd"; echo >> "$out/qemu.cmd"
 
-say "run $runid: $workload --files $files on vers $vers $([ -n "$knfsd" ] && echo "the guest's own knfsd" || echo "127.0.0.1:$port ($host in the guest)") accel $accel out $out"
+say "run $runid: $workload ${files_arg[*]+"${files_arg[*]}"} on vers $vers $([ -n "$knfsd" ] && echo "the guest's own knfsd" || echo "127.0.0.1:$port ($host in the guest)") accel $accel out $out"
 t0=$(now)
 : > "$out/console.log"; : > "$out/output.log"; : > "$out/status.log"
 TMPDIR=/var/tmp timeout -k 10 "$timeout" "${qemu[@]}" </dev/null 2>"$out/qemu.stderr" &

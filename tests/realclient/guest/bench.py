@@ -134,8 +134,12 @@ def start_knfsd(args):
         except OSError:
             pass
     time.sleep(12)   # grace periods
-    files = args[args.index("--files") + 1] if "--files" in args else "1000"
-    cmd = ["/tmp/ferrite", "bench", "prepare", args[0], "--target", "nfs4://127.0.0.1:2049/", "--files", files]
+    # The set's shape as the run will want it: --files, --file-size and
+    # --io-size when given (else the workload's defaults).
+    cmd = ["/tmp/ferrite", "bench", "prepare", args[0], "--target", "nfs4://127.0.0.1:2049/"]
+    for opt in ("--files", "--file-size", "--io-size"):
+        if opt in args:
+            cmd += [opt, args[args.index(opt) + 1]]
     for _ in range(3):
         rc, out = run(cmd)
         log("knfsd: %s -> rc %d %s" % (" ".join(cmd), rc, out.strip()[-500:]))
