@@ -69,6 +69,11 @@ pub struct Plan {
     /// generated factor: the last factors, in order).
     #[serde(default)]
     pub generators: Vec<String>,
+    /// The least resolution the fractional design must have (III: main
+    /// effects clear of each other; IV: also of two-factor
+    /// interactions; V: two-factor interactions clear of each other);
+    /// a design below it is refused.
+    pub resolution: Option<usize>,
     /// A server to start for the runs (a command line; each level's
     /// `server_args` are appended), stopped at the end.
     pub server: Option<String>,
@@ -215,6 +220,20 @@ impl Plan {
     }
 
     pub fn design(&self) -> std::result::Result<Design, String> {
+        let d = self.design_unchecked()?;
+        if let (Some(want), Some(got)) = (self.resolution, d.resolution()) {
+            if got < want {
+                return Err(format!(
+                    "this design has resolution {}, below the {} asked for: fewer generated factors (a smaller fraction), or other generators",
+                    roman(got),
+                    roman(want)
+                ));
+            }
+        }
+        Ok(d)
+    }
+
+    fn design_unchecked(&self) -> std::result::Result<Design, String> {
         let k = self.factors.len();
         if k == 0 {
             return Err("no [[factor]]".into());
@@ -743,6 +762,7 @@ high = { server_args = "--delegations" }
         let d = p.design().unwrap();
         // 2^(4-1), D = ABC: resolution IV.
         assert_eq!((d.runs(), d.resolution()), (8, Some(4)));
+        assert!(Plan::parse(&FILE.replace("fraction = 1", "fraction = 1\nresolution = 4")).is_ok());
         let desc = p.describe().unwrap();
         assert!(
             desc.starts_with("2^(4-1) design, resolution IV: 8 runs x 3 replications = 24 runs"),
@@ -817,6 +837,10 @@ high = { server_args = "--delegations" }
             (
                 FILE.replace("name = \"threads\"", "name = \"threads\"\ncolour = 1"),
                 "unknown field",
+            ),
+            (
+                FILE.replace("fraction = 1", "fraction = 1\nresolution = 5"),
+                "resolution IV, below the V",
             ),
         ] {
             let e = Plan::parse(&bad).unwrap_err();

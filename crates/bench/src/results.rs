@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{LatencySummary, PhaseTable};
 use crate::stats::Summary;
-use crate::workload::Params;
+use crate::workload::{Params, Workload};
 use crate::{Error, Result};
 
 pub const SCHEMA: &str = "ferrite-bench/1";
@@ -339,6 +339,26 @@ impl Results {
                     ))
                     .unwrap_or_default(),
             );
+            // Operation mixes and personalities: each kind of operation.
+            if matches!(
+                p.workload,
+                Workload::Nhfsstone
+                    | Workload::Fileserver
+                    | Workload::Webserver
+                    | Workload::Varmail
+            ) {
+                for (name, l) in r.latency.iter().filter(|(n, _)| n.as_str() != unit) {
+                    let _ = writeln!(
+                        o,
+                        "    {name:<20} {:>9} ({:>5.1}%)  mean {:>8.0} µs  p50 {:>8.0} µs  p99 {:>8.0} µs",
+                        l.count,
+                        100.0 * l.count as f64 / r.ops.max(1) as f64,
+                        l.mean_us,
+                        l.p50_us,
+                        l.p99_us
+                    );
+                }
+            }
         }
         if self.runs.len() > 1 {
             let _ = writeln!(
