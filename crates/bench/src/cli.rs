@@ -296,31 +296,40 @@ fn write(path: &PathBuf, s: &str) -> Result<()> {
     std::fs::write(path, s).map_err(|e| Error::Msg(format!("{}: {e}", path.display())))
 }
 
+/// `ferrite bench report` of files of one kind: each read with `load`,
+/// the page made by `html`.
+fn report_of<T>(
+    a: &ReportArgs,
+    load: fn(&std::path::Path) -> Result<T>,
+    html: fn(&[(String, T)]) -> String,
+) -> Result<()> {
+    let mut all = Vec::new();
+    for f in &a.results {
+        all.push((f.display().to_string(), load(f)?));
+    }
+    write(&a.output, &html(&all))?;
+    out(&format!("report: {}\n", a.output.display()));
+    Ok(())
+}
+
 /// Runs a `ferrite bench` command.
 pub fn main(args: BenchArgs) -> Result<()> {
     match args.cmd {
-        BenchCmd::Run(a) if !a.delay_sweep.is_empty() => {
+        BenchCmd::Run(a) if !a.delay_sweep.is_empty() || !a.load.is_empty() || a.load_sweep => {
             let p = a.params()?;
-            let ms: Vec<f64> = a.delay_sweep.iter().map(|s| s * 1e3).collect();
-            let s = runtime()?.block_on(crate::sweep::run_delays(&p, &ms))?;
+            let s = runtime()?.block_on(async {
+                if !a.delay_sweep.is_empty() {
+                    let ms: Vec<f64> = a.delay_sweep.iter().map(|s| s * 1e3).collect();
+                    crate::sweep::run_delays(&p, &ms).await
+                } else if a.load_sweep {
+                    crate::sweep::run(&p, crate::sweep::Loads::Sweep).await
+                } else {
+                    crate::sweep::run(&p, crate::sweep::Loads::Given(a.load.clone())).await
+                }
+            })?;
             out(&crate::sweep::render(&s));
             if let Some(o) = &a.output {
-                write(o, &serde_json::to_string_pretty(&s)?)?;
-                out(&format!("results: {}\n", o.display()));
-            }
-            Ok(())
-        }
-        BenchCmd::Run(a) if !a.load.is_empty() || a.load_sweep => {
-            let p = a.params()?;
-            let loads = if a.load_sweep {
-                crate::sweep::Loads::Sweep
-            } else {
-                crate::sweep::Loads::Given(a.load.clone())
-            };
-            let s = runtime()?.block_on(crate::sweep::run(&p, loads))?;
-            out(&crate::sweep::render(&s));
-            if let Some(o) = &a.output {
-                write(o, &serde_json::to_string_pretty(&s)?)?;
+                crate::files::save_json(o, &s)?;
                 out(&format!("results: {}\n", o.display()));
             }
             Ok(())
@@ -344,22 +353,10 @@ pub fn main(args: BenchArgs) -> Result<()> {
             runtime()?.block_on(runner::prepare(&p))
         }
         BenchCmd::Report(a) if a.results.iter().any(|f| crate::sweep::is_sweep(f)) => {
-            let mut all = Vec::new();
-            for f in &a.results {
-                all.push((f.display().to_string(), crate::sweep::load(f)?));
-            }
-            write(&a.output, &crate::report::sweep_html(&all))?;
-            out(&format!("report: {}\n", a.output.display()));
-            Ok(())
+            report_of(&a, crate::sweep::load, crate::report::sweep_html)
         }
         BenchCmd::Report(a) if a.results.iter().any(|f| crate::experiment::is_outcome(f)) => {
-            let mut all = Vec::new();
-            for f in &a.results {
-                all.push((f.display().to_string(), crate::experiment::load(f)?));
-            }
-            write(&a.output, &crate::report::design_html(&all))?;
-            out(&format!("report: {}\n", a.output.display()));
-            Ok(())
+            report_of(&a, crate::experiment::load, crate::report::design_html)
         }
         BenchCmd::Report(a) => {
             let mut all = Vec::new();

@@ -193,9 +193,8 @@ impl Level {
 
 impl Plan {
     pub fn load(path: &Path) -> Result<Plan> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Msg(format!("{}: {e}", path.display())))?;
-        Plan::parse(&text).map_err(|e| Error::Msg(format!("{}: {e}", path.display())))
+        Plan::parse(&crate::files::text(path)?)
+            .map_err(|e| Error::Msg(format!("{}: {e}", path.display())))
     }
 
     pub fn parse(text: &str) -> std::result::Result<Plan, String> {
@@ -551,17 +550,12 @@ pub fn effect_label(plan: &Plan, e: &str) -> String {
 
 /// Reads an outcome `ferrite bench design -o` wrote.
 pub fn load(path: &Path) -> Result<Outcome> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Msg(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| Error::Msg(format!("{}: {e}", path.display())))
+    crate::files::load_json(path)
 }
 
 /// Whether the JSON file at `path` is a design outcome.
 pub fn is_outcome(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v.get("schema").and_then(|s| s.as_str()) == Some(SCHEMA))
+    crate::files::schema(path).as_deref() == Some(SCHEMA)
 }
 
 const SCHEMA: &str = "ferrite-bench-design/1";
@@ -715,8 +709,7 @@ pub fn main(file: &Path, output: Option<&PathBuf>, plan_only: bool) -> Result<()
     let o = run(&plan, &log)?;
     print!("{}", render(&o));
     if let Some(path) = output {
-        let json = serde_json::to_string_pretty(&o)?;
-        std::fs::write(path, json).map_err(|e| Error::Msg(format!("{}: {e}", path.display())))?;
+        crate::files::save_json(path, &o)?;
         println!("results: {}", path.display());
     }
     Ok(())

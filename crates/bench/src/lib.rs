@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 pub mod design;
 pub mod experiment;
+pub mod files;
 pub mod fs;
 pub mod nfs3;
 pub mod nfs4;

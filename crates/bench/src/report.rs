@@ -327,15 +327,21 @@ pub fn effects_chart(title: &str, items: &[EffectBar]) -> String {
     o
 }
 
+/// The start of a report page titled `title`, for text reports in `pre`.
+fn page_head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{0}</title>\
+         <style>body{{font-family:sans-serif;margin:2em;max-width:1000px}}pre{{background:#f8f8f8;padding:1em}}</style>\
+         </head><body><h1>{0}</h1>",
+        esc(title)
+    )
+}
+
 /// The page for experiments run with `ferrite bench design`: each one's
 /// text report, its effects with their intervals, and the allocation of
 /// variation.
 pub fn design_html(all: &[(String, crate::experiment::Outcome)]) -> String {
-    let mut o = String::from(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench design report</title>\
-         <style>body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f8f8f8;padding:1em}</style>\
-         </head><body><h1>ferrite bench design report</h1>",
-    );
+    let mut o = page_head("ferrite bench design report");
     for (label, out) in all {
         let _ = write!(
             o,
@@ -385,11 +391,7 @@ pub fn design_html(all: &[(String, crate::experiment::Outcome)]) -> String {
 /// against the delay, as the NFSv4.1 evaluation's figures; one series
 /// per input, then each one's table.
 pub fn sweep_html(all: &[(String, crate::sweep::Sweep)]) -> String {
-    let mut o = String::from(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>ferrite bench sweep report</title>\
-         <style>body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f8f8f8;padding:1em}</style>\
-         </head><body><h1>ferrite bench sweep report</h1>",
-    );
+    let mut o = page_head("ferrite bench sweep report");
     let labels: Vec<&str> = all.iter().map(|(l, _)| l.as_str()).collect();
     let names = short_labels(&labels);
     type Pick = fn(&crate::sweep::Step) -> f64;

@@ -290,16 +290,11 @@ fn render_delays(s: &Sweep) -> String {
 
 /// Whether the JSON file at `path` is a load-response curve.
 pub fn is_sweep(path: &std::path::Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v.get("schema").and_then(|s| s.as_str()) == Some(SCHEMA))
+    crate::files::schema(path).as_deref() == Some(SCHEMA)
 }
 
 pub fn load(path: &std::path::Path) -> Result<Sweep> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Msg(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| Error::Msg(format!("{}: {e}", path.display())))
+    crate::files::load_json(path)
 }
 
 #[cfg(test)]
