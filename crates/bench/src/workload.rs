@@ -49,11 +49,13 @@ pub enum Workload {
     Nhfsstone,
     /// Filebench's fileserver personality: per unit one of create and
     /// write a whole file, append 16 KiB, read a whole file, delete, stat
-    /// (in turn), over `--files` (10,000) of mean size `--file-size`
-    /// (128 KiB), I/O of `--io-size` (1 MiB). Customary: `--threads 50`.
+    /// (in turn), over `--files` (10,000, in directories of 20) of mean
+    /// size `--file-size` (128 KiB), I/O of `--io-size` (1 MiB).
+    /// Customary: `--threads 50`.
     Fileserver,
     /// Filebench's webserver: per unit, ten whole-file reads of random
-    /// files (1,000 of 16 KiB), then 16 KiB appended to the worker's log.
+    /// files (1,000 of 16 KiB, in directories of 20), then 16 KiB
+    /// appended to the worker's log.
     /// Customary: `--threads 100`.
     Webserver,
     /// Filebench's varmail: per unit one of delete; create, append 16
@@ -296,6 +298,8 @@ impl Params {
 
 /// Files per subdirectory of a `files-*` set.
 pub const FILES_PER_DIR: u64 = 1000;
+/// Filebench's fileserver and webserver: a mean directory width of 20.
+pub const PERSONALITY_DIR_WIDTH: u64 = 20;
 /// Entries per directory of a `tree-*` set.
 pub const TREE_WIDTH: u64 = 5;
 /// The directory all file sets live in, under the target's path.
@@ -334,6 +338,22 @@ impl FileSet {
 
     fn marker(&self) -> String {
         format!("{}.ready", self.name())
+    }
+
+    /// Files per `dK` directory of a `files` set: Filebench's width for
+    /// the fileserver and webserver sets (20), one directory for
+    /// varmail's, [`FILES_PER_DIR`] otherwise.
+    pub fn per_dir(&self) -> u64 {
+        match self {
+            FileSet::Files {
+                kind: "fileserver" | "webserver",
+                ..
+            } => PERSONALITY_DIR_WIDTH,
+            FileSet::Files {
+                kind: "varmail", ..
+            } => u64::MAX,
+            _ => FILES_PER_DIR,
+        }
     }
 }
 
@@ -388,6 +408,15 @@ pub struct SetNodes {
     pub base: Node,
     /// files: `dK` directories; tree: every directory.
     pub dirs: Vec<Node>,
+    /// files: how many files each `dK` holds ([`FileSet::per_dir`]).
+    pub per_dir: u64,
+}
+
+impl SetNodes {
+    /// The directory of file `i` of a `files` set.
+    pub fn dir_of(&self, i: u64) -> &Node {
+        &self.dirs[(i / self.per_dir.max(1)) as usize]
+    }
 }
 
 fn not_prepared(p: &Params, set: &FileSet) -> Error {
@@ -524,7 +553,8 @@ pub async fn prepare(fs: Arc<dyn BenchFs>, p: &Params) -> Result<()> {
             }
             FileSet::Files { n, size, .. } => {
                 let base = fs.mkdir(&bench, &set.name()).await?;
-                let ndirs = n.div_ceil(FILES_PER_DIR);
+                let per_dir = set.per_dir();
+                let ndirs = n.div_ceil(per_dir);
                 let mut dirs = Vec::new();
                 for d in 0..ndirs {
                     dirs.push(fs.mkdir(&base, &format!("d{d}")).await?);
@@ -537,7 +567,7 @@ pub async fn prepare(fs: Arc<dyn BenchFs>, p: &Params) -> Result<()> {
                     let (fs, dirs, data, done) =
                         (fs2.clone(), dirs.clone(), data.clone(), done2.clone());
                     async move {
-                        let dir = &dirs[(i / FILES_PER_DIR) as usize];
+                        let dir = &dirs[(i / per_dir) as usize];
                         let f = fs
                             .open(dir, &format!("f{i}"), OpenMode::Create, (i % 16) as u32)
                             .await?;
@@ -647,6 +677,7 @@ pub async fn resolve(fs: &Arc<dyn BenchFs>, p: &Params) -> Result<SetNodes> {
         base: bench.clone(),
         bench,
         dirs: Vec::new(),
+        per_dir: set.per_dir(),
     };
     match set {
         FileSet::None | FileSet::Large { .. } => {}
@@ -655,7 +686,7 @@ pub async fn resolve(fs: &Arc<dyn BenchFs>, p: &Params) -> Result<SetNodes> {
                 .lookup(&nodes.bench, &set.name())
                 .await?
                 .ok_or_else(|| not_prepared(p, &set))?;
-            for d in 0..n.div_ceil(FILES_PER_DIR) {
+            for d in 0..n.div_ceil(set.per_dir()) {
                 let node = fs
                     .lookup(&nodes.base, &format!("d{d}"))
                     .await?
@@ -820,7 +851,7 @@ impl Worker {
                 let first = self.rng.below(p.files);
                 for k in 0..(MIX_FILES as u64).min(p.files) {
                     let i = (first + k) % p.files;
-                    let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                    let dir = self.set.dir_of(i);
                     let f = self
                         .fs
                         .open(dir, &format!("f{i}"), OpenMode::ReadWrite, self.index())
@@ -853,7 +884,7 @@ impl Worker {
                 let n = u64::from(p.workers());
                 let mut i = u64::from(self.index());
                 while i < p.files {
-                    let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                    let dir = self.set.dir_of(i);
                     let size = match self.fs.lookup(dir, &format!("f{i}")).await? {
                         Some(node) => Some(self.fs.size(&node).await?),
                         None => None,
@@ -883,7 +914,7 @@ impl Worker {
             Workload::DelegRecall if !is_active(&p, self.client) => {
                 let mut i = u64::from(self.thread);
                 while i < p.files {
-                    let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                    let dir = self.set.dir_of(i);
                     let f = self
                         .fs
                         .open(dir, &format!("f{i}"), OpenMode::Read, self.index())
@@ -1018,7 +1049,7 @@ impl Worker {
                 if i >= p.files {
                     return Ok(false);
                 }
-                let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                let dir = self.set.dir_of(i);
                 let f = self
                     .fs
                     .open(dir, &format!("f{i}"), OpenMode::ReadWrite, self.index())
@@ -1084,7 +1115,7 @@ impl Worker {
             MixOp::Setattr => self.fs.set_mode(&held.open[f].node, 0o644).await?,
             MixOp::Lookup => {
                 let i = self.rng.below(self.p.files);
-                let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+                let dir = self.set.dir_of(i);
                 self.fs
                     .lookup(dir, &format!("f{i}"))
                     .await?
@@ -1145,7 +1176,7 @@ impl Worker {
     /// OPEN, [LOCK,] READ…, [LOCKU,] CLOSE of small file `i`.
     async fn read_whole(&mut self, i: u64, phase: Phase, lock: bool) -> Result<u64> {
         let p = self.p.clone();
-        let dir = &self.set.dirs[(i / FILES_PER_DIR) as usize];
+        let dir = self.set.dir_of(i);
         let t = Instant::now();
         let mut f = self
             .fs
@@ -1210,10 +1241,7 @@ impl Worker {
     /// The name and directory of owned file `k` of this worker.
     fn owned(&self, k: usize) -> (String, Node) {
         let i = u64::from(self.index()) + k as u64 * u64::from(self.p.workers());
-        (
-            format!("f{i}"),
-            self.set.dirs[(i / FILES_PER_DIR) as usize].clone(),
-        )
+        (format!("f{i}"), self.set.dir_of(i).clone())
     }
 
     /// A random owned file that exists (`true`) or does not; none if

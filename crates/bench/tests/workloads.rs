@@ -442,6 +442,10 @@ async fn fileserver_webserver_and_varmail_personalities() {
             .path()
             .join("ferrite-bench")
             .join(format!("{}-40x20000", w));
+        // Filebench's directory width: 20 (fileserver, webserver), or
+        // one directory (varmail).
+        let dirs = std::fs::read_dir(&set).unwrap().count();
+        assert_eq!(dirs, if w == Workload::Varmail { 1 } else { 2 }, "{w}");
         let files: Vec<u64> = std::fs::read_dir(set.join("d0"))
             .unwrap()
             .map(|e| e.unwrap().metadata().unwrap().len())
