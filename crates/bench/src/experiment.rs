@@ -203,6 +203,13 @@ impl Plan {
         if p.replications == 0 {
             return Err("replications must be at least 1".into());
         }
+        let server_args = p.base.server_args.is_some()
+            || p.factors
+                .iter()
+                .any(|f| f.low.server_args.is_some() || f.high.server_args.is_some());
+        if p.server.is_none() && server_args {
+            return Err("server_args without a server command to add them to".into());
+        }
         if !(p.confidence > 0.0 && p.confidence < 1.0) {
             return Err(format!(
                 "confidence {} is not between 0 and 1",
@@ -834,6 +841,10 @@ high = { server_args = "--delegations" }
             (
                 FILE.replace("fraction = 1", "fraction = 1\nresolution = 5"),
                 "resolution IV, below the V",
+            ),
+            (
+                FILE.replace("server = \"ferrite serve", "# server = \"ferrite serve"),
+                "server_args without a server",
             ),
         ] {
             let e = Plan::parse(&bad).unwrap_err();
