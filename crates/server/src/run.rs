@@ -578,14 +578,20 @@ fn spawn_load_sampler(
     let stats = nfs4.stats.clone();
     *stats.load.lock().unwrap_or_else(|e| e.into_inner()) =
         crate::load::Model::new(cfg.admin.link_bytes_per_s);
-    let mut devices: Vec<String> = cfg
-        .exports
-        .iter()
-        .filter_map(|e| crate::load::device_of(&e.dir))
-        .collect();
-    devices.sort();
-    devices.dedup();
-    let devices = Arc::new(devices);
+    // The disks under the exports: found on the pool at the first tick,
+    // and again after a reload.
+    fn devices_of(exports: &crate::nfs4::exports::Exports) -> Arc<Vec<String>> {
+        let mut d: Vec<String> = exports
+            .iter()
+            .filter_map(|e| crate::load::device_of(&e.vfs.local_dir()?))
+            .collect();
+        d.sort();
+        d.dedup();
+        Arc::new(d)
+    }
+    let mut seen: Option<Arc<crate::nfs4::exports::Exports>> = None;
+    let mut devices = Arc::new(Vec::new());
+    let srv = Arc::downgrade(nfs4);
     let base = std::time::Instant::now();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -594,9 +600,18 @@ fn spawn_load_sampler(
                 _ = tick.tick() => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
-            let (stats, devices) = (stats.clone(), devices.clone());
-            // /proc reads: quick, but system calls all the same.
-            let _ = crate::nfs4::compound::off_thread(move || {
+            let changed = srv
+                .upgrade()
+                .map(|s| s.exports())
+                .filter(|now| !seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, now)));
+            if let Some(now) = &changed {
+                seen = Some(now.clone());
+            }
+            let (stats, known) = (stats.clone(), devices.clone());
+            // /proc reads (and the exports' stat): quick, but system
+            // calls all the same.
+            let sampled = crate::nfs4::compound::off_thread(move || {
+                let devices = changed.map_or(known, |now| devices_of(&now));
                 let (bytes, ops) = stats.totals();
                 let pool = crate::iopool::Pool::global();
                 let s =
@@ -606,8 +621,12 @@ fn spawn_load_sampler(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .observe(s);
+                devices
             })
             .await;
+            if let Ok(d) = sampled {
+                devices = d;
+            }
         }
     })
 }

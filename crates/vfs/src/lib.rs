@@ -489,6 +489,11 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Ends one guard of [`Vfs::guard_local_writes`].
     fn unguard_local_writes(&self, _h: &Handle) {}
+    /// The local directory the backend serves, if it is one (the load
+    /// model finds the disk under it).
+    fn local_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// Answers metadata changes before they are durable (`on`), or only
     /// once they are, from now on; `false` if the backend has no such
     /// choice. The LocalFs backend's `async` export option, changed by a

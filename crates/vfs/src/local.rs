@@ -1287,6 +1287,10 @@ impl Vfs for LocalFs {
         self.root_ident.clone()
     }
 
+    fn local_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.root_path.clone())
+    }
+
     fn set_metadata_async(&self, on: bool) -> bool {
         self.set_async(on);
         true
