@@ -199,7 +199,7 @@ impl Plan {
 
     pub fn parse(text: &str) -> std::result::Result<Plan, String> {
         let p: Plan = toml::from_str(text).map_err(|e| e.to_string())?;
-        p.design()?;
+        let d = p.design()?;
         if p.replications == 0 {
             return Err("replications must be at least 1".into());
         }
@@ -217,7 +217,6 @@ impl Plan {
             ));
         }
         // Every run's settings must make a valid run.
-        let d = p.design()?;
         for row in 0..d.runs() {
             p.params(&d, row)
                 .map_err(|e| format!("run {}: {e}", row + 1))?;
@@ -317,9 +316,8 @@ impl Plan {
         l.label.clone().unwrap_or_else(|| l.settings())
     }
 
-    /// The design and its runs, before anything runs.
-    pub fn describe(&self) -> std::result::Result<String, String> {
-        let d = self.design()?;
+    /// Design `d` (this plan's) and its factors, before anything runs.
+    pub fn describe(&self, d: &Design) -> String {
         let mut o = String::new();
         let _ = writeln!(
             o,
@@ -363,7 +361,7 @@ impl Plan {
                 Self::level_label(f, true)
             );
         }
-        Ok(o)
+        o
     }
 }
 
@@ -596,7 +594,10 @@ fn signs(levels: &[i8]) -> String {
 
 /// The outcome as text: the design, each run's responses, the effects.
 pub fn render(o: &Outcome) -> String {
-    let mut s = o.plan.describe().unwrap_or_default();
+    let mut s = o
+        .plan
+        .design()
+        .map_or_else(|_| String::new(), |d| o.plan.describe(&d));
     let _ = writeln!(
         s,
         "\nresponse: {}{}",
@@ -681,7 +682,7 @@ pub fn main(file: &Path, output: Option<&PathBuf>, plan_only: bool) -> Result<()
     let plan = Plan::load(file)?;
     let d = plan.design().map_err(Error::Msg)?;
     if plan_only {
-        let mut s = plan.describe().map_err(Error::Msg)?;
+        let mut s = plan.describe(&d);
         let servers: Vec<Option<String>> = (0..d.runs())
             .map(|row| plan.server_command(&d, row))
             .collect();
@@ -763,7 +764,7 @@ high = { server_args = "--delegations" }
         // 2^(4-1), D = ABC: resolution IV.
         assert_eq!((d.runs(), d.resolution()), (8, Some(4)));
         assert!(Plan::parse(&FILE.replace("fraction = 1", "fraction = 1\nresolution = 4")).is_ok());
-        let desc = p.describe().unwrap();
+        let desc = p.describe(&d);
         assert!(
             desc.starts_with("2^(4-1) design, resolution IV: 8 runs x 3 replications = 24 runs"),
             "{desc}"

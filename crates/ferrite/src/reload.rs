@@ -4,13 +4,12 @@
 
 use std::fmt::Write;
 
-use anyhow::{bail, Context};
 use server::reload::ReloadReport;
 use server::run::Running;
 use tracing::{error, info, warn};
 
 use crate::config::{self, ServeArgs};
-use crate::stat::{ask, out, ServerArg};
+use crate::stat::{answer_of, ask_once, out, ServerArg};
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "Examples:
@@ -30,16 +29,7 @@ pub struct ReloadArgs {
 
 /// `ferrite reload`: asks the server to reload, prints what changed.
 pub fn main(args: ReloadArgs) -> anyhow::Result<()> {
-    let path = args.server.socket();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let raw = rt.block_on(ask(&path, "reload"))?;
-    let value: serde_json::Value = serde_json::from_str(&raw).context("the server's answer")?;
-    if let Some(e) = value.get("error").and_then(|e| e.as_str()) {
-        bail!("reload refused: {e}");
-    }
-    let r: ReloadReport = serde_json::from_value(value).context("the server's answer")?;
+    let r: ReloadReport = answer_of(&ask_once(&args.server, "reload")?, "reload refused")?;
     if args.json {
         out(&format!("{}\n", serde_json::to_string(&r)?));
     } else {

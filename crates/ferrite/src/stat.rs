@@ -61,13 +61,28 @@ pub async fn ask(path: &std::path::Path, cmd: &str) -> anyhow::Result<String> {
     })
 }
 
-/// The report in a server's answer, or the error it answered with.
-fn report_of(raw: &str) -> anyhow::Result<Report> {
+/// What a server answered (a report of type `T`), or the error it
+/// answered with, prefixed by `refused`.
+pub fn answer_of<T: serde::de::DeserializeOwned>(raw: &str, refused: &str) -> anyhow::Result<T> {
     let value: serde_json::Value = serde_json::from_str(raw).context("the server's answer")?;
     if let Some(e) = value.get("error") {
-        bail!("the server says: {e}");
+        let why = e.as_str().map_or_else(|| e.to_string(), str::to_string);
+        bail!("{refused}: {why}");
     }
-    serde_json::from_value(value).context("the server's report")
+    serde_json::from_value(value).context("the server's answer")
+}
+
+/// Sends `cmd` to the server `server` names and returns its answer, on a
+/// runtime of its own.
+pub fn ask_once(server: &ServerArg, cmd: &str) -> anyhow::Result<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(ask(&server.socket(), cmd))
+}
+
+fn report_of(raw: &str) -> anyhow::Result<Report> {
+    answer_of(raw, "the server says")
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -83,11 +98,7 @@ pub struct ExportsArgs {
 
 /// `ferrite exports`: what a running server exports, and to whom.
 pub fn exports_main(args: ExportsArgs) -> anyhow::Result<()> {
-    let path = args.server.socket();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let r = report_of(&rt.block_on(ask(&path, "stat"))?)?;
+    let r = report_of(&ask_once(&args.server, "stat")?)?;
     if args.json {
         out(&format!("{}\n", serde_json::to_string(&r.exports)?));
         return Ok(());
