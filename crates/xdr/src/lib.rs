@@ -15,7 +15,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 pub use xdr_derive::{Pack, Unpack};
 
@@ -85,8 +85,9 @@ impl Decoder {
 
     pub fn u32(&mut self) -> Result<u32> {
         self.need(4)?;
-        let b = self.buf.split_to(4);
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        // Read in place and advance: `split_to` would take and drop a
+        // reference to the shared buffer for every word.
+        Ok(self.buf.get_u32())
     }
 
     pub fn u64(&mut self) -> Result<u64> {
@@ -110,11 +111,11 @@ impl Decoder {
             max: usize::MAX,
         })?;
         self.need(padded)?;
-        let data = self.buf.split_to(len);
-        let pad = self.buf.split_to(padded - len);
-        if pad.iter().any(|&b| b != 0) {
+        if self.buf[len..padded].iter().any(|&b| b != 0) {
             return Err(Error::BadPadding);
         }
+        let data = self.buf.split_to(len);
+        self.buf.advance(padded - len);
         Ok(data)
     }
 
