@@ -63,6 +63,11 @@ pub struct NullServerArgs {
     /// Address and port to listen on.
     #[arg(long, default_value = "127.0.0.1:20500")]
     pub listen: std::net::SocketAddr,
+    /// Serve each connection on a thread of its own with blocking reads
+    /// and writes, no event loop: the floor of what loopback TCP and the
+    /// scheduler cost per call, to set one-request rows against.
+    #[arg(long)]
+    pub threaded: bool,
 }
 
 #[derive(Debug, Args)]
@@ -372,6 +377,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             out(&crate::compare::compare(&ra, &rb));
             Ok(())
         }
+        BenchCmd::NullServer(a) if a.threaded => crate::floor::run(a.listen),
         BenchCmd::NullServer(a) => runtime()?.block_on(crate::nullserver::run(a.listen)),
         BenchCmd::Design(a) => crate::experiment::main(&a.file, a.output.as_ref(), a.plan),
     }

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod design;
 pub mod experiment;
 pub mod files;
+pub mod floor;
 pub mod fs;
 pub mod nfs3;
 pub mod nfs4;

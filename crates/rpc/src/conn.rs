@@ -582,7 +582,7 @@ impl Connection {
 
 /// The reply message to call `xid` (RFC 5531 §9): its header and the
 /// results after it, in memory; none for [`Reply::Drop`].
-pub(crate) fn reply_message(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Bytes>)> {
+pub fn reply_message(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Bytes>)> {
     let (h, body) = reply_pieces(xid, reply.in_memory())?;
     // `in_memory` left only bytes in memory: this reads nothing.
     Some((h, xdr::in_memory(body).ok()?))

@@ -9,8 +9,8 @@ pub mod server;
 pub mod udp;
 
 pub use conn::{
-    connect, start, Auth, Call, CallError, ConnConfig, Connection, Reply, ReplyFuture, Service,
-    MAX_AUTH_BYTES,
+    connect, parse_call, reply_message, start, Auth, Call, CallError, ConnConfig, Connection,
+    Reply, ReplyFuture, Service, MAX_AUTH_BYTES,
 };
 pub use msg::*;
 pub use ratelimit::RateLimit;
