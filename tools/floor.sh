@@ -14,22 +14,29 @@
 #   threaded  `ferrite bench null-server --threaded`: canned replies behind
 #             a thread per connection with blocking reads and writes, one
 #             recvfrom, one sendto and one sleep per call
-# Rows: randread 4 KiB at one thread (per READ) and locked-read (per
-# OPEN-LOCK-READ-LOCKU-CLOSE cycle, five COMPOUNDs), over NFSv4.1. Prints
+# Rows: randread 4 KiB at one thread (per READ), locked-read (per
+# OPEN-LOCK-READ-LOCKU-CLOSE cycle, five COMPOUNDs) and, unless NFSRS=0,
+# the nfs-rs stat and remove phases of tools/nfsrs-ops.py (a third-party
+# client from PyPI in a virtual environment outside the repository, as
+# tools/ab.sh makes it; FILES_NFSRS files, 2000), all over NFSv4.1. Prints
 # each server's CPU µs per unit (utime + stime over the measured period,
 # `ferrite bench run --server-pid`, summed over the repetitions) and its
 # ratio to NFS-Ganesha's: the threaded null server's ratio is the least
 # any server could reach on these rows here.
 #
-# Environment: REPS (3), DURATION (5s), FERRITE_BIN (a Ferrite binary
-# instead of building this tree), FLOOR_PORT (20760: Ferrite; the null
-# servers take the next two). Output (JSON per run, table.md) goes to
-# OUTDIR (default /var/tmp/ferrite-floor/DATE).
+# Environment: REPS (3), DURATION (5s), NFSRS (1), FILES_NFSRS (2000),
+# FERRITE_BIN (a Ferrite binary instead of building this tree),
+# FLOOR_PORT (20760: Ferrite; the null servers take the next two).
+# Output (JSON per run, table.md) goes to OUTDIR (default
+# /var/tmp/ferrite-floor/DATE).
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
 OUT="${1:-/var/tmp/ferrite-floor/$(date +%Y%m%d-%H%M%S)}"
 REPS="${REPS:-3}"
+NFSRS="${NFSRS:-1}"
+FILES_NFSRS="${FILES_NFSRS:-2000}"
+VENV=/var/tmp/ferrite-nfsrs-venv
 DURATION="${DURATION:-5s}"
 P="${FLOOR_PORT:-20760}"
 GPORT="${GANESHA_PORT:-12050}"
@@ -40,6 +47,12 @@ if [ -n "${FERRITE_BIN:-}" ]; then
 else
     cargo build --release -p ferrite
     F="$top/target/release/ferrite"
+fi
+
+if [ "$NFSRS" = 1 ] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
+    echo "floor.sh: installing nfs-rs 0.8.7 from PyPI into $VENV" >&2
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q nfs-rs==0.8.7
 fi
 
 pids=()
@@ -86,13 +99,21 @@ args() {
     locked-read) echo locked-read --duration "$DURATION" ;;
     esac
 }
-for row in randread-1 locked-read; do
+ROWS=(randread-1 locked-read)
+[ "$NFSRS" = 1 ] && ROWS+=(nfsrs)
+for row in "${ROWS[@]}"; do
     for r in $(seq 1 "$REPS"); do
         # Rotate the order: each server goes first once every four.
         order=("${SERVERS[@]:$(((r - 1) % 4))}" "${SERVERS[@]:0:$(((r - 1) % 4))}")
         for s in "${order[@]}"; do
             j="$OUT/$row-$s-$r.json"
             echo "floor: $row, $s, repetition $r" >&2
+            if [ "$row" = nfsrs ]; then
+                url="nfs://${TGT[$s]#nfs4://}"
+                taskset -c 0 "$VENV/bin/python" tools/nfsrs-ops.py "${url%/}/?version=4.1" \
+                    "${PID[$s]}" "$FILES_NFSRS" >"$j"
+                continue
+            fi
             # shellcheck disable=SC2046
             taskset -c 0 "$F" bench run $(args "$row") --target "${TGT[$s]}" \
                 --server-pid "${PID[$s]}" -o "$j" >"${j%.json}.txt"
@@ -100,12 +121,26 @@ for row in randread-1 locked-read; do
     done
 done
 
-python3 - "$OUT" "$REPS" <<'EOF' | tee "$OUT/table.md"
+python3 - "$OUT" "$REPS" "$NFSRS" <<'EOF' | tee "$OUT/table.md"
 import json, sys
-out, reps = sys.argv[1], int(sys.argv[2])
+out, reps, nfsrs = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 servers = ["ferrite", "ganesha", "null", "threaded"]
 rows = {"randread-1": "randread 4 KiB, 1 thread (per READ)",
         "locked-read": "locked-read (per cycle)"}
+if nfsrs:
+    rows.update({"nfsrs/stat": "nfs-rs 0.8.7 stat", "nfsrs/remove": "nfs-rs 0.8.7 remove"})
+
+def runs(row, s):
+    """(server CPU s, units, client %) of each repetition."""
+    for r in range(1, reps + 1):
+        if row.startswith("nfsrs/"):
+            p = json.load(open(f"{out}/nfsrs-{s}-{r}.json"))["phases"][row[6:]]
+            yield p["server_cpu_s"], p["ops"], p["client_cpu_percent"]
+            continue
+        for run in json.load(open(f"{out}/{row}-{s}-{r}.json"))["runs"]:
+            sc = run["server_cpu"]
+            yield sc["user_s"] + sc["sys_s"], run["ops"], run["cpu"]["percent"]
+
 print(f"Server CPU µs per unit, {reps} repetitions interleaved; servers on CPU 1, "
       "clients on CPU 0; ratio to NFS-Ganesha in brackets.\n")
 print("| row | Ferrite | NFS-Ganesha | null server (tokio) | null server (threaded) | client-bound |")
@@ -114,13 +149,11 @@ for row, name in rows.items():
     us, busy = {}, []
     for s in servers:
         cpu = ops = 0.0
-        for r in range(1, reps + 1):
-            for run in json.load(open(f"{out}/{row}-{s}-{r}.json"))["runs"]:
-                sc = run["server_cpu"]
-                cpu += sc["user_s"] + sc["sys_s"]
-                ops += run["ops"]
-                if run["cpu"]["percent"] >= 90:
-                    busy.append(s)
+        for c, n, client in runs(row, s):
+            cpu += c
+            ops += n
+            if client >= 90:
+                busy.append(s)
         us[s] = 1e6 * cpu / ops if ops else float("nan")
     cell = lambda s: f"{us[s]:.1f} ({us[s] / us['ganesha']:.2f})"
     print(f"| {name} | " + " | ".join(cell(s) for s in servers)

@@ -29,6 +29,7 @@
 //! | CREATE_SESSION (§18.36) | grants exactly the fore- and back-channel attributes asked for (at least one slot; header padding and RDMA none); `csa_sequence` echoed; CONN_BACK_CHAN echoed if asked (the server never calls back) |
 //! | SEQUENCE (§18.46) | echoes session, sequence ID and slot; highest and target highest slot = granted slots − 1 (taken from the session ID), no status flags. No replay cache: every request is new. NFS4ERR_BADSESSION for a session ID this server did not make, NFS4ERR_BADSLOT beyond the grant |
 //! | RECLAIM_COMPLETE, DESTROY_SESSION, DESTROY_CLIENTID | NFS4_OK |
+//! | BIND_CONN_TO_SESSION (§18.34) | a session ID this server made: bound in the direction asked, both when either may be; else NFS4ERR_BADSESSION |
 //! | PUTROOTFH | the root directory (fileid 1) |
 //! | PUTFH | any handle this server made; otherwise NFS4ERR_BADHANDLE |
 //! | LOOKUP (§18.13) | always found: a *directory* whose fileid hashes the parent's and the name (so the benchmark's prepared-set marker is always there) |
@@ -42,6 +43,7 @@
 //! | READDIR (§18.23) | an empty directory: no entries, eof |
 //! | CREATE (§18.4) | the child of the type asked for (NFS4ERR_BADTYPE for regular files and unknown types), change info 1 → 2, no attributes set |
 //! | REMOVE (§18.25) | change info 1 → 2 |
+//! | SETATTR (§18.30) | every attribute given reported as set; nothing is kept |
 //!
 //! Operations that need a current filehandle answer NFS4ERR_NOFILEHANDLE
 //! without one; directory operations on a file NFS4ERR_NOTDIR, READ/WRITE
@@ -223,6 +225,7 @@ impl NullServer {
             A::DestroySession(_) => R::DestroySession(Res4::Ok(())),
             A::DestroyClientId(_) => R::DestroyClientId(Res4::Ok(())),
             A::ReclaimComplete(_) => R::ReclaimComplete(Res4::Ok(())),
+            A::BindConnToSession(a) => R::BindConnToSession(Res4::Ok(bind_conn(&a)?)),
             A::PutRootFh => {
                 *cfh = Some(fh(NfsFtype4::Nf4Dir as u32, ROOT_FILEID));
                 R::PutRootFh(Res4::Ok(()))
@@ -330,6 +333,14 @@ impl NullServer {
                     attrset: Bitmap4::new(),
                 }))
             }
+            // Every attribute given is taken as set and none is kept.
+            A::SetAttr(a) => {
+                cfh.as_ref().ok_or(Nfs4errNofilehandle)?;
+                R::SetAttr(SetAttr4Res {
+                    status: Nfs4Ok,
+                    attrsset: a.obj_attributes.attrmask,
+                })
+            }
             A::Remove(a) => {
                 dir(cfh)?;
                 name(&a.target)?;
@@ -384,6 +395,26 @@ fn sequence(a: &Sequence4Args) -> Result<Sequence4ResOk, NfsStat4> {
         highest_slotid: slots - 1,
         target_highest_slotid: slots - 1,
         status_flags: 0,
+    })
+}
+
+/// BIND_CONN_TO_SESSION (RFC 8881 §18.34): a session this server made;
+/// the connection is bound in the direction asked, both where either may
+/// be (§18.34.3), though the server never calls back.
+fn bind_conn(a: &BindConnToSession4Args) -> Result<BindConnToSession4ResOk, NfsStat4> {
+    use ChannelDirFromClient4 as C;
+    use ChannelDirFromServer4 as S;
+    if a.sessid[12..] != MAGIC {
+        return Err(NfsStat4::Nfs4errBadsession);
+    }
+    Ok(BindConnToSession4ResOk {
+        sessid: a.sessid,
+        dir: match a.dir {
+            C::Cdfc4Fore => S::Cdfs4Fore,
+            C::Cdfc4Back => S::Cdfs4Back,
+            C::Cdfc4ForeOrBoth | C::Cdfc4BackOrBoth => S::Cdfs4Both,
+        },
+        use_conn_in_rdma_mode: false,
     })
 }
 

@@ -1,7 +1,9 @@
 //! The null server (`bench::nullserver`) in-process on loopback: the
 //! benchmark's randread runs against it unprepared with exact accounting,
 //! every operation the benchmark sends gets a well-formed canned reply,
-//! and garbage gets GARBAGE_ARGS without ending the connection.
+//! and garbage gets GARBAGE_ARGS without ending the connection; each
+//! behind both transports, the rpc crate's and the thread per connection
+//! of `bench::floor` (`null-server --threaded`).
 
 use std::net::SocketAddr;
 
@@ -14,16 +16,53 @@ use proto::nfs4::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-async fn start() -> SocketAddr {
+/// The null server on a port of its own, behind the rpc crate or, if
+/// `threaded`, a thread per connection.
+async fn start(threaded: bool) -> SocketAddr {
+    if threaded {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || bench::floor::serve(l));
+        return addr;
+    }
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     tokio::spawn(nullserver::serve(l));
     addr
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn randread_runs_unprepared_with_exact_accounting() {
-    let addr = start().await;
+/// `$name` run against both transports, as `$name` (the rpc crate) and
+/// `$name_threaded`.
+macro_rules! both_transports {
+    ($body:ident, $tokio:ident, $threaded:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $tokio() {
+            $body(start(false).await).await
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $threaded() {
+            $body(start(true).await).await
+        }
+    };
+}
+
+both_transports!(
+    randread_unprepared,
+    randread_runs_unprepared_with_exact_accounting,
+    randread_runs_unprepared_with_exact_accounting_threaded
+);
+both_transports!(
+    every_operation,
+    every_operation_the_benchmark_sends_is_answered,
+    every_operation_the_benchmark_sends_is_answered_threaded
+);
+both_transports!(
+    garbage,
+    garbage_gets_garbage_args_and_the_connection_keeps_serving,
+    garbage_gets_garbage_args_and_the_connection_keeps_serving_threaded
+);
+
+async fn randread_unprepared(addr: SocketAddr) {
     let mut p = Params::new(
         Workload::Randread,
         format!("nfs4://{addr}/"),
@@ -108,9 +147,7 @@ fn failed(e: client::Error) -> (usize, NfsStat4, usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_operation_the_benchmark_sends_is_answered() {
-    let addr = start().await;
+async fn every_operation(addr: SocketAddr) {
     let c = Client::connect(addr, ClientOptions::new(&b"null-test"[..]).slots(16))
         .await
         .unwrap();
@@ -307,6 +344,49 @@ async fn every_operation_the_benchmark_sends_is_answered() {
     let e = c.compound(vec![putfh(&dir), read(0, 1)]).await.unwrap_err();
     assert_eq!(failed(e), (1, NfsStat4::Nfs4errIsdir, 2));
 
+    // SETATTR reports what it was given as set.
+    let mode = Fattr4 {
+        attrmask: Bitmap4::from_attrs(&[FATTR4_MODE]),
+        attr_vals: Bytes::from_static(&[0, 0, 1, 0xa4]),
+    };
+    let r = c
+        .compound(vec![
+            putfh(&dir),
+            NfsArgOp4::SetAttr(SetAttr4Args {
+                stateid: StateId4::default(),
+                obj_attributes: mode,
+            }),
+        ])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&r[1], NfsResOp4::SetAttr(a) if a.status == NfsStat4::Nfs4Ok
+            && a.attrsset == Bitmap4::from_attrs(&[FATTR4_MODE])),
+        "{:?}",
+        r[1]
+    );
+
+    // BIND_CONN_TO_SESSION, alone: this session, in the direction asked.
+    let bind = |sessid| {
+        NfsArgOp4::BindConnToSession(BindConnToSession4Args {
+            sessid,
+            dir: ChannelDirFromClient4::Cdfc4ForeOrBoth,
+            use_conn_in_rdma_mode: false,
+        })
+    };
+    let r = c
+        .compound_raw(b"", 1, &[bind(c.sessionid())])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&r.resarray[..], [NfsResOp4::BindConnToSession(Res4::Ok(ok))]
+            if ok.sessid == c.sessionid() && ok.dir == ChannelDirFromServer4::Cdfs4Both),
+        "{:?}",
+        r.resarray
+    );
+    let r = c.compound_raw(b"", 1, &[bind([7; 16])]).await.unwrap();
+    assert_eq!(r.status, NfsStat4::Nfs4errBadsession);
+
     // Outside a session only the session-less operations are allowed.
     let r = c
         .compound_raw(b"", 1, &[NfsArgOp4::PutRootFh])
@@ -348,10 +428,8 @@ async fn reply(s: &mut TcpStream) -> (u32, u32, Vec<u8>) {
     (w(0), w(5), b[24..].to_vec())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn garbage_gets_garbage_args_and_the_connection_keeps_serving() {
+async fn garbage(addr: SocketAddr) {
     const GARBAGE_ARGS: u32 = 4;
-    let addr = start().await;
     let mut s = TcpStream::connect(addr).await.unwrap();
 
     // COMPOUND whose tag claims 4 GB.
