@@ -3,9 +3,9 @@
 //! reads, answers and writes with blocking system calls (`ferrite bench
 //! null-server --threaded`). With one request in flight it makes exactly
 //! one `recvfrom`, one `sendto` and one sleep per call: no event loop, no
-//! tasks, no hand-offs. What a server costs per call against it is what
-//! loopback TCP and the scheduler cost on this machine, below which no
-//! server's one-request latency or CPU can go (docs/benchmarks.md compares
+//! tasks, no hand-offs. Its CPU per call is, nearly all, what loopback TCP
+//! and the scheduler cost on this machine: the floor under any server
+//! that sleeps while it waits for a request (docs/benchmarks.md compares
 //! it with Ferrite and NFS-Ganesha at one thread).
 //!
 //! Bounded as a measuring instrument on loopback must be: records of at
