@@ -27,11 +27,21 @@
 # Environment: REPS (2), DURATION (5s, per time-based run), ONLY (a subset
 # of the row names below, "-v3" ones included), VERS ("4.1 3": the
 # versions to run), FILES_NFSRS (2000), FERRITE_PORT (20750),
-# FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
+# FRESH_FS=1 (the create rows run on file systems made for each run; see
+# below), FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
 # on the same disk), FERRITE_BIN (a Ferrite binary to use instead of
 # building this tree: a build that stays put while the tree changes).
 # Everything (JSON per run, server logs, table.md) goes to OUTDIR
 # (default /var/tmp/ferrite-ab/DATE).
+#
+# FRESH_FS=1 (root; loop devices): a create run's cost depends on the
+# file system's past as much as on the server (ext4 without a journal,
+# as this machine's root, skips the inodes deleted in the last minute
+# or so and reads each one's record to do it), so with FRESH_FS=1 each
+# create run, on either server, gets a new 2 GiB ext4 (no journal, inode
+# tables written at mkfs: nothing left for the background) loop-mounted
+# under OUTDIR/fresh, the server restarted onto it, and its usual export
+# back before the next row.
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
@@ -78,21 +88,82 @@ fpid=""
 cleanup() {
     [ -n "$fpid" ] && kill "$fpid" 2>/dev/null || true
     bash tools/ganesha.sh stop >/dev/null 2>&1 || true
+    for m in "$OUT"/fresh/*/; do
+        mountpoint -q "$m" && umount "$m" || true
+    done
 }
 trap cleanup EXIT
-rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
 log=(); [ "${FERRITE_LOG:-0}" = 1 ] && log=(--log "$OUT/ferrite/log")
-taskset -c 1 "$F" serve "$OUT/ferrite/export" --listen "127.0.0.1:$FPORT" --portmap off \
-    --state-dir "$OUT/ferrite/state" "${log[@]}" >"$OUT/ferrite/server.log" 2>&1 &
-fpid=$!
-FRESH=1 bash tools/ganesha.sh restart >"$OUT/ganesha-start.log" 2>&1
-gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
-taskset -a -cp 1 "$gpid" >/dev/null
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$FPORT") 2>/dev/null && break
-    sleep 0.1
-done
+# start_ferrite EXPORT STATE: Ferrite on EXPORT, pinned, once it listens.
+start_ferrite() {
+    taskset -c 1 "$F" serve "$1" --listen "127.0.0.1:$FPORT" --portmap off \
+        --state-dir "$2" "${log[@]}" >>"$OUT/ferrite/server.log" 2>&1 &
+    fpid=$!
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$FPORT") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "ab.sh: Ferrite did not start: $OUT/ferrite/server.log" >&2
+    exit 1
+}
+stop_ferrite() {
+    kill "$fpid" 2>/dev/null || true
+    wait "$fpid" 2>/dev/null || true
+    fpid=""
+}
+# start_ganesha [EXPORT]: NFS-Ganesha on EXPORT (default: its own, kept),
+# pinned.
+start_ganesha() {
+    GANESHA_EXPORT_DIR="${1:-$GEXPORT}" bash tools/ganesha.sh restart \
+        >>"$OUT/ganesha-start.log" 2>&1
+    gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
+    taskset -a -cp 1 "$gpid" >/dev/null
+}
+GEXPORT="${GANESHA_EXPORT_DIR:-${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/export}"
+rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
+start_ferrite "$OUT/ferrite/export" "$OUT/ferrite/state"
+FRESH=1 start_ganesha
 declare -A PID=([ferrite]="$fpid" [ganesha]="$gpid")
+
+# fresh_fs S: server S restarted onto a new file system (FRESH_FS=1).
+fresh_fs() {
+    local d="$OUT/fresh/$1" img="$OUT/fresh/$1.img"
+    # The server first lets go of what it exports (perhaps the last fresh
+    # file system), then gets a new one.
+    if [ "$1" = ferrite ]; then
+        stop_ferrite
+    else
+        bash tools/ganesha.sh stop >>"$OUT/ganesha-start.log" 2>&1
+    fi
+    mkdir -p "$d"
+    if mountpoint -q "$d"; then umount "$d"; fi
+    rm -f "$img"
+    truncate -s 2G "$img"
+    mkfs.ext4 -q -F -O ^has_journal -E lazy_itable_init=0,lazy_journal_init=0 "$img"
+    mount -o loop "$img" "$d"
+    mkdir -p "$d/export"
+    if [ "$1" = ferrite ]; then
+        rm -rf "$OUT/fresh/ferrite-state" && mkdir -p "$OUT/fresh/ferrite-state"
+        start_ferrite "$d/export" "$OUT/fresh/ferrite-state"
+        PID[ferrite]="$fpid"
+    else
+        start_ganesha "$d/export"
+        PID[ganesha]="$gpid"
+    fi
+}
+# usual_fs: both servers back on their usual exports.
+usual_fs() {
+    stop_ferrite
+    # A new state directory: with the old one Ferrite would hold a grace
+    # period for clients that are gone.
+    rm -rf "$OUT/ferrite/state" && mkdir -p "$OUT/ferrite/state"
+    start_ferrite "$OUT/ferrite/export" "$OUT/ferrite/state"
+    start_ganesha
+    PID=([ferrite]="$fpid" [ganesha]="$gpid")
+    for m in "$OUT"/fresh/*/; do
+        mountpoint -q "$m" && umount "$m" || true
+    done
+}
 declare -A TGT=([ferrite]="nfs4://127.0.0.1:$FPORT/" [ganesha]="nfs4://127.0.0.1:$GPORT/")
 declare -A URL=([ferrite]="nfs://127.0.0.1:$FPORT/?version=4.1" [ganesha]="nfs://127.0.0.1:$GPORT/?version=4.1")
 # NFSv3: Ferrite serves MOUNT and NLM on its NFS port; Ganesha on the
@@ -146,6 +217,7 @@ for row in "${ROWS[@]}"; do
             echo "ab: $row, $s, repetition $r" >&2
             base="${row%-v3}" tgt="${TGT[$s]}"
             [ "$base" = "$row" ] || tgt="${TGT3[$s]}"
+            [ "$base" = create ] && [ "${FRESH_FS:-0}" = 1 ] && fresh_fs "$s"
             if [ "$base" = nfsrs ]; then
                 taskset -c 0 "$VENV/bin/python" tools/nfsrs-ops.py "${URL[$s]}" "${PID[$s]}" \
                     "$FILES_NFSRS" >"$j"
@@ -156,6 +228,7 @@ for row in "${ROWS[@]}"; do
             fi
         done
     done
+    case "$row" in create | create-v3) [ "${FRESH_FS:-0}" = 1 ] && usual_fs ;; esac
 done
 
 # ---- the table ----
