@@ -65,7 +65,6 @@ for v in $VERS; do
     esac
 done
 ONLY="${ONLY:-${ROWS[*]}}"
-VENV=/var/tmp/ferrite-nfsrs-venv
 mkdir -p "$OUT"
 [ "$(nproc)" -ge 2 ] || { echo "ab.sh: needs 2 CPUs (server on 1, client on 0)" >&2; exit 2; }
 
@@ -77,11 +76,9 @@ else
 fi
 
 # The third-party client, outside the repository.
-if [[ " $ONLY " == *" nfsrs"* ]] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
-    echo "ab.sh: installing nfs-rs 0.8.7 from PyPI into $VENV" >&2
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q nfs-rs==0.8.7
-fi
+# shellcheck source=tools/bench-lib.sh
+. tools/bench-lib.sh
+if [[ " $ONLY " == *" nfsrs"* ]]; then nfsrs_venv; fi
 
 # ---- the servers ----
 fpid=""
@@ -99,30 +96,16 @@ start_ferrite() {
     taskset -c 1 "$F" serve "$1" --listen "127.0.0.1:$FPORT" --portmap off \
         --state-dir "$2" "${log[@]}" >>"$OUT/ferrite/server.log" 2>&1 &
     fpid=$!
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$FPORT") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "ab.sh: Ferrite did not start: $OUT/ferrite/server.log" >&2
-    exit 1
+    wait_port "$FPORT" "$OUT/ferrite/server.log"
 }
 stop_ferrite() {
     kill "$fpid" 2>/dev/null || true
     wait "$fpid" 2>/dev/null || true
     fpid=""
 }
-# start_ganesha [EXPORT]: NFS-Ganesha on EXPORT (default: its own, kept),
-# pinned.
-start_ganesha() {
-    GANESHA_EXPORT_DIR="${1:-$GEXPORT}" bash tools/ganesha.sh restart \
-        >>"$OUT/ganesha-start.log" 2>&1
-    gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
-    taskset -a -cp 1 "$gpid" >/dev/null
-}
-GEXPORT="${GANESHA_EXPORT_DIR:-${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/export}"
 rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
 start_ferrite "$OUT/ferrite/export" "$OUT/ferrite/state"
-FRESH=1 start_ganesha
+FRESH=1 ganesha_restart
 declare -A PID=([ferrite]="$fpid" [ganesha]="$gpid")
 
 # fresh_fs S: server S restarted onto a new file system (FRESH_FS=1).
@@ -147,7 +130,7 @@ fresh_fs() {
         start_ferrite "$d/export" "$OUT/fresh/ferrite-state"
         PID[ferrite]="$fpid"
     else
-        start_ganesha "$d/export"
+        ganesha_restart "$d/export"
         PID[ganesha]="$gpid"
     fi
 }
@@ -158,7 +141,7 @@ usual_fs() {
     # period for clients that are gone.
     rm -rf "$OUT/ferrite/state" && mkdir -p "$OUT/ferrite/state"
     start_ferrite "$OUT/ferrite/export" "$OUT/ferrite/state"
-    start_ganesha
+    ganesha_restart
     PID=([ferrite]="$fpid" [ganesha]="$gpid")
     for m in "$OUT"/fresh/*/; do
         mountpoint -q "$m" && umount "$m" || true
@@ -219,7 +202,7 @@ for row in "${ROWS[@]}"; do
             [ "$base" = "$row" ] || tgt="${TGT3[$s]}"
             [ "$base" = create ] && [ "${FRESH_FS:-0}" = 1 ] && fresh_fs "$s"
             if [ "$base" = nfsrs ]; then
-                taskset -c 0 "$VENV/bin/python" tools/nfsrs-ops.py "${URL[$s]}" "${PID[$s]}" \
+                taskset -c 0 "$NFSRS_VENV/bin/python" tools/nfsrs-ops.py "${URL[$s]}" "${PID[$s]}" \
                     "$FILES_NFSRS" >"$j"
             else
                 # shellcheck disable=SC2046

@@ -36,7 +36,6 @@ OUT="${1:-/var/tmp/ferrite-floor/$(date +%Y%m%d-%H%M%S)}"
 REPS="${REPS:-3}"
 NFSRS="${NFSRS:-1}"
 FILES_NFSRS="${FILES_NFSRS:-2000}"
-VENV=/var/tmp/ferrite-nfsrs-venv
 DURATION="${DURATION:-5s}"
 P="${FLOOR_PORT:-20760}"
 GPORT="${GANESHA_PORT:-12050}"
@@ -49,11 +48,9 @@ else
     F="$top/target/release/ferrite"
 fi
 
-if [ "$NFSRS" = 1 ] && ! "$VENV/bin/python" -c 'import nfs_rs' 2>/dev/null; then
-    echo "floor.sh: installing nfs-rs 0.8.7 from PyPI into $VENV" >&2
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q nfs-rs==0.8.7
-fi
+# shellcheck source=tools/bench-lib.sh
+. tools/bench-lib.sh
+[ "$NFSRS" = 1 ] && nfsrs_venv
 
 pids=()
 cleanup() {
@@ -61,14 +58,6 @@ cleanup() {
     bash tools/ganesha.sh stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "floor.sh: nothing listens on port $1" >&2
-    exit 1
-}
 rm -rf "$OUT/ferrite" && mkdir -p "$OUT/ferrite/export" "$OUT/ferrite/state"
 taskset -c 1 "$F" serve "$OUT/ferrite/export" --listen "127.0.0.1:$P" --portmap off \
     --state-dir "$OUT/ferrite/state" >"$OUT/ferrite/server.log" 2>&1 &
@@ -78,9 +67,7 @@ npid=$!; pids+=("$npid")
 taskset -c 1 "$F" bench null-server --threaded --listen "127.0.0.1:$((P + 2))" \
     >"$OUT/threaded.log" 2>&1 &
 tpid=$!; pids+=("$tpid")
-FRESH=1 bash tools/ganesha.sh restart >"$OUT/ganesha-start.log" 2>&1
-gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
-taskset -a -cp 1 "$gpid" >/dev/null
+FRESH=1 ganesha_restart
 for port in "$P" "$((P + 1))" "$((P + 2))"; do wait_port "$port"; done
 declare -A PID=([ferrite]="$fpid" [ganesha]="$gpid" [null]="$npid" [threaded]="$tpid")
 declare -A TGT=([ferrite]="nfs4://127.0.0.1:$P/" [ganesha]="nfs4://127.0.0.1:$GPORT/"
@@ -110,7 +97,7 @@ for row in "${ROWS[@]}"; do
             echo "floor: $row, $s, repetition $r" >&2
             if [ "$row" = nfsrs ]; then
                 url="nfs://${TGT[$s]#nfs4://}"
-                taskset -c 0 "$VENV/bin/python" tools/nfsrs-ops.py "${url%/}/?version=4.1" \
+                taskset -c 0 "$NFSRS_VENV/bin/python" tools/nfsrs-ops.py "${url%/}/?version=4.1" \
                     "${PID[$s]}" "$FILES_NFSRS" >"$j"
                 continue
             fi
