@@ -101,26 +101,34 @@ grep -q '^access = "ro"$' "$work/ferrite.toml.ro" || { echo "realclient-exports:
 tree_sum() { (cd "$1" && find . -printf '%p %s %m %u:%g %T@\n' | sort | sha256sum | cut -d' ' -f1); }
 docs_before=$(tree_sum "$work/docs") private_before=$(tree_sum "$work/private") strict_before=$(tree_sum "$work/strict")
 
+# This suite sets up nothing on the host's network: the guest reaches
+# Ferrite on 127.0.0.1 through qemu's user-mode networking (no bridge, no
+# tap device); the only thing to undo at exit is Ferrite itself.
+# shellcheck source=tools/wait-lib.sh
+. "$top/tools/wait-lib.sh"
 "$bin" serve --config "$work/ferrite.toml" >>"$work/ferrite.log" 2>&1 &
 fpid=$!
 trap 'kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true' EXIT
-up=0
-for _ in $(seq 100); do
-    if python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null; then up=1; break; fi
-    kill -0 "$fpid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ $up = 0 ]; then
-    echo "realclient-exports: ferrite did not start:" >&2
+alive() { pid_alive "$fpid"; }
+# Ferrite listens within a second here: 120 s is an upper bound, reached
+# only by a Ferrite that cannot start.
+up_or_gone() { ! alive || (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+if ! wait_until 120 up_or_gone || ! alive; then
+    echo "realclient-exports: ferrite did not start (exited, or not listening on 127.0.0.1:$port within 120 s):" >&2
     sed 's/^/  /' "$work/ferrite.log" >&2
     exit 1
 fi
 echo "realclient-exports: ferrite on 127.0.0.1:$port, config $work/ferrite.toml, log $work/ferrite.log"
 
-# What the host does when the reload scenario asks (RC_TAG).
+# What the host does when the reload scenario asks (RC_TAG). SIGHUP is
+# applied within a second here; 60 s is an upper bound on waiting for it,
+# and a reload not applied by then fails the request (and so the guest's
+# scenario) rather than letting the guest find out later.
 cat > "$work/reload.sh" <<EOF
 set -eu
+. "$top/tools/wait-lib.sh"
 exports_now() { "$bin" exports --state-dir "$work/state" | grep '^/' | cut -d' ' -f1 | tr '\n' ' '; }
+added_gone() { case " \$(exports_now)" in *" /added "*) return 1 ;; esac; }
 case "\$RC_TAG" in
 reload-ro-*)
     cp "$work/ferrite.toml.ro" "$work/ferrite.toml"
@@ -129,9 +137,7 @@ reload-ro-*)
 reload-rw-*)
     cp "$work/ferrite.toml.orig" "$work/ferrite.toml"
     kill -HUP $fpid
-    for _ in \$(seq 100); do
-        case " \$(exports_now)" in *" /added "*) sleep 0.1 ;; *) break ;; esac
-    done
+    wait_until 60 added_gone || { echo "SIGHUP: /added still exported 60 s later: \$(exports_now)"; exit 1; }
     ;;
 *) echo "unknown request \$RC_TAG"; exit 1 ;;
 esac
@@ -180,7 +186,7 @@ hcheck "data-root-unchanged" "hello.txt open secret" "$(cd "$work/data" && ls | 
 hcheck "docs-unchanged" "$docs_before" "$(tree_sum "$work/docs")"
 hcheck "private-unchanged" "$private_before" "$(tree_sum "$work/private")"
 hcheck "strict-unchanged" "$strict_before" "$(tree_sum "$work/strict")"
-if kill -0 "$fpid" 2>/dev/null; then echo "PASS host/ferrite-still-running"; else echo "FAIL host/ferrite-still-running: ferrite exited; see $work/ferrite.log"; hfail=1; fi
+if alive; then echo "PASS host/ferrite-still-running"; else echo "FAIL host/ferrite-still-running: ferrite exited; see $work/ferrite.log"; hfail=1; fi
 if grep -qi 'panicked' "$work/ferrite.log"; then echo "FAIL host/no-panic: see $work/ferrite.log"; hfail=1; else echo "PASS host/no-panic"; fi
 
 echo "realclient-exports: guest suite rc=$rc, host checks $([ $hfail = 0 ] && echo PASS || echo FAIL); work dir $work"

@@ -47,9 +47,20 @@ work="$(mktemp -d /var/tmp/ferrite-rc.XXXXXX)"
 # (Ferrite's port mapper answers on the bridge address's port 111).
 # Where no bridge can be made, they reach 127.0.0.1 (slirp) and NFSv3
 # mounts with nolock.
+# shellcheck source=tests/realclient/lib/guest.sh
 . "$top/tests/realclient/lib/guest.sh"
 bridge="${FERRITE_RC_BRIDGE:-frc-br0}"
 host=127.0.0.1 tap_args=()
+# At exit, whatever the reason (a failure, set -e, Ctrl-C): Ferrite
+# stopped, then the bridge removed (rc_bridge_down: only what
+# rc_bridge_up made; run.sh and two-guests.sh remove their own tap
+# devices), so that nothing of this run stays on the host and the next
+# suite (realclient-exports.sh) starts from a clean host.
+cleanup() {
+    if [ -x "$work/stop.sh" ]; then "$work/stop.sh"; fi
+    rc_bridge_down
+}
+trap cleanup EXIT
 if [ "${FERRITE_RC_TAP:-1}" = 1 ] && rc_bridge_up "$bridge" 10.77.0.1/24 2>/dev/null; then
     host="$(rc_bridge_ip "$bridge")"
     tap_args=(--tap "$bridge")
@@ -63,28 +74,34 @@ chmod 0777 "$work/export"
 log=""
 [ "${FERRITE_RC_LOG:-0}" = 1 ] && log="--log $work/log"
 [ "${FERRITE_RC_DELEG:-0}" = 1 ] && log="$log --delegations"
+# start.sh and stop.sh wait for a condition under a deadline
+# (tools/wait-lib.sh). Ferrite listens within a second and stops within a
+# second here: 120 s to listen and 60 s to exit after SIGTERM (then
+# SIGKILL) are only upper bounds, reached by a Ferrite that is broken.
 cat > "$work/start.sh" <<EOS
 #!/usr/bin/env bash
+. "$top/tools/wait-lib.sh"
 "$bin" serve "$work/export" --listen $host:$port --state-dir "$work/state" --lease 30 $log \$(cat "$work/extra-args" 2>/dev/null) >>"$work/ferrite.log" 2>&1 &
-echo \$! > "$work/pid"
-for _ in \$(seq 100); do
-    if python3 -c 'import socket,sys; socket.create_connection(("$host",$port),1)' 2>/dev/null; then exit 0; fi
-    sleep 0.1
-done
-echo "ferrite did not start; see $work/ferrite.log" >&2
+pid=\$!
+echo \$pid > "$work/pid"
+up_or_gone() { ! pid_alive \$pid || (exec 3<>/dev/tcp/$host/$port) 2>/dev/null; }
+wait_until 120 up_or_gone && pid_alive \$pid && exit 0
+echo "ferrite did not start (not listening on $host:$port within 120 s, or exited); see $work/ferrite.log" >&2
 exit 1
 EOS
 cat > "$work/stop.sh" <<EOS
 #!/usr/bin/env bash
+. "$top/tools/wait-lib.sh"
 pid=\$(cat "$work/pid" 2>/dev/null) || exit 0
 kill "\$pid" 2>/dev/null || exit 0
-for _ in \$(seq 100); do kill -0 "\$pid" 2>/dev/null || exit 0; sleep 0.1; done
+gone() { ! pid_alive "\$pid"; }
+wait_until 60 gone && exit 0
+echo "ferrite (pid \$pid) still running 60 s after SIGTERM: SIGKILL" >&2
 kill -9 "\$pid" 2>/dev/null || true
 EOS
 printf '#!/usr/bin/env bash\nset -e\n"%s/stop.sh"\n"%s/start.sh"\n' "$work" "$work" > "$work/restart.sh"
 chmod +x "$work"/*.sh
 
-trap '"$work/stop.sh"' EXIT
 "$work/start.sh"
 echo "realclient-ferrite: ferrite on $host:$port, export $work/export, log $work/ferrite.log"
 rc_main=0 rc_two=0

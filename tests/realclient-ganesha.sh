@@ -33,8 +33,18 @@ for a in "$@"; do
 done
 [ "$(id -u)" = 0 ] || { echo "realclient-ganesha: needs root (the bridge, port 111)" >&2; exit 2; }
 
+# shellcheck source=tests/realclient/lib/guest.sh
 . "$top/tests/realclient/lib/guest.sh"
 bridge="${FERRITE_RC_BRIDGE:-frc-br0}"
+# At exit, whatever the reason: Ganesha and its helpers stopped (once
+# started), then the bridge removed (rc_bridge_down: only what
+# rc_bridge_up made; run.sh and two-guests.sh remove their own taps).
+ganesha_started=0
+cleanup() {
+    if [ $ganesha_started = 1 ]; then bash "$top/tools/ganesha.sh" stop || true; fi
+    rc_bridge_down
+}
+trap cleanup EXIT
 rc_bridge_up "$bridge" 10.77.0.1/24 || { echo "realclient-ganesha: cannot make the bridge $bridge" >&2; exit 2; }
 host="$(rc_bridge_ip "$bridge")"
 
@@ -48,7 +58,7 @@ export GANESHA_EXPORT_DIR="$GANESHA_STATE/export"
 rm -rf "$GANESHA_EXPORT_DIR"
 mkdir -p "$GANESHA_EXPORT_DIR"
 chmod 0777 "$GANESHA_EXPORT_DIR"
-trap 'bash "$top/tools/ganesha.sh" stop || true' EXIT
+ganesha_started=1
 bash "$top/tools/ganesha.sh" start
 restart="env GANESHA_BIND=$host GANESHA_RPCBIND_PORT=111 GANESHA_NOTIFY=1 GANESHA_GRACE=15"
 restart+=" GANESHA_PORT=12070 GANESHA_MNT_PORT=12068 GANESHA_NLM_PORT=12067 GANESHA_STATD_PORT=12066"

@@ -92,6 +92,14 @@ RPCPIDF="$STATE/rpcbind.pid"
 STATDPIDF="$STATE/statd.pid"
 PLUGINS=/usr/lib/x86_64-linux-gnu/ganesha
 MARK="FERRITE_GANESHA_STATE=$STATE"
+# wait_until (waits for a condition under a deadline, not a fixed time).
+WAITLIB="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)/wait-lib.sh"
+# shellcheck source=tools/wait-lib.sh
+. "$WAITLIB"
+# The deadlines below are upper bounds on waiting, never measurements: here
+# rpcbind and statd are up in well under a second and Ganesha listens
+# within a few, and each stops within a second of SIGTERM. A deadline is
+# reached only by a daemon that is broken, even on a machine twice as slow.
 
 say() { printf 'ganesha.sh: %s\n' "$*" >&2; }
 
@@ -106,7 +114,10 @@ ours() {
     [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]
 }
 ganesha_ours() { ours "$PIDF" ganesha.nfsd; }
+not_ours() { ! ours "$@"; }
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
+ganesha_up() { listening "$PORT" && listening "$MNTPORT" && listening "$NLMPORT"; }
+ganesha_up_or_gone() { ganesha_up || [ ! -d "/proc/$(cat "$PIDF")" ]; }
 
 install_pkgs() {
     local missing=()
@@ -269,10 +280,14 @@ start() {
         cp -a "$STATE/statd/sm/." "$STATE/notify/sm/" 2>/dev/null || true
         cp "$STATE/statd/state" "$STATE/notify/state" 2>/dev/null || true
         if id statd >/dev/null 2>&1; then chown -R statd "$STATE/notify"; fi
-        notify="(sleep 2; exec sm-notify -f -d -v $BIND -P '$STATE/notify') >> '$STATE/statd.log' 2>&1 < /dev/null &"
+        # It goes out once Ganesha has started (its log says "NFS SERVER
+        # INITIALIZED" once its NLM is registered and served), so that the
+        # clients' reclaims find it; 120 s is the upper bound on that wait.
+        notify="(wait_until 120 grep -q 'NFS SERVER INITIALIZED' '$STATE/ganesha.log' || echo 'ganesha.sh: Ganesha not initialized after 120 s: sm-notify sent anyway'; exec sm-notify -f -d -v $BIND -P '$STATE/notify') >> '$STATE/statd.log' 2>&1 < /dev/null &"
     fi
     nohup unshare -m --propagation private sh -c "
         set -e
+        . '$WAITLIB'
         mount --bind '$STATE/run' /run
         mount --bind '$STATE/services' /etc/services
         mount --bind '$STATE/hosts' /etc/hosts
@@ -283,22 +298,17 @@ start() {
         unshare -m --propagation private sh -c \"mount --bind '$STATE/netconfig.rpcbind' /etc/netconfig && exec perl '$STATE/listen.pl' $RPCBPORT $rpcb_addrs rpcbind -f\" \
             > '$STATE/rpcbind.log' 2>&1 < /dev/null &
         echo \$! > '$RPCPIDF'
-        for i in \$(seq 50); do [ -S /run/rpcbind.sock ] && break; sleep 0.1; done
+        wait_until 60 test -S /run/rpcbind.sock || echo 'no /run/rpcbind.sock 60 s after rpcbind started' >&2
         unshare -m --propagation private sh -c \"mount --bind '$STATE/netconfig.statd' /etc/netconfig && exec rpc.statd -F -d -L -n 127.0.0.1 -p $STATDPORT -P '$STATE/statd'\" \
             > '$STATE/statd.log' 2>&1 < /dev/null &
         echo \$! > '$STATDPIDF'
-        for i in \$(seq 50); do grep -q 'Waiting for client connections' '$STATE/statd.log' && break; sleep 0.1; done
+        wait_until 60 grep -q 'Waiting for client connections' '$STATE/statd.log' || echo 'rpc.statd not waiting for connections 60 s after it started' >&2
         $notify
         exec ganesha.nfsd -F -f '$CONF' -L '$STATE/ganesha.log' -p '$STATE/ganesha.nfsd.pid' -N NIV_EVENT
     " > "$STATE/stdout.log" 2>&1 < /dev/null &
     echo $! > "$PIDF"
-    local up=0
-    for _ in $(seq 150); do
-        if listening "$PORT" && listening "$MNTPORT" && listening "$NLMPORT"; then up=1; break; fi
-        [ -d "/proc/$(cat "$PIDF")" ] || break
-        sleep 0.1
-    done
-    if [ $up = 0 ] || ! ganesha_ours || ! ours "$STATDPIDF" rpc.statd || ! ours "$RPCPIDF" rpcbind; then
+    wait_until 120 ganesha_up_or_gone || true
+    if ! ganesha_up || ! ganesha_ours || ! ours "$STATDPIDF" rpc.statd || ! ours "$RPCPIDF" rpcbind; then
         say "start failed; logs:"
         tail -n 20 "$STATE/stdout.log" "$STATE/ganesha.log" "$STATE/statd.log" "$STATE/rpcbind.log" >&2 || true
         stop >/dev/null 2>&1 || true
@@ -314,13 +324,12 @@ targets() {
     echo "FERRITE_GANESHA_V3=$BIND:$PORT:$MNTPORT FERRITE_GANESHA_V3_EXPORT=/ FERRITE_GANESHA_NLM=$BIND:$NLMPORT FERRITE_GANESHA_PMAP=127.0.0.1:$RPCBPORT"
 }
 
-# kill_ours PIDFILE COMM: TERM (then KILL after 10 s) the process if it is ours.
+# kill_ours PIDFILE COMM: TERM (then KILL after 60 s) the process if it is ours.
 kill_ours() {
     if ours "$1" "$2"; then
         local p; p=$(cat "$1")
         kill "$p"
-        for _ in $(seq 100); do ours "$1" "$2" || break; sleep 0.1; done
-        if ours "$1" "$2"; then say "$2 pid $p ignored SIGTERM for 10s, SIGKILL"; kill -9 "$p"; fi
+        if ! wait_until 60 not_ours "$1" "$2"; then say "$2 pid $p ignored SIGTERM for 60 s, SIGKILL"; kill -9 "$p"; fi
         say "stopped $2 pid $p"
     fi
     rm -f "$1"

@@ -57,6 +57,7 @@ set -uo pipefail
 RC_DIR="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 CACHE="${FERRITE_RC_CACHE:-/var/cache/ferrite-realclient}"
 RC_NAME=realclient-bench
+# shellcheck source=tests/realclient/lib/guest.sh
 . "$RC_DIR/lib/guest.sh"
 
 port="" vers=4.1 out="" ferrite="$RC_DIR/../../target/release/ferrite" workload=locked-read files="" prepare=0 duration=10s
@@ -214,8 +215,8 @@ tailpid=$!
 [ $console = 1 ] && { tail -n +1 -F --pid="$qpid" "$out/console.log" 2>/dev/null | sed -u 's/^/[console] /' >&2 & }
 while kill -0 "$qpid" 2>/dev/null; do
     if ! grep -q '^RC-BOOTED' "$out/status.log" &&
-        awk -v a="$(now)" -v b="$t0" 'BEGIN{exit !(a-b>240)}'; then
-        say "guest did not boot within 240s: killing qemu"; kill "$qpid" 2>/dev/null; break
+        awk -v a="$(now)" -v b="$t0" -v l="$rc_boot_limit" 'BEGIN{exit !(a-b>l)}'; then
+        say "guest did not boot within ${rc_boot_limit}s: killing qemu"; kill "$qpid" 2>/dev/null; break
     fi
     for req in "$g"/mark-*.req; do   # guest/bench.py host_mark(): note the relay log position
         [ -e "$req" ] && [ ! -e "$req.ack" ] || continue

@@ -21,6 +21,8 @@ CONF="$STATE/ganesha.conf"
 PIDF="$STATE/ganesha.pid"
 
 say() { printf 'ganesha.sh: %s\n' "$*" >&2; }
+# shellcheck source=tools/wait-lib.sh
+. "$(dirname "$(readlink -f "$0")")/../../tools/wait-lib.sh"
 
 write_conf() {
     mkdir -p "$STATE/recovery" "$EXPORT_DIR"
@@ -75,6 +77,8 @@ ours() {   # the pid in $PIDF is a live ganesha.nfsd started with our config
         tr '\0' ' ' < "/proc/$p/cmdline" | grep -q "^ganesha.nfsd .*-f $CONF "
 }
 listening() { ss -Hltn "sport = :$PORT" | grep -q .; }
+up_or_gone() { listening || ! ours; }
+gone() { ! pid_alive "$1"; }
 
 start() {
     if ! command -v ganesha.nfsd >/dev/null || [ ! -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ]; then
@@ -91,12 +95,11 @@ start() {
     nohup ganesha.nfsd -F -f "$CONF" -L "$STATE/ganesha.log" -p "$STATE/ganesha.nfsd.pid" -N NIV_EVENT \
         > "$STATE/stdout.log" 2>&1 < /dev/null &
     echo $! > "$PIDF"
-    for _ in $(seq 150); do
-        listening && break
-        ours || { say "ganesha exited during start-up; log:"; tail -30 "$STATE/ganesha.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    listening || { say "ganesha not listening on 127.0.0.1:$PORT after 15s"; exit 1; }
+    # Ganesha listens within a few seconds here: 120 s is an upper bound on
+    # the wait, reached only by a Ganesha that cannot start.
+    wait_until 120 up_or_gone || true
+    ours || { say "ganesha exited during start-up; log:"; tail -30 "$STATE/ganesha.log" >&2; exit 1; }
+    listening || { say "ganesha not listening on 127.0.0.1:$PORT after 120 s"; exit 1; }
     say "started ganesha.nfsd pid $(cat "$PIDF") on 127.0.0.1:$PORT, export $EXPORT_DIR as $PSEUDO (log $STATE/ganesha.log)"
 }
 
@@ -104,8 +107,8 @@ stop() {
     if ours; then
         local p; p=$(cat "$PIDF")
         kill "$p"
-        for _ in $(seq 100); do [ -d "/proc/$p" ] || break; sleep 0.1; done
-        if [ -d "/proc/$p" ]; then say "pid $p ignored SIGTERM for 10s, SIGKILL"; kill -9 "$p"; fi
+        # It stops within a second here: 60 s is an upper bound.
+        wait_until 60 gone "$p" || { say "pid $p ignored SIGTERM for 60 s, SIGKILL"; kill -9 "$p"; }
         say "stopped ganesha.nfsd pid $p"
     else
         say "not running (no live ganesha.nfsd started by this script)"

@@ -27,10 +27,15 @@
 set -uo pipefail
 RC_DIR="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 CACHE="${FERRITE_RC_CACHE:-/var/cache/ferrite-realclient}"
+# shellcheck source=tests/realclient/lib/guest.sh
 . "$RC_DIR/lib/guest.sh"
 
 host=127.0.0.1 port=2049 export_path=/ vers=4.2,4.1 only="" out="" restart_cmd=""
-mountport="" mount_opts="" unique_id="" timeout=1500 mem=1536M cpus=2 keep=0 console=0
+# --timeout: an upper bound on the whole guest, there for a guest that
+# hangs (each scenario also has its own limit in guest/suite.py). The
+# three versions take about 10 minutes under TCG here, 15 on a loaded
+# machine; 3600 s leaves a machine twice as slow, and loaded, well inside.
+mountport="" mount_opts="" unique_id="" timeout=3600 mem=1536M cpus=2 keep=0 console=0
 prepare_only=0 suite=default tap_bridge=""
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -121,7 +126,7 @@ done
 [ $prepare_only = 1 ] && exit 0
 
 # --- the server must be up ------------------------------------------------------
-if ! timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then
+if ! rc_port_open "$port" "$host"; then
     say "ERROR: nothing accepts TCP connections on $host:$port: start the server under test first"
     exit 3
 fi
@@ -169,9 +174,16 @@ qemu=(qemu-system-x86_64 -name "ferrite-rc-$runid" -nodefaults -no-user-config -
     -netdev user,id=n0,ipv6=off -device virtio-net-pci,netdev=n0
     -virtfs "local,path=$g,mount_tag=rcout,security_model=none,id=rcout"
     -serial "file:$out/console.log" -serial "file:$out/output.log" -serial "file:$out/status.log")
+# At exit, whatever the reason: qemu stopped (if it still runs), then its
+# tap device removed (a half-made one too).
+qpid=""
+cleanup() {
+    if [ -n "$qpid" ]; then kill "$qpid" 2>/dev/null; wait "$qpid" 2>/dev/null; fi
+    [ -z "$tap" ] || rc_tap_down "$tap"
+}
+trap cleanup EXIT
 if [ -n "$tap" ]; then
     rc_tap_up "$tap_bridge" "$tap" || guest_unavailable "cannot make the tap device $tap on $tap_bridge"
-    trap 'rc_tap_down "$tap"' EXIT
     qemu+=(-netdev "tap,id=n1,ifname=$tap,script=no,downscript=no" -device "virtio-net-pci,netdev=n1,mac=52:54:00:77:00:10")
 fi
 printf '%q ' "${qemu[@]}" > "$out/qemu.cmd"; echo >> "$out/qemu.cmd"
@@ -192,7 +204,7 @@ if [ $console = 1 ]; then
     tail -n +1 -F --pid="$qpid" "$out/console.log" 2>/dev/null | sed -u 's/^/[console] /' >&2 &
     ctailpid=$!
 fi
-booted="" started="" boot_limit=240
+booted="" started="" boot_limit=$rc_boot_limit
 while kill -0 "$qpid" 2>/dev/null; do
     [ -z "$booted" ] && grep -q '^RC-BOOTED' "$out/status.log" && booted=$(now)
     [ -z "$started" ] && grep -q '^RC-START' "$out/status.log" && started=$(now)
@@ -218,6 +230,7 @@ while kill -0 "$qpid" 2>/dev/null; do
     sleep 0.2
 done
 wait "$qpid"; qrc=$?
+qpid=""
 trap - INT TERM
 t_end=$(now)
 wait "$tailpid" 2>/dev/null

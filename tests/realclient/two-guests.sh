@@ -26,9 +26,15 @@ set -uo pipefail
 RC_DIR="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 CACHE="${FERRITE_RC_CACHE:-/var/cache/ferrite-realclient}"
 RC_NAME=realclient-two-guests
+# shellcheck source=tests/realclient/lib/guest.sh
 . "$RC_DIR/lib/guest.sh"
 
-port=2049 export_path=/ vers=4.2 out="" mount_opts="" timeout=420 mem=1024M cpus=1 keep=0 console=0
+# --timeout: an upper bound on each guest, there for a guest that hangs
+# (the guests' own waits end sooner: barriers 300 s, guest/twoguests.py).
+# realclient-ferrite.sh's three columns with their restarts take a few
+# minutes under TCG here; 1200 s leaves a machine twice as slow, and
+# loaded, well inside.
+port=2049 export_path=/ vers=4.2 out="" mount_opts="" timeout=1200 mem=1024M cpus=1 keep=0 console=0
 restart_cmd=""
 expect_deleg=0 tap_bridge=""
 
@@ -77,7 +83,7 @@ for v in "${vlist[@]}"; do
 done
 
 "$RC_DIR/lib/prepare.sh" || rc_guest_unavailable "building the guest image failed (see messages above)"
-timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null ||
+rc_port_open "$port" "$host" ||
     { say "ERROR: nothing accepts TCP connections on $host:$port: start the server under test first"; exit 3; }
 
 # --- per-run directories: OUT/{a,b} per guest (OUT/X/guest is its 9p rcout), OUT/shared
@@ -93,7 +99,7 @@ mkdir -p "$out"/a/guest "$out"/b/guest "$out"/shared
 RC_VERS="$vers" python3 "$RC_DIR/guest/twoguests.py" --plan > "$out/plan.txt" || { say "cannot compute the plan"; exit 2; }
 
 rc_pick_accel
-declare -A qpid tailpid
+declare -A tailpid
 for r in a b; do
     R=${r^^}
     work="$out/$r/.boot"; rm -rf "$work"; mkdir -p "$work/payload/rc"
@@ -114,11 +120,21 @@ for r in a b; do
 done
 
 say "run $runid: two guests, server $host:$port export $export_path vers $vers accel $accel out $out"
+# At exit, whatever the reason: the guests' qemu stopped (those still
+# running), then their tap devices removed (half-made ones too).
+declare -A qpid=([a]="" [b]="")
+cleanup() {
+    local r
+    for r in a b; do
+        if [ -n "${qpid[$r]}" ]; then kill "${qpid[$r]}" 2>/dev/null; wait "${qpid[$r]}" 2>/dev/null; fi
+        [ -z "$tap_bridge" ] || rc_tap_down "frc-t$$$r"
+    done
+}
+trap cleanup EXIT
 if [ -n "$tap_bridge" ]; then
     for r in a b; do
         rc_tap_up "$tap_bridge" "frc-t$$$r" || rc_guest_unavailable "cannot make the tap device frc-t$$$r on $tap_bridge"
     done
-    trap 'rc_tap_down "frc-t$$a"; rc_tap_down "frc-t$$b"' EXIT
 fi
 t0=$(now)
 for r in a b; do
@@ -141,7 +157,7 @@ trap 'kill "${qpid[a]}" "${qpid[b]}" 2>/dev/null; say "interrupted"; exit 130' I
 
 # --- supervise: boot limit; a guest that dies without RC-EXIT gets an abort
 #     file in the shared dir so that the other one stops waiting for it.
-boot_limit=240
+boot_limit=$rc_boot_limit
 declare -A booted=([a]="" [b]="") gone=([a]="" [b]="")
 while kill -0 "${qpid[a]}" 2>/dev/null || kill -0 "${qpid[b]}" 2>/dev/null; do
     for r in a b; do
@@ -176,7 +192,7 @@ while kill -0 "${qpid[a]}" 2>/dev/null || kill -0 "${qpid[b]}" 2>/dev/null; do
     sleep 0.2
 done
 declare -A qrc
-for r in a b; do wait "${qpid[$r]}"; qrc[$r]=$?; wait "${tailpid[$r]}" 2>/dev/null; done
+for r in a b; do wait "${qpid[$r]}"; qrc[$r]=$?; qpid[$r]=""; wait "${tailpid[$r]}" 2>/dev/null; done
 trap - INT TERM
 total=$(since "$t0")
 

@@ -98,11 +98,13 @@ def host_mark(tag):
     counts the RPCs between the marks) and wait for its acknowledgement."""
     req = os.path.join(OUT, "mark-%s.req" % tag)
     open(req, "w").close()
-    for _ in range(300):
+    # The host polls every 0.1 s: 120 s is an upper bound on the wait.
+    deadline = time.time() + 120
+    while time.time() < deadline:
         if os.path.exists(req + ".ack"):
             return
         time.sleep(0.05)
-    log("host did not acknowledge mark %s" % tag)
+    log("host did not acknowledge mark %s within 120 s" % tag)
 
 
 def start_knfsd(args):
@@ -133,7 +135,10 @@ def start_knfsd(args):
             log("knfsd: %s = %s" % (name, open("/proc/" + name).read().strip()))
         except OSError:
             pass
-    time.sleep(12)   # grace periods
+    # The grace periods (nfsd's and lockd's, set to 10 s above) are timers
+    # on the wall clock, started by rpc.nfsd: 12 s later both are over on
+    # any machine. No file shows lockd's, which holds back delegations.
+    time.sleep(12)
     # The set's shape as the run will want it: --files, --file-size and
     # --io-size when given (else the workload's defaults).
     cmd = ["/tmp/ferrite", "bench", "prepare", args[0], "--target", "nfs4://127.0.0.1:2049/"]

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by run.sh and two-guests.sh (sourced, not executed): boot pieces for
 # one qemu guest. Expects CACHE (the prepared guest, see prepare.sh) to be set.
 # RC_NAME (default "realclient") prefixes the messages of rc_guest_unavailable.
@@ -21,9 +22,18 @@ rc_guest_unavailable() {
     exit 125
 }
 
-# True when something accepts TCP connections on 127.0.0.1:$1.
+# Upper bound, in seconds, on a guest's boot (qemu started to RC-BOOTED on
+# its status port): a boot takes about 15 s under TCG here, two at once
+# about 30 s; 300 s is ten times that, so only a guest that cannot boot
+# reaches it, never a slow or loaded host.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+rc_boot_limit=300
+
+# rc_port_open PORT [HOST]: true when something accepts TCP connections on
+# HOST:PORT (127.0.0.1). A connection on this host is accepted or refused
+# at once; the 30 s timeout only bounds a connect that hangs.
 rc_port_open() {
-    timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+    timeout 30 bash -c "exec 3<>/dev/tcp/${2:-127.0.0.1}/$1" 2>/dev/null
 }
 
 # Sets $accel (kvm|tcg) and the qemu arguments $acc: KVM only where it can run
@@ -48,7 +58,11 @@ rc_make_initrd() {
 # rc_tap_up BRIDGE TAP: a tap device TAP attached to BRIDGE (made by
 # tests/realclient-ferrite.sh, see rc_bridge_up), for a guest's second NIC:
 # the host and the guests then reach each other by address, so that the
-# server can call the guests back (NLM_GRANTED, SM_NOTIFY).
+# server can call the guests back (NLM_GRANTED, SM_NOTIFY). The caller
+# removes it with rc_tap_down at exit (a trap set before this call, so that
+# a half-made tap goes too). TAP is named frc-t<the caller's pid>[a|b]:
+# rc_bridge_up and rc_bridge_down know a tap left by a run that was killed
+# by that pid being gone.
 rc_tap_up() {
     local br="$1" tap="$2"
     ip link del "$tap" 2>/dev/null
@@ -66,16 +80,70 @@ rc_bridge_ip() {
     ip -4 -o addr show dev "$1" 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}'
 }
 
+# The alias (ip link ... alias) of a bridge rc_bridge_up made.
+RC_BRIDGE_ALIAS="ferrite-realclient test bridge"
+
+# rc_bridge_ports BRIDGE: the devices attached to BRIDGE, after removing
+# the taps (frc-t<pid>...) of runs that ended without removing them (their
+# pid is gone: a run killed with SIGKILL).
+rc_bridge_ports() {
+    local d p pid
+    for d in "/sys/class/net/$1/brif"/*; do
+        [ -e "$d" ] || continue
+        p="${d##*/}" pid="${p#frc-t}"; pid="${pid%[ab]}"
+        if [ "$p" != "$pid" ] && [[ "$pid" =~ ^[0-9]+$ ]] && [ ! -d "/proc/$pid" ]; then
+            ip link del "$p" 2>/dev/null && continue
+        fi
+        echo "$p"
+    done
+}
+
 # rc_bridge_up BRIDGE CIDR: the bridge, with CIDR (say 10.77.0.1/24), made
-# if missing (idempotent). Only the guests are on it: no forwarding, no
-# route anywhere else.
+# if missing. Only the guests are on it: no forwarding, no route anywhere
+# else, no firewall rule, no DHCP (the guests configure their addresses).
+# Records what it did for rc_bridge_down, which the caller runs at exit
+# (trap ... EXIT, set before this call): a bridge it made, or one of this
+# suite's (alias RC_BRIDGE_ALIAS, or named frc-*) that an earlier run left
+# with no guest on it, is removed then; on another bridge that was there
+# before, only the address and the "up" it added are undone.
 rc_bridge_up() {
     local br="$1" cidr="$2"
+    rc_bridge_name="$br" rc_bridge_made=0 rc_bridge_addr="" rc_bridge_was_down=0
     if ! ip link show "$br" >/dev/null 2>&1; then
+        rc_bridge_made=1
         ip link add "$br" type bridge || return 1
+        ip link set dev "$br" alias "$RC_BRIDGE_ALIAS" || true
+    elif [ -z "$(rc_bridge_ports "$br")" ] &&
+        { [[ "$br" == frc-* ]] || [ "$(cat "/sys/class/net/$br/ifalias" 2>/dev/null)" = "$RC_BRIDGE_ALIAS" ]; }; then
+        echo "realclient: the bridge $br was left by an earlier run: this run removes it at exit" >&2
+        rc_bridge_made=1
     fi
-    ip -4 -o addr show dev "$br" | grep -q " ${cidr%/*}/" || ip addr add "$cidr" dev "$br" || return 1
+    if ! ip -4 -o addr show dev "$br" | grep -q " ${cidr%/*}/"; then
+        ip addr add "$cidr" dev "$br" || return 1
+        rc_bridge_addr="$cidr"
+    fi
+    ip link show "$br" | grep -q '[<,]UP[,>]' || rc_bridge_was_down=1
     ip link set "$br" up
+}
+
+# rc_bridge_down: undoes what rc_bridge_up did (nothing if it did not run):
+# the bridge removed if it made it (its taps are gone by then: every
+# script removes its own; a killed run's are removed here), else its
+# address and "up" taken back. A bridge another live run's guest is still
+# on stays, with a note.
+rc_bridge_down() {
+    local br="${rc_bridge_name:-}" ports
+    [ -n "$br" ] && ip link show "$br" >/dev/null 2>&1 || return 0
+    ports="$(rc_bridge_ports "$br")"
+    if [ -n "$ports" ]; then
+        echo "realclient: NOTE: the bridge $br is left: devices are still on it (${ports//$'\n'/ })" >&2
+    elif [ "$rc_bridge_made" = 1 ]; then
+        ip link del "$br" || echo "realclient: WARNING: could not remove the bridge $br" >&2
+    else
+        [ -z "$rc_bridge_addr" ] || ip addr del "$rc_bridge_addr" dev "$br" 2>/dev/null || true
+        [ "$rc_bridge_was_down" = 0 ] || ip link set "$br" down 2>/dev/null || true
+    fi
+    rc_bridge_name=""
 }
 
 # rc_qemu_argv NAME CPUS MEM INITRD UNIQUE_ID LOGDIR OUTSHARE [TAG=DIR ...]
