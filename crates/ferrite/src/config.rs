@@ -58,9 +58,15 @@ pub struct ServeArgs {
     /// writers wait while it is full.
     #[arg(long, requires = "log")]
     pub log_mib: Option<u64>,
-    /// Most client connections open at once; more are closed on arrival.
+    /// Most client connections open at once [default: 4096]; at the cap a
+    /// new connection takes the place of the one idle longest.
     #[arg(long)]
     pub max_connections: Option<usize>,
+    /// Most connections open at once from one client address [default: a
+    /// quarter of --max-connections, at least 16]; over it, that address's
+    /// connection idle longest is closed for the new one.
+    #[arg(long)]
+    pub max_connections_per_address: Option<usize>,
     /// Seconds a connection may stay idle before it is closed (0: never).
     #[arg(long)]
     pub idle_timeout: Option<u64>,
@@ -121,6 +127,8 @@ pub struct FileConfig {
     pub owner_names: Option<bool>,
     /// Most client connections open at once.
     pub max_connections: Option<usize>,
+    /// Most connections open at once from one client address.
+    pub max_connections_per_address: Option<usize>,
     /// Seconds before an idle connection is closed; 0 never closes it.
     pub idle_timeout_seconds: Option<u64>,
     /// Grant delegations (default false; see --delegations): the default
@@ -298,6 +306,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             bail!("max_connections = 0 would refuse every client");
         }
         rpc.max_connections = n;
+    }
+    if let Some(n) = args
+        .max_connections_per_address
+        .or(file.max_connections_per_address)
+    {
+        if n == 0 {
+            bail!("max_connections_per_address = 0 would refuse every client");
+        }
+        rpc.max_connections_per_source = Some(n);
     }
     if let Some(t) = args.idle_timeout.or(file.idle_timeout_seconds) {
         // Clients holding state renew their lease at least once per lease
@@ -705,6 +722,7 @@ mod tests {
             log: None,
             log_mib: None,
             max_connections: None,
+            max_connections_per_address: None,
             idle_timeout: None,
             delegations: false,
             portmap: None,
@@ -809,6 +827,16 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.rpc.max_connections, 10);
         assert_eq!(cfg.rpc.idle_timeout, None);
+        assert_eq!(cfg.rpc.max_connections_per_source, None);
+        let per = |n| ServeArgs {
+            max_connections_per_address: Some(n),
+            ..quick()
+        };
+        assert_eq!(
+            load(&per(8)).unwrap().rpc.max_connections_per_source,
+            Some(8)
+        );
+        assert!(load(&per(0)).is_err());
         let short = ServeArgs {
             lease: Some(90),
             max_connections: Some(0),

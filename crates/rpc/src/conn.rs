@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn, Instrument};
 use xdr::{Decoder, Encoder, Pack, Piece, Unpack};
 
+use crate::admit;
 use crate::msg::*;
 use crate::out::{Flushed, Out, Queued};
 use crate::ratelimit::RateLimit;
@@ -135,9 +136,15 @@ pub struct ConnConfig {
     /// [`crate::record::FREE_PER_CONN`] without counting). A connection
     /// over it waits; the read timeout still runs.
     pub max_buffered_total: usize,
-    /// Connections open at once per listener; more are accepted and closed
-    /// at once. Also at most three quarters of the descriptor limit.
+    /// Connections open at once per listener; at the cap a new connection
+    /// is still accepted and the one idle longest is closed in its place
+    /// (`rpc::admit`). Also at most three quarters of the descriptor
+    /// limit.
     pub max_connections: usize,
+    /// Connections open at once from one source address (`None`: a
+    /// quarter of the cap, but at least 16 or the cap); over it, that
+    /// address's connection idle longest is closed for the new one.
+    pub max_connections_per_source: Option<usize>,
     /// A record begun must be complete within this time.
     pub read_timeout: Option<Duration>,
     /// A connection whose peer takes no reply bytes for this long is closed.
@@ -157,6 +164,7 @@ impl Default for ConnConfig {
             reply_reserve: 128 * 1024,
             max_buffered_total: 64 * 1024 * 1024,
             max_connections: 4096,
+            max_connections_per_source: None,
             read_timeout: Some(Duration::from_secs(30)),
             write_timeout: Some(Duration::from_secs(120)),
             idle_timeout: Some(Duration::from_secs(300)),
@@ -168,6 +176,8 @@ impl Default for ConnConfig {
 pub(crate) struct Shared {
     pub(crate) buffered: Arc<BufferBudget>,
     live: AtomicUsize,
+    /// Connections not yet closed, by source address.
+    pub(crate) table: Mutex<admit::Table>,
 }
 
 impl Shared {
@@ -175,10 +185,12 @@ impl Shared {
         Arc::new(Shared {
             buffered: BufferBudget::new(cfg.max_buffered_total),
             live: AtomicUsize::new(0),
+            table: Mutex::new(admit::Table::default()),
         })
     }
 
-    /// Connections whose socket is still open.
+    /// Connections whose socket is still open (closed ones count until
+    /// their reader and writer have ended and dropped the socket).
     pub(crate) fn live(&self) -> usize {
         self.live.load(Ordering::Acquire)
     }
@@ -322,6 +334,12 @@ pub struct Connection {
     active_ms: AtomicU64,
     /// Calls handed to the service whose replies are not queued yet.
     running: AtomicUsize,
+    /// A well-formed call has arrived on it.
+    proven: AtomicBool,
+    /// Its service said it carries state ([`Connection::mark_stateful`]).
+    stateful: AtomicBool,
+    /// The listener whose table counts it, if any.
+    listener: Option<Arc<Shared>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -331,7 +349,13 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    fn new(peer: SocketAddr, local: SocketAddr, sink: Sink, max_pending: usize) -> Arc<Self> {
+    fn new(
+        peer: SocketAddr,
+        local: SocketAddr,
+        sink: Sink,
+        max_pending: usize,
+        listener: Option<Arc<Shared>>,
+    ) -> Arc<Self> {
         let (closed_tx, _) = watch::channel(false);
         Arc::new(Connection {
             id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
@@ -346,6 +370,9 @@ impl Connection {
             born: Instant::now(),
             active_ms: AtomicU64::new(0),
             running: AtomicUsize::new(0),
+            proven: AtomicBool::new(false),
+            stateful: AtomicBool::new(false),
+            listener,
         })
     }
 
@@ -364,6 +391,7 @@ impl Connection {
             local,
             Sink::InProcess(tx),
             ConnConfig::default().max_pending_bytes,
+            None,
         );
         (conn, rx)
     }
@@ -371,7 +399,7 @@ impl Connection {
     /// The sender of one datagram (RFC 5531 over UDP, [`crate::udp`]): its
     /// address for the service, and no way to call it back.
     pub(crate) fn datagram(peer: SocketAddr, local: SocketAddr) -> Arc<Connection> {
-        let conn = Connection::new(peer, local, Sink::Datagram, 0);
+        let conn = Connection::new(peer, local, Sink::Datagram, 0, None);
         conn.closed.store(true, Ordering::Release);
         conn
     }
@@ -411,8 +439,32 @@ impl Connection {
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365))
     }
 
+    /// When something was last received or sent.
+    pub(crate) fn last_active(&self) -> Instant {
+        self.born + Duration::from_millis(self.active_ms.load(Ordering::Relaxed))
+    }
+
+    /// Whether a well-formed call has arrived on it.
+    pub(crate) fn proven(&self) -> bool {
+        self.proven.load(Ordering::Relaxed)
+    }
+
+    /// Whether its service said it carries state.
+    pub(crate) fn stateful(&self) -> bool {
+        self.stateful.load(Ordering::Relaxed)
+    }
+
+    /// Says the connection carries state a client would lose with it (an
+    /// NFSv4.1 session in use): when its listener is full, connections
+    /// without state are closed before it (`rpc::admit`).
+    pub fn mark_stateful(&self) {
+        if !self.stateful.load(Ordering::Relaxed) {
+            self.stateful.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Calls running, replies unwritten or callbacks unanswered.
-    fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.flow.used() > 0 || self.pending.lock().is_ok_and(|p| !p.is_empty())
     }
 
@@ -441,10 +493,13 @@ impl Connection {
 
     /// Closes the connection: pending calls fail, the socket is shut.
     pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
+        let first = !self.closed.swap(true, Ordering::AcqRel);
         self.closed_tx.send_replace(true);
         if let Ok(mut p) = self.pending.lock() {
             p.clear();
+        }
+        if let (true, Some(l)) = (first, &self.listener) {
+            admit::lock(&l.table).remove(self.id, self.peer.ip());
         }
     }
 
@@ -755,7 +810,9 @@ pub(crate) fn start_shared(
         local,
         Sink::Socket(out.clone()),
         cfg.max_pending_bytes,
+        Some(shared.clone()),
     );
+    admit::lock(&shared.table).insert(&conn);
     let live = Live::new(shared.clone());
 
     let wconn = conn.clone();
@@ -956,6 +1013,7 @@ pub(crate) fn start_shared(
                             continue;
                         }
                     };
+                    rconn.proven.store(true, Ordering::Relaxed);
                     let Some(svc) = service.clone() else {
                         let charge = rconn.flow.charge(0, None);
                         rconn.reply(xid, Reply::Error(ReplyError::ProgUnavail), charge, true);

@@ -1,5 +1,6 @@
 //! ONC RPC version 2 (RFC 5531) over TCP, and over UDP for small programs.
 
+mod admit;
 pub mod conn;
 pub mod msg;
 mod out;

@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+use crate::admit::{self, Admit, Over};
 use crate::conn::{
     start_shared, Call, ConnConfig, Connection, Reply, ReplyFuture, Service, Shared,
 };
@@ -133,6 +134,24 @@ fn connection_cap(cfg: &ConnConfig) -> usize {
     }
 }
 
+/// Connections one source address may hold: as configured, else a
+/// quarter of the cap but at least 16 (or the whole cap when it is
+/// smaller), so that a host behind which several clients sit still has
+/// room while one host cannot fill the table.
+fn per_source_cap(cfg: &ConnConfig, cap: usize) -> usize {
+    match cfg.max_connections_per_source {
+        Some(n) => n.clamp(1, cap),
+        None => (cap / 4).max(16).min(cap),
+    }
+}
+
+/// Connections whose sockets may stay open at once: the cap, plus room for
+/// those closed to make way whose tasks have not yet dropped their socket.
+/// Beyond it new connections are refused (the descriptor limit's guard).
+fn live_ceiling(cap: usize) -> usize {
+    cap.saturating_add(cap / 4).saturating_add(8)
+}
+
 /// Accept errors that concern one connection only: try the next at once.
 /// Others (out of descriptors, of memory) last until something is freed.
 fn per_connection(e: &io::Error) -> bool {
@@ -142,9 +161,11 @@ fn per_connection(e: &io::Error) -> bool {
     )
 }
 
-/// Accepts connections until `shutdown` turns true. At the connection cap
-/// new connections are accepted and closed at once; when accepting fails
-/// for want of descriptors or memory the listener backs off (up to 1 s).
+/// Accepts connections until `shutdown` turns true. At the connection cap,
+/// or at its source address's cap, a new connection is accepted and an
+/// idle one closed in its place (`admit`: never one with calls in flight;
+/// if all are busy, the new one is closed). When accepting fails for want
+/// of descriptors or memory the listener backs off (up to 1 s).
 pub async fn serve(
     listener: TcpListener,
     service: Arc<dyn Service>,
@@ -153,7 +174,9 @@ pub async fn serve(
 ) {
     let shared = Shared::new(&cfg);
     let cap = connection_cap(&cfg);
+    let per_source = per_source_cap(&cfg, cap);
     let cap_log = RateLimit::per_secs(10);
+    let evict_log = RateLimit::per_secs(10);
     let accept_log = RateLimit::per_secs(10);
     let mut backoff = Duration::ZERO;
     loop {
@@ -164,13 +187,53 @@ pub async fn serve(
         match accepted {
             Ok((stream, peer)) => {
                 backoff = Duration::ZERO;
-                if shared.live() >= cap {
+                let admit = admit::lock(&shared.table).admit(peer.ip(), cap, per_source);
+                let limit = |over| match over {
+                    Over::Total => format!("{cap} connections open"),
+                    Over::Source => format!("{per_source} connections open from {}", peer.ip()),
+                };
+                match admit {
+                    Admit::Room => {}
+                    Admit::Evict(victim, over) => {
+                        let idle = victim.last_active().elapsed();
+                        let kind = if victim.proven() {
+                            "idle"
+                        } else {
+                            "idle and never sent a valid call"
+                        };
+                        if let Some(n) = evict_log.allow() {
+                            warn!(
+                                %peer,
+                                "{}: closing the connection idle longest ({}, {kind} for \
+                                 {:.0?}) for a new one ({n} more since the last report)",
+                                limit(over),
+                                victim.peer(),
+                                idle
+                            );
+                        }
+                        victim.close();
+                    }
+                    Admit::Refuse(over) => {
+                        drop(stream);
+                        if let Some(n) = cap_log.allow() {
+                            warn!(
+                                %peer,
+                                "{}, all busy: closing a new connection \
+                                 ({n} more refused since the last report)",
+                                limit(over)
+                            );
+                        }
+                        continue;
+                    }
+                }
+                if shared.live() >= live_ceiling(cap) {
                     drop(stream);
                     if let Some(n) = cap_log.allow() {
                         warn!(
                             %peer,
-                            "{cap} connections open: closing new connections \
-                             ({n} more refused since the last report)"
+                            "{} sockets still open: closing a new connection \
+                             ({n} more refused since the last report)",
+                            shared.live()
                         );
                     }
                     continue;

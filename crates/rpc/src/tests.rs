@@ -439,44 +439,156 @@ async fn stalled_records_and_idle_connections_are_closed() {
     .expect("every connection reported closed");
 }
 
+/// Procedure 1 waits until released, counting the calls that started.
+struct Holding {
+    started: std::sync::atomic::AtomicUsize,
+    release: tokio::sync::Semaphore,
+}
+
+impl Service for Holding {
+    fn call(&self, call: Call) -> ReplyFuture {
+        if call.proc_ != 1 {
+            return Echo.call(call);
+        }
+        self.started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let svc = HOLDING.get().cloned();
+        Box::pin(async move {
+            if let Some(svc) = svc {
+                if let Ok(p) = svc.release.acquire().await {
+                    p.forget();
+                }
+            }
+            Reply::success(&1u32)
+        })
+    }
+}
+
+static HOLDING: std::sync::OnceLock<Arc<Holding>> = std::sync::OnceLock::new();
+
+/// Waits (up to a generous deadline) for `f` to hold.
+async fn until(what: &str, f: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn null_ok(c: &Connection) -> bool {
+    c.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+        .await
+        .is_ok()
+}
+
+/// At the cap a new connection is served and an idle one closed for it:
+/// first one that never sent a call, then the one idle longest; one with
+/// a call in flight never. When every connection is busy the new one is
+/// closed instead.
 #[tokio::test]
-async fn connection_cap_closes_new_connections() {
+async fn at_the_cap_the_idle_longest_makes_room() {
+    let svc = HOLDING
+        .get_or_init(|| {
+            Arc::new(Holding {
+                started: Default::default(),
+                release: tokio::sync::Semaphore::new(0),
+            })
+        })
+        .clone();
+    let started = || svc.started.load(std::sync::atomic::Ordering::SeqCst);
     let cfg = ConnConfig {
         max_connections: 3,
         ..ConnConfig::default()
     };
-    let addr = server_with(cfg, Arc::new(Echo)).await;
-    let mut held = Vec::new();
-    for _ in 0..3 {
-        let c = client(addr).await;
-        c.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
-            .await
-            .unwrap();
-        held.push(c);
-    }
-    let extra = client(addr).await;
-    assert_eq!(
-        extra
-            .call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
-            .await
-            .unwrap_err(),
-        CallError::Closed
-    );
-    held.pop().unwrap().close();
-    let again = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let c = client(addr).await;
-            if c.call(PROG, 1, 0, &OpaqueAuth::none(), vec![])
+    let addr = server_with(cfg, svc.clone()).await;
+    let hold = |c: Arc<Connection>| {
+        tokio::spawn(async move {
+            c.call_with(PROG, 1, 1, &OpaqueAuth::none(), &0u32)
                 .await
-                .is_ok()
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+                .map(|_| ())
+        })
+    };
+    // The oldest, with a call in flight.
+    let busy = client(addr).await;
+    let busy_call = hold(busy.clone());
+    until("the held call started", || started() == 1).await;
+    // Then one that never sends, and one that called and went quiet.
+    let mut quiet = TcpStream::connect(addr).await.unwrap();
+    let idle = client(addr).await;
+    assert!(null_ok(&idle).await);
+
+    // Over the cap: the connection that never sent a call goes.
+    let first = client(addr).await;
+    assert!(
+        null_ok(&first).await,
+        "a new connection at the cap is served"
+    );
+    let mut b = [0u8; 4];
+    let eof = tokio::time::timeout(Duration::from_secs(30), quiet.read(&mut b)).await;
+    assert!(
+        matches!(eof, Ok(Ok(0)) | Ok(Err(_))),
+        "the silent connection was closed"
+    );
+    // Again: now the idle one goes, not the busy one, though older.
+    let second = client(addr).await;
+    assert!(null_ok(&second).await);
+    until("the idle connection was closed", || idle.is_closed()).await;
+    assert!(!busy.is_closed() && !first.is_closed());
+
+    // All three busy: a fourth is closed at once.
+    let held: Vec<_> = [first.clone(), second.clone()]
+        .into_iter()
+        .map(hold)
+        .collect();
+    until("three calls in flight", || started() == 3).await;
+    let refused = client(addr).await;
+    assert!(
+        !null_ok(&refused).await,
+        "no room when every connection is busy"
+    );
+    svc.release.add_permits(3);
+    assert!(
+        busy_call.await.unwrap().is_ok(),
+        "the busy connection was kept"
+    );
+    for h in held {
+        assert!(h.await.unwrap().is_ok());
+    }
+    // Quiet again, so the next connection is served by closing one.
+    let again = client(addr).await;
+    assert!(null_ok(&again).await);
+}
+
+/// Over its source address's cap a new connection takes the place of
+/// that address's connection idle longest.
+#[tokio::test]
+async fn one_address_displaces_only_its_own() {
+    let cfg = ConnConfig {
+        max_connections: 10,
+        max_connections_per_source: Some(2),
+        ..ConnConfig::default()
+    };
+    let addr = server_with(cfg, Arc::new(Echo)).await;
+    let from = |ip: &str| {
+        let ip: std::net::IpAddr = ip.parse().unwrap();
+        async move {
+            let s = tokio::net::TcpSocket::new_v4().unwrap();
+            s.bind(std::net::SocketAddr::new(ip, 0)).unwrap();
+            let stream = s.connect(addr).await.unwrap();
+            start(stream, None, ConnConfig::default()).unwrap()
         }
-    })
-    .await;
-    assert!(again.is_ok(), "room made by a closed connection is used");
+    };
+    let other = from("127.0.0.3").await;
+    assert!(null_ok(&other).await);
+    let a = from("127.0.0.2").await;
+    assert!(null_ok(&a).await);
+    let b = from("127.0.0.2").await;
+    assert!(null_ok(&b).await);
+    let c = from("127.0.0.2").await;
+    assert!(null_ok(&c).await, "served over its address's cap");
+    until("its oldest was closed", || a.is_closed()).await;
+    assert!(!b.is_closed() && !other.is_closed());
+    assert!(null_ok(&other).await);
 }
 
 #[tokio::test]

@@ -21,7 +21,12 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
     let (highest, target) = {
         let mut t = session.slots.lock().unwrap_or_else(|p| p.into_inner());
         match t.begin(args.slotid, args.sequenceid, cx.digest) {
-            Ok(SlotDecision::Execute) => cx.srv.state().renew(&session),
+            Ok(SlotDecision::Execute) => {
+                cx.srv.state().renew(&session);
+                // A full listener closes this connection only after
+                // those that carry no session (rpc's admission).
+                cx.conn.mark_stateful();
+            }
             Ok(SlotDecision::Replay(reply)) => {
                 // The retry of a request that succeeded.
                 cx.srv.state().renew(&session);
