@@ -95,7 +95,7 @@ async fn a_conflicting_open_recalls_the_delegation_and_goes_on_at_its_return() {
         let got = recalls(&a, 1).await;
         assert_eq!(got.len(), 1);
         assert_eq!((got[0].stateid.other, &got[0].fh), (d.other, &o.fh));
-        assert_eq!(a.callbacks().delegreturns(), 1);
+        assert_eq!(delegreturns(&a, 1).await, 1);
         // Returned, not revoked.
         assert_eq!(
             a.test_stateids(vec![d]).await.unwrap(),
@@ -129,7 +129,7 @@ async fn removing_a_delegated_file_recalls_it_and_opens_under_it_are_the_holders
         // REMOVE by another client recalls it.
         b.remove(&root, "g").await.unwrap();
         assert_eq!(recalls(&a, 1).await.len(), 1);
-        assert_eq!(a.callbacks().delegreturns(), 1);
+        assert_eq!(delegreturns(&a, 1).await, 1);
     })
     .await
 }
@@ -242,9 +242,9 @@ async fn a_delegation_kept_past_its_recall_is_revoked_and_freed() {
         );
         let root = a.root_fh().await.unwrap();
         let (o, d) = delegated(&a, &root, "k").await;
-        // Held past the server's wait: NFS4ERR_DELAY, and the client
-        // retries until the delegation is revoked (a lease after the
-        // recall: 10 s here), its holder renewing all along.
+        // Held past the server's wait (3 s here): NFS4ERR_DELAY, and the
+        // client retries until the delegation is revoked (a lease after
+        // the recall: 10 s here), its holder renewing all along.
         let mut tries = 0;
         let w = loop {
             tries += 1;
@@ -285,7 +285,7 @@ async fn the_holders_own_open_keeps_its_delegation_and_its_write_recalls_it() {
         let root = a.root_fh().await.unwrap();
         let (o, d) = delegated(&a, &root, "s").await;
         let w = a.open(&root, "s", OpenOpts::write()).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(QUIET).await;
         assert!(
             a.callbacks().recalls().is_empty(),
             "recalled by its own open"
@@ -299,7 +299,7 @@ async fn the_holders_own_open_keeps_its_delegation_and_its_write_recalls_it() {
             .unwrap();
         let got = recalls(&a, 1).await;
         assert_eq!((got.len(), got[0].fh.clone()), (1, o.fh.clone()));
-        assert_eq!(a.callbacks().delegreturns(), 1);
+        assert_eq!(delegreturns(&a, 1).await, 1);
         a.close(&w.fh, w.stateid).await.unwrap();
     })
     .await
@@ -399,15 +399,10 @@ async fn scarce_delegations_are_asked_back_with_cb_recall_any() {
             wanting(&a, &root, "s10").await.delegation,
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource(false))
         );
-        let mut got = Vec::new();
-        for _ in 0..250 {
-            got = a.callbacks().recall_anys();
-            if !got.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(got.len(), 1, "no CB_RECALL_ANY within 5 s");
+        let got = eventually(|| Some(a.callbacks().recall_anys()).filter(|g| !g.is_empty()))
+            .await
+            .unwrap_or_default();
+        assert_eq!(got.len(), 1, "no CB_RECALL_ANY within {PATIENCE:?}");
         assert_eq!(got[0].objects_to_keep, 5);
         assert!(got[0].type_mask.contains(RCA4_TYPE_MASK_RDATA_DLG));
     })

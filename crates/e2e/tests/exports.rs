@@ -715,13 +715,11 @@ async fn stop_fully(running: Running) {
         .map(|e| std::sync::Arc::downgrade(&e.vfs))
         .collect();
     running.stop().await;
-    for _ in 0..500 {
-        if backends.iter().all(|w| w.strong_count() == 0) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the stopped server's backends are still alive");
+    let gone = eventually(|| backends.iter().all(|w| w.strong_count() == 0).then_some(())).await;
+    assert!(
+        gone.is_some(),
+        "the stopped server's backends are still alive"
+    );
 }
 
 /// The status a PUTFH of `fh` followed by GETATTR and by READ ends with.

@@ -10,7 +10,6 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
-use std::time::Duration;
 
 use bytes::Bytes;
 use client::Client;
@@ -76,7 +75,7 @@ async fn send_raw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
     let _ = s.write_all(bytes).await;
     let _ = s.shutdown().await;
     let mut out = Vec::new();
-    let r = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    let r = tokio::time::timeout(PATIENCE, s.read_to_end(&mut out)).await;
     assert!(r.is_ok(), "server did not close the connection after EOF");
     out
 }
@@ -99,7 +98,7 @@ async fn call_raw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
         }
         out
     };
-    tokio::time::timeout(Duration::from_secs(10), read)
+    tokio::time::timeout(PATIENCE, read)
         .await
         .expect("server answered (or closed) in time")
 }
@@ -135,7 +134,7 @@ async fn assert_alive(addr: SocketAddr) {
         .await
         .expect("fresh connection");
     tokio::time::timeout(
-        Duration::from_secs(10),
+        PATIENCE,
         conn.call(NFS_PROGRAM, NFS_V4, 0, &rpc::OpaqueAuth::none(), Vec::new()),
     )
     .await

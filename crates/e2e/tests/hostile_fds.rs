@@ -110,7 +110,8 @@ fn null_record(xid: u32) -> Vec<u8> {
 async fn null_round_trip(s: &mut tokio::net::TcpStream, addr: SocketAddr) {
     s.write_all(&null_record(9)).await.expect("send NULL");
     let mut reply = [0u8; 28];
-    let r = tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut reply)).await;
+    // Milliseconds on an idle machine; generous for a busy one.
+    let r = tokio::time::timeout(Duration::from_secs(30), s.read_exact(&mut reply)).await;
     assert!(
         matches!(r, Ok(Ok(_))),
         "a connection made while out of descriptors was not served once they were freed ({addr}): {r:?}"
@@ -120,7 +121,7 @@ async fn null_round_trip(s: &mut tokio::net::TcpStream, addr: SocketAddr) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn out_of_descriptors_backs_off_and_recovers() {
     tracing::subscriber::set_global_default(CountAcceptWarnings).expect("subscriber");
-    let result = tokio::time::timeout(Duration::from_secs(60), async {
+    let result = tokio::time::timeout(Duration::from_secs(120), async {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
         let running = server::run::start(ServerConfig {
@@ -163,25 +164,36 @@ async fn out_of_descriptors_backs_off_and_recovers() {
             conns.push(s.connect(addr).await.expect("handshake via the backlog"));
         }
         let cpu_before = cpu_time();
+        let out_since = std::time::Instant::now();
         tokio::time::sleep(Duration::from_secs(3)).await;
         let cpu = cpu_time() - cpu_before;
         let warned = ACCEPT_WARNINGS.load(Ordering::SeqCst) - warned_before;
+        // The bounds below are against the time really spent out of
+        // descriptors, which a busy machine may stretch past the 3 s asked.
+        let out_for = out_since.elapsed();
 
         // Free the descriptors before asserting anything.
         let highest_filler = fillers.last().map(|f| f.as_raw_fd());
         drop(fillers);
         set_nofile(&saved);
         eprintln!(
-            "out of descriptors for 3 s: {warned} accept warnings, {cpu:?} CPU \
+            "out of descriptors for {out_for:?}: {warned} accept warnings, {cpu:?} CPU \
              (fillers up to fd {highest_filler:?})"
         );
+        // One warning per 10 s at most (the listener's rate limit), and
+        // one more in case the time straddles two of its intervals.
+        let allowed = 2 + out_for.as_secs() / 10;
         assert!(
-            warned <= 2,
-            "{warned} accept warnings in 3 s: not rate limited"
+            warned as u64 <= allowed,
+            "{warned} accept warnings in {out_for:?}: not rate limited"
         );
+        // Backing off, the listener wakes about once a second and the
+        // process idles: a few milliseconds of CPU, however slow the
+        // machine. A busy loop takes a whole core while it gets one; a
+        // third of the time is far from both.
         assert!(
-            cpu < Duration::from_millis(900),
-            "{cpu:?} CPU in 3 s while out of descriptors: busy loop"
+            cpu < out_for / 3,
+            "{cpu:?} CPU in {out_for:?} while out of descriptors: busy loop"
         );
 
         // The waiting connections are served once descriptors are free.

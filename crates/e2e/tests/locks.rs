@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use client::OpenOpts;
 use common::*;
 use proto::nfs4::*;
@@ -118,7 +116,7 @@ async fn blocking_lock_waiter_is_notified_and_not_overtaken() {
         )
         .await
         .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(QUIET).await;
         assert!(late.callbacks().lock_notices().is_empty());
         assert_eq!(w.callbacks().lock_notices().len(), 1);
     })
@@ -163,7 +161,7 @@ async fn notifications_follow_the_queue() {
             .await
             .unwrap();
         assert_eq!(notices(&w1, 1).await.len(), 1);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(QUIET).await;
         assert!(w2.callbacks().lock_notices().is_empty());
         // w2 retrying now is still behind w1.
         let e = w2

@@ -450,14 +450,9 @@ async fn nfsv3_changes_recall_and_notify_nfsv4_delegations() {
         c.create(&d3, "new", CreateHow3::Guarded(mode(0o644)))
             .await
             .unwrap();
-        let mut told = Vec::new();
-        for _ in 0..250 {
-            told = a.callbacks().notifies();
-            if !told.is_empty() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let told = eventually(|| Some(a.callbacks().notifies()).filter(|t| !t.is_empty()))
+            .await
+            .unwrap_or_default();
         assert_eq!(told.len(), 1, "the NFSv3 create was told");
         // A removal was not asked about: recalled first, then done.
         c.remove(&d3, "new").await.unwrap();

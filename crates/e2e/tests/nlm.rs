@@ -470,9 +470,9 @@ async fn blocked_nlm_lock_is_granted_by_callback() {
         c4.locku(&o.fh, NfsLockType4::WriteLt, ls, 0, u64::MAX)
             .await
             .unwrap();
-        let g = tokio::time::timeout(Duration::from_secs(10), fake.granted.recv())
+        let g = tokio::time::timeout(PATIENCE, fake.granted.recv())
             .await
-            .expect("NLM_GRANTED within 10 s")
+            .expect("NLM_GRANTED in time")
             .unwrap();
         assert_eq!(
             (g.alock.svid, g.alock.l_offset, g.alock.l_len, g.exclusive),
@@ -491,7 +491,7 @@ async fn blocked_nlm_lock_is_granted_by_callback() {
         *fake.answer.lock().unwrap() = Nlm4Stats::Denied;
         assert_eq!(a.lock(&fh, 1, 0, 0, true).await, Nlm4Stats::Blocked);
         assert_eq!(b.unlock(&fh, 42, 10, 5).await, Nlm4Stats::Granted);
-        let g = tokio::time::timeout(Duration::from_secs(10), fake.granted.recv())
+        let g = tokio::time::timeout(PATIENCE, fake.granted.recv())
             .await
             .unwrap()
             .unwrap();
@@ -507,7 +507,7 @@ async fn blocked_nlm_lock_is_granted_by_callback() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         };
-        tokio::time::timeout(Duration::from_secs(5), free)
+        tokio::time::timeout(PATIENCE, free)
             .await
             .expect("released");
 
@@ -523,7 +523,7 @@ async fn blocked_nlm_lock_is_granted_by_callback() {
         let r: Nlm4Res = a.call(NLMPROC4_CANCEL, &cancel).await;
         assert_eq!(r.stat, Nlm4Stats::Granted);
         assert_eq!(b.unlock(&fh, 5, 0, 1).await, Nlm4Stats::Granted);
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(QUIET).await;
         assert!(
             fake.granted.try_recv().is_err(),
             "a cancelled request was granted"
@@ -544,15 +544,18 @@ async fn blocked_nlm_lock_is_granted_by_callback() {
 async fn restart_notifies_and_grace_admits_reclaims() {
     within(async {
         let mut fake = fake_host().await;
-        let mut srv = server_for(&fake, Duration::from_secs(3)).await;
+        // Long enough that the refusals and the reclaim below all come in
+        // it on a busy machine (they take milliseconds).
+        let grace = Duration::from_secs(10);
+        let mut srv = server_for(&fake, grace).await;
         let (_c3, fh) = v3_file(&srv, "reclaimed").await;
         let a = Host::connect(&srv, "host-a").await;
         assert_eq!(a.lock(&fh, 3, 0, 100, false).await, Nlm4Stats::Granted);
         drop(a);
         srv.restart().await;
-        let n = tokio::time::timeout(Duration::from_secs(10), fake.notified.recv())
+        let n = tokio::time::timeout(PATIENCE, fake.notified.recv())
             .await
-            .expect("SM_NOTIFY within 10 s")
+            .expect("SM_NOTIFY in time")
             .unwrap();
         assert_eq!(&n.mon_name[..], b"127.0.0.1");
         assert_eq!(n.state % 2, 1);
@@ -583,7 +586,9 @@ async fn restart_notifies_and_grace_admits_reclaims() {
                 }
             }
         };
-        let s = tokio::time::timeout(Duration::from_secs(30), after)
+        // At most twice its length (the reclaims' extension), then the
+        // reaper's turn.
+        let s = tokio::time::timeout(2 * grace + PATIENCE, after)
             .await
             .expect("the grace period ends");
         assert_eq!(s, Nlm4Stats::Denied);

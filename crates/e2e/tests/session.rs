@@ -4,7 +4,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use client::{send_compound, Client, Error, SlotOutcome};
@@ -32,14 +31,10 @@ async fn connect_runs_exchange_id_create_session_reclaim_complete() {
             .await;
         assert_eq!(status(r), NfsStat4::Nfs4errCompleteAlready);
         // The server probes the back channel with CB_NULL.
-        for _ in 0..100 {
-            if c.callbacks().cb_nulls() > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         assert!(
-            c.callbacks().cb_nulls() > 0,
+            eventually(|| (c.callbacks().cb_nulls() > 0).then_some(()))
+                .await
+                .is_some(),
             "no CB_NULL on the back channel"
         );
         c.compound(vec![]).await.unwrap();

@@ -233,20 +233,31 @@ async fn the_administration_socket_is_private_and_answers_errors() {
     .await
 }
 
-/// The load model is fed every second: after a few, every resource the
-/// server depends on has a utilization, and the same figures are in the
-/// metrics.
+/// The load model is fed every second: once it has seen operations, every
+/// resource the server depends on has a utilization, and the same figures
+/// are in the metrics.
 #[tokio::test]
 async fn the_load_model_reports_each_resource() {
     within(async {
         let srv = TestServer::start().await;
         let c = srv.client().await;
         let root = c.root_fh().await.unwrap();
-        let until = std::time::Instant::now() + std::time::Duration::from_millis(2600);
-        while std::time::Instant::now() < until {
-            c.getattr(&root, &[FATTR4_SIZE]).await.unwrap();
-        }
-        let r = report(&srv).await;
+        // Operations until the model has taken samples with some in them:
+        // a second or two, however many operations that is on this
+        // machine, and however late its sampling runs.
+        let end = std::time::Instant::now() + PATIENCE;
+        let r = loop {
+            for _ in 0..50 {
+                c.getattr(&root, &[FATTR4_SIZE]).await.unwrap();
+            }
+            let r = report(&srv).await;
+            let sampled = r.load.resources.iter().any(|x| x.name == "cpu")
+                && r.load.ops_per_s[0] > 0.0
+                && r.load.verdict != "idle";
+            if sampled || std::time::Instant::now() >= end {
+                break r;
+            }
+        };
         let names: Vec<&str> = r.load.resources.iter().map(|x| x.name.as_str()).collect();
         assert!(
             names.contains(&"cpu") && names.contains(&"pool"),

@@ -56,6 +56,14 @@ fn config(
             lease: Duration::from_secs(10),
             grace: Some(grace),
             max_delegations,
+            // A request conflicting with a delegation waits this long for
+            // its return before NFS4ERR_DELAY: the recall's round trip
+            // takes milliseconds, but the default 300 ms is too little for
+            // a busy machine, and tests expect the return to be waited
+            // for. Kept well under the lease (10 s), so that a delegation
+            // never returned is answered NFS4ERR_DELAY before it is
+            // revoked (delegations.rs).
+            recall_wait: Duration::from_secs(3),
             ..Default::default()
         },
         rpc: Default::default(),
@@ -328,29 +336,56 @@ pub fn impatient() -> ClientOptions {
     o
 }
 
-/// Waits (a few seconds at most) for `c` to have `n` recalls.
-pub async fn recalls(c: &Client, n: usize) -> Vec<client::callback::Recall> {
-    for _ in 0..250 {
-        let got = c.callbacks().recalls();
-        if got.len() >= n {
-            return got;
+/// How long a test waits for something that takes milliseconds on an idle
+/// machine (a callback, a connection closing): long enough that a machine
+/// many times slower, or busy with other work, still gets there, and short
+/// enough that a hang fails well within [`within`]'s limit.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Polls `probe` every 20 ms until it gives `Some`, for [`PATIENCE`] at
+/// most; `None` if it never did.
+pub async fn eventually<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() >= end {
+            return None;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    c.callbacks().recalls()
 }
 
-/// Waits (a few seconds at most) until `c` has received `n` CB_NOTIFY_LOCKs.
-pub async fn notices(c: &Client, n: usize) -> Vec<CbNotifyLock4Args> {
-    for _ in 0..200 {
-        let got = c.callbacks().lock_notices();
-        if got.len() >= n {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    c.callbacks().lock_notices()
+/// Waits ([`PATIENCE`] at most) for `c` to have `n` recalls.
+pub async fn recalls(c: &Client, n: usize) -> Vec<client::callback::Recall> {
+    eventually(|| Some(c.callbacks().recalls()).filter(|got| got.len() >= n))
+        .await
+        .unwrap_or_else(|| c.callbacks().recalls())
 }
+
+/// Waits ([`PATIENCE`] at most) for `c` to have returned `n` delegations
+/// after recalls: its count moves once the server answered the
+/// DELEGRETURN, which may be after the server let a waiting request go.
+pub async fn delegreturns(c: &Client, n: u64) -> u64 {
+    eventually(|| Some(c.callbacks().delegreturns()).filter(|got| *got >= n))
+        .await
+        .unwrap_or_else(|| c.callbacks().delegreturns())
+}
+
+/// Waits ([`PATIENCE`] at most) until `c` has received `n` CB_NOTIFY_LOCKs.
+pub async fn notices(c: &Client, n: usize) -> Vec<CbNotifyLock4Args> {
+    eventually(|| Some(c.callbacks().lock_notices()).filter(|got| got.len() >= n))
+        .await
+        .unwrap_or_else(|| c.callbacks().lock_notices())
+}
+
+/// How long a test that checks that something does *not* happen (a
+/// callback that must not be sent) gives it to show, after the request
+/// that would have caused it was answered. No condition marks the end of
+/// such a wait, so it is a fixed time; a slow machine can only make the
+/// check miss a wrong callback, never fail a server that sends none.
+pub const QUIET: Duration = Duration::from_millis(300);
 
 /// AUTH_SYS as root, for the NFSv3 client.
 pub fn root_auth() -> rpc::Auth {
