@@ -89,6 +89,11 @@ pub struct RunArgs {
     /// 10s, 500ms, 2m.
     #[arg(long, default_value = "10s", value_parser = parse_secs)]
     pub duration: f64,
+    /// Time-based workloads: measure this many operations in all instead
+    /// of for --duration, which then only caps the run: the same work
+    /// however fast the machine.
+    #[arg(long)]
+    pub ops: Option<u64>,
     /// Runs (each with fresh sessions); mean and 95% CI across them.
     #[arg(long, default_value_t = 1)]
     pub runs: u32,
@@ -258,6 +263,7 @@ impl RunArgs {
         );
         p.threads = self.threads;
         p.duration_s = self.duration;
+        p.ops = self.ops.unwrap_or(0);
         p.warmup_s = self.warmup;
         p.runs = self.runs.max(1);
         p.seed = self.seed;

@@ -51,9 +51,14 @@ pub struct Plan {
     pub transform: Transform,
     #[serde(default = "two")]
     pub replications: u32,
-    /// Measured seconds of each run ("10s").
+    /// Measured seconds of each run ("10s"); with `ops`, the cap.
     #[serde(default = "ten_s")]
     pub duration: String,
+    /// Measured operations of each run in all, instead of a duration
+    /// (time-based workloads; 0: none): the same work in every run,
+    /// however fast the machine.
+    #[serde(default)]
+    pub ops: u64,
     #[serde(default = "one_s")]
     pub warmup: String,
     /// 0.95 unless given.
@@ -290,6 +295,7 @@ impl Plan {
         );
         p.threads = l.threads.unwrap_or(1);
         p.duration_s = parse_secs(&self.duration)?;
+        p.ops = self.ops;
         p.warmup_s = parse_secs(&self.warmup)?;
         p.runs = 1;
         p.seed = self.seed;
@@ -333,7 +339,11 @@ impl Plan {
             self.replications,
             d.runs() * self.replications as usize,
             self.workload,
-            self.duration,
+            if self.ops > 0 {
+                format!("{} operations, at most {}", self.ops, self.duration)
+            } else {
+                self.duration.clone()
+            },
         );
         if d.p() > 0 {
             let base = d.base();

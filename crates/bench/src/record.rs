@@ -456,16 +456,30 @@ mod tests {
     fn a_process_cpu_time_is_read_from_proc() {
         let me = std::process::id();
         let (u0, s0) = process_cpu_times(me).expect("our own /proc/PID/stat");
-        let start = std::time::Instant::now();
+        // Spin for 300 ms of CPU time, as getrusage (which counts the
+        // same time, to the microsecond) sees it, not of wall time: on a
+        // busy machine this thread gets less than a core. The deadline
+        // only stops a spin that got almost no CPU for minutes.
+        let (g0, h0) = cpu_times();
+        let deadline = std::time::Instant::now() + Duration::from_secs(300);
         let mut x = 0u64;
-        while start.elapsed() < Duration::from_millis(300) {
+        loop {
             for i in 0..100_000u64 {
                 x = x.wrapping_mul(31).wrapping_add(i);
             }
+            let (g, h) = cpu_times();
+            if g + h >= g0 + h0 + Duration::from_millis(300) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no CPU time for 5 min"
+            );
         }
         std::hint::black_box(x);
         let (u1, s1) = process_cpu_times(me).unwrap();
-        // 300 ms of spinning shows, at clock-tick resolution.
+        // 300 ms of CPU shows, at clock-tick resolution (10 ms at 100 Hz,
+        // the coarsest in use): at least 100 ms of it, whatever the speed.
         assert!(
             u1 + s1 >= u0 + s0 + Duration::from_millis(100),
             "{u0:?}+{s0:?} → {u1:?}+{s1:?}"

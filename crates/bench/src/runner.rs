@@ -4,6 +4,7 @@
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::record::{cpu_times, process_cpu_times, OpStats, Phase, Recorder};
 use crate::results::{Cpu, Host, Results, RunResult, SeriesPoint, ServerCpu, SlotWait, SCHEMA};
 use crate::rng::Rng;
 use crate::target::Target;
-use crate::workload::{self, in_phase, is_active, Counters, Params, Worker, Workload};
+use crate::workload::{self, in_phase, is_active, Counters, Params, Period, Worker, Workload};
 use crate::{Error, Result};
 
 /// A connected benchmark client and the proxies it goes through.
@@ -173,7 +174,11 @@ pub fn cores() -> u32 {
 
 enum Msg {
     Ready,
-    LoopDone { active: bool },
+    /// A worker finished its first unit of the warm-up.
+    Warmed,
+    LoopDone {
+        active: bool,
+    },
 }
 
 /// One run: connect, set up, (warm up,) measure, tear down.
@@ -221,6 +226,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     };
     let (go_tx, go_rx) = watch::channel(false);
     let (stop_tx, stop_rx) = watch::channel(false);
+    // The period the offered load (--rate) is scheduled in.
+    let (pace_tx, pace_rx) = watch::channel(None::<Period>);
+    // With --ops: the measured operations handed out so far.
+    let tickets = Arc::new(AtomicU64::new(0));
     let (msg_tx, mut msg_rx) = mpsc::unbounded_channel();
     let mut tasks = Vec::new();
     let mut n_active = 0;
@@ -243,8 +252,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
                 data: data.clone(),
                 mix: mix.clone(),
                 mix_total: mix.iter().map(|(_, w)| w).sum(),
+                pace: pace_rx.clone(),
             };
             let (mut go, mut stop, tx) = (go_rx.clone(), stop_rx.clone(), msg_tx.clone());
+            let (tickets, ops) = (tickets.clone(), p.ops);
             tasks.push(tokio::spawn(async move {
                 let held = in_phase(Phase::Setup, w.setup()).await;
                 let mut held = match held {
@@ -255,10 +266,24 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
                 let _ = go.wait_for(|g| *g).await;
                 let mut result = Ok(());
                 if active {
+                    let mut warmed = false;
                     while !*stop.borrow() {
                         let phase = w.stats.phase();
+                        // --ops: a unit of the measured period only with
+                        // one of its tickets.
+                        if phase == Phase::Measure
+                            && ops > 0
+                            && tickets.fetch_add(1, Ordering::Relaxed) >= ops
+                        {
+                            break;
+                        }
                         match in_phase(phase, w.unit(&mut held, phase)).await {
-                            Ok(true) => {}
+                            Ok(true) => {
+                                if phase == Phase::Warmup && !warmed {
+                                    warmed = true;
+                                    let _ = tx.send(Msg::Warmed);
+                                }
+                            }
                             Ok(false) => break,
                             Err(e) => {
                                 w.rec.error(phase);
@@ -283,7 +308,7 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     while ready < nworkers {
         match msg_rx.recv().await {
             Some(Msg::Ready) => ready += 1,
-            Some(Msg::LoopDone { .. }) => {}
+            Some(Msg::Warmed | Msg::LoopDone { .. }) => {}
             None => break,
         }
     }
@@ -300,20 +325,55 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
 
     let time_based = p.workload.time_based();
     let label = format!("[{} run {}/{}]", p.workload, run + 1, p.runs);
+    // Workers whose loops ended (an error), all and active ones.
+    let mut all_done = 0;
+    let mut active_done = 0;
     if time_based && p.warmup_s > 0.0 {
+        pace_tx.send_replace(Some(Period {
+            phase: Phase::Warmup,
+            start: Instant::now(),
+            end: None,
+        }));
         stats.set_phase(Phase::Warmup);
         let _ = go_tx.send(true);
         if progress {
             eprint!("\r{label} warming up for {:.0} s\x1b[K", p.warmup_s);
         }
         tokio::time::sleep(Duration::from_secs_f64(p.warmup_s)).await;
+        // And until every active worker has finished a unit of it: none
+        // starts measuring cold, however slow the machine.
+        let mut warmed = 0;
+        while warmed + active_done < n_active {
+            match msg_rx.recv().await {
+                Some(Msg::Warmed) => warmed += 1,
+                Some(Msg::LoopDone { active }) => {
+                    all_done += 1;
+                    active_done += usize::from(active);
+                }
+                Some(Msg::Ready) => {}
+                None => break,
+            }
+        }
     }
     let slots0 = slot_totals(&conns);
     let cpu0 = cpu_times();
     let server0 = p.server_pid.and_then(process_cpu_times);
     let t0 = Instant::now();
+    // The period first, then the phase: a worker that sees the new phase
+    // finds its period.
+    pace_tx.send_replace(Some(Period {
+        phase: Phase::Measure,
+        start: t0,
+        end: Some(t0 + Duration::from_secs_f64(p.duration_s)),
+    }));
     stats.set_phase(Phase::Measure);
     let _ = go_tx.send(true);
+    // Stops the workers: no unit starts after this, and a worker waiting
+    // for its next request's due time wakes.
+    let stop = || {
+        let _ = stop_tx.send(true);
+        pace_tx.send_replace(None);
+    };
 
     // Per-second series and the progress line.
     let (tick_stop_tx, mut tick_stop_rx) = watch::channel(false);
@@ -353,13 +413,16 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
         })
     };
 
-    // Measure until the active workers finish or the duration ends.
+    // Measure until the active workers finish (fixed-work workloads,
+    // --ops) or the duration ends.
     let deadline = tokio::time::sleep(Duration::from_secs_f64(p.duration_s));
     tokio::pin!(deadline);
-    let mut active_done = 0;
-    let mut all_done = 0;
     let mut t_end = None;
     let mut completed = true;
+    if active_done == n_active {
+        t_end = Some(Instant::now());
+        stop();
+    }
     while all_done < nworkers {
         tokio::select! {
             m = msg_rx.recv() => match m {
@@ -369,18 +432,18 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
                         active_done += 1;
                         if active_done == n_active {
                             t_end.get_or_insert_with(Instant::now);
-                            let _ = stop_tx.send(true);
+                            stop();
                         }
                     }
                 }
-                Some(Msg::Ready) => {}
+                Some(Msg::Ready | Msg::Warmed) => {}
                 None => break,
             },
             _ = &mut deadline, if !*stop_tx.borrow() => {
-                if !time_based {
+                if !time_based || p.ops > 0 {
                     completed = false;
                 }
-                let _ = stop_tx.send(true);
+                stop();
             }
         }
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::fs::{BenchFs, Node, OpenFile, OpenMode};
 use crate::record::{OpStats, Phase, Recorder, UNIT_PHASE};
@@ -53,9 +54,9 @@ pub enum Workload {
     /// size `--file-size` (128 KiB), I/O of `--io-size` (1 MiB).
     /// Customary: `--threads 50`.
     Fileserver,
-    /// Filebench's webserver: per unit, ten whole-file reads of random
-    /// files (1,000 of 16 KiB, in directories of 20), then 16 KiB
-    /// appended to the worker's log.
+    /// Filebench's webserver: ten whole-file reads of random files (1,000
+    /// of 16 KiB, in directories of 20), then 16 KiB appended to the
+    /// worker's log, and again (one of these a unit).
     /// Customary: `--threads 100`.
     Webserver,
     /// Filebench's varmail: per unit one of delete; create, append 16
@@ -89,8 +90,9 @@ impl Workload {
         }
     }
 
-    /// Time-based workloads run for `--duration` after `--warmup`; the
-    /// others do a fixed amount of work (capped by `--duration`).
+    /// Time-based workloads run for `--duration` (or `--ops` operations)
+    /// after `--warmup`; the others do a fixed amount of work (capped by
+    /// `--duration`).
     pub fn time_based(self) -> bool {
         !matches!(
             self,
@@ -156,6 +158,13 @@ pub struct Params {
     /// none: [`NHFSSTONE_MIX`].
     #[serde(default)]
     pub mix: Option<Vec<(MixOp, f64)>>,
+    /// Time-based workloads: measure this many operations in all (what
+    /// the workload counts as one: a READ, a file, a flow operation)
+    /// instead of for `duration_s`, which then only caps the run (a run
+    /// the cap ends is not `completed`); 0: measure for `duration_s`.
+    /// The amount of work is then the same however fast the machine.
+    #[serde(default)]
+    pub ops: u64,
 }
 
 /// Per-workload defaults for the options not given.
@@ -206,6 +215,7 @@ impl Params {
             server_pid: None,
             rate: 0.0,
             mix: None,
+            ops: 0,
         }
     }
 
@@ -256,6 +266,12 @@ impl Params {
         }
         if self.files == 0 {
             return Err(Error::Msg("--files must be at least 1".into()));
+        }
+        if self.ops > 0 && !self.workload.time_based() {
+            return Err(Error::Msg(format!(
+                "--ops applies to time-based workloads: {} does a fixed amount of work",
+                self.workload
+            )));
         }
         if let Some(m) = &self.mix {
             if self.workload != Workload::Nhfsstone {
@@ -764,6 +780,9 @@ pub struct Worker {
     /// sum.
     pub mix: Vec<(MixOp, f64)>,
     pub mix_total: f64,
+    /// nhfsstone with `--rate`: the period the offered load is scheduled
+    /// in, as the runner announces it (none: the run has ended).
+    pub pace: watch::Receiver<Option<Period>>,
 }
 
 /// Shared work counters.
@@ -796,12 +815,14 @@ pub struct Held {
     /// client's, with its name) that READDIR lists: its size stays put
     /// while CREATEs, twice as many as REMOVEs, grow the client's.
     pub listed: Option<(Node, String)>,
-    /// nhfsstone with `--rate`: when the next request is due.
-    pub due: Option<Instant>,
+    /// nhfsstone with `--rate`: this worker's requests of the current
+    /// period.
+    pub sched: Option<Schedule>,
     /// fileserver, varmail: the size of each file of the set this worker
     /// owns (indices worker, worker + workers, ...), none where absent.
     pub owned: Vec<Option<u64>>,
-    /// fileserver, varmail: which flow operation comes next.
+    /// fileserver, varmail: which flow operation comes next; webserver:
+    /// which of the ten reads and the append.
     pub step: usize,
 }
 
@@ -871,12 +892,6 @@ impl Worker {
                 held.listed = Some((dir, name));
                 // Something for the first REMOVE.
                 self.mix_create(&mut held).await?;
-                if p.rate > 0.0 {
-                    // Workers start spread over one interval.
-                    let every = self.interval();
-                    let k = f64::from(self.index()) / f64::from(p.workers());
-                    held.due = Some(Instant::now() + every.mul_f64(k));
-                }
             }
             Workload::Fileserver | Workload::Varmail => {
                 // What this worker owns of the set now (earlier runs
@@ -1021,15 +1036,16 @@ impl Worker {
             }
             Workload::Nhfsstone => self.mix_op(held, phase).await?,
             Workload::Fileserver | Workload::Varmail => self.flow_op(held, phase).await?,
+            // Ten whole-file reads, then the append: one operation a unit.
+            Workload::Webserver if held.step % 11 < 10 => {
+                held.step += 1;
+                let i = self.rng.below(p.files);
+                let n = self.read_whole(i, phase, false).await?;
+                self.rec.unit(phase, "op", t.elapsed(), n);
+                self.rec.latency(phase, "read-file", t.elapsed());
+            }
             Workload::Webserver => {
-                for _ in 0..10 {
-                    let t = Instant::now();
-                    let i = self.rng.below(p.files);
-                    let n = self.read_whole(i, phase, false).await?;
-                    self.rec.unit(phase, "op", t.elapsed(), n);
-                    self.rec.latency(phase, "read-file", t.elapsed());
-                }
-                let t = Instant::now();
+                held.step += 1;
                 let off = held.cursor;
                 let data = self.data.slice(..APPEND.min(self.data.len()));
                 let n = data.len() as u64;
@@ -1069,9 +1085,45 @@ impl Worker {
             .ok_or_else(|| Error::Msg(format!("{} without a directory", self.p.workload)))
     }
 
-    /// The time between one worker's requests at `--rate`.
-    fn interval(&self) -> Duration {
-        Duration::from_secs_f64(f64::from(self.p.workers()) / self.p.rate)
+    /// With `--rate`: waits until this worker's next request of the
+    /// current period ([`Schedule`]) falls due. When its response time
+    /// counts from, or none: no request this time (the runner has moved
+    /// on to another period or ended the run, or no more of this
+    /// worker's requests fall due in this one).
+    async fn pace(&mut self, held: &mut Held, phase: Phase) -> Option<Instant> {
+        let mut rx = self.pace.clone();
+        let period = (*rx.borrow_and_update())?;
+        if period.phase != phase {
+            // This unit's phase is the one before: the runner has just
+            // moved on (it announces the period, then the phase).
+            tokio::task::yield_now().await;
+            return None;
+        }
+        if held.sched.map(|s| s.period) != Some(period) {
+            // A new period starts a new schedule: what the last one still
+            // owed is not sent in this one.
+            held.sched = Some(Schedule::new(
+                period,
+                self.p.rate,
+                self.p.workers(),
+                self.index(),
+            ));
+        }
+        let Some(due) = held.sched.as_mut().and_then(Schedule::next_due) else {
+            // This worker is done with the period: until the next one (or
+            // the end of the run).
+            let _ = rx.changed().await;
+            return None;
+        };
+        if due <= Instant::now() {
+            return Some(due);
+        }
+        tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(due.into()) => Some(Instant::now()),
+            // The period ended first (the runner moved on).
+            _ = rx.changed() => None,
+        }
     }
 
     /// nhfsstone: one operation drawn from the mix. With `--rate`, a
@@ -1082,17 +1134,13 @@ impl Worker {
     /// for counts from when it is sent (the timer's lateness is the
     /// client's).
     async fn mix_op(&mut self, held: &mut Held, phase: Phase) -> Result<()> {
-        let start = match held.due {
-            Some(due) => {
-                held.due = Some(due + self.interval());
-                if due > Instant::now() {
-                    tokio::time::sleep_until(due.into()).await;
-                    Instant::now()
-                } else {
-                    due
-                }
+        let start = if self.p.rate > 0.0 {
+            match self.pace(held, phase).await {
+                Some(t) => t,
+                None => return Ok(()),
             }
-            None => Instant::now(),
+        } else {
+            Instant::now()
         };
         let mut pick = self.rng.f64() * self.mix_total;
         let op = self
@@ -1507,6 +1555,62 @@ pub const NHFSSTONE_MIX: [(MixOp, u32); 10] = [
     (MixOp::Fsstat, 1),
 ];
 
+/// A period the offered load (nhfsstone's `--rate`) is scheduled in: the
+/// runner announces one for the warm-up and one for the measured period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Period {
+    pub phase: Phase,
+    pub start: Instant,
+    /// No request falls due at or after this (the measured period's end;
+    /// none: until the runner moves on).
+    pub end: Option<Instant>,
+}
+
+/// One worker's requests of an open-loop schedule. Request `g` of the
+/// whole schedule falls due `g / rate` seconds into the period; worker
+/// `w` of `W` sends requests `w`, `w + W`, `w + 2W` ...; none falls due
+/// at or after the period's end. The due times never move: a worker held
+/// up by a slow reply sends the requests it missed late, one after the
+/// other, but never more than fell due. So in a period of `d` seconds
+/// the workers together start at most `⌈rate × d⌉` requests, however
+/// late, and a new period (the measured one after the warm-up) starts
+/// from its own first request, not with the last one's backlog.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    pub period: Period,
+    rate: f64,
+    workers: u64,
+    /// This worker's next request of the whole schedule.
+    next: u64,
+}
+
+impl Schedule {
+    /// Worker `index` of `workers`' share of `rate` requests a second in
+    /// `period`.
+    pub fn new(period: Period, rate: f64, workers: u32, index: u32) -> Schedule {
+        Schedule {
+            period,
+            rate,
+            workers: u64::from(workers.max(1)),
+            next: u64::from(index),
+        }
+    }
+
+    /// When this worker's next request falls due; none once they fall
+    /// at or after the period's end.
+    pub fn next_due(&mut self) -> Option<Instant> {
+        let at = self.next as f64 / self.rate;
+        if let Some(end) = self.period.end {
+            let span = end.saturating_duration_since(self.period.start);
+            if at >= span.as_secs_f64() {
+                return None;
+            }
+        }
+        self.next += self.workers;
+        Some(self.period.start + Duration::from_secs_f64(at))
+    }
+}
+
 /// Runs `fut` with its calls counted in `phase`.
 pub async fn in_phase<T>(phase: Phase, fut: impl std::future::Future<Output = T>) -> T {
     UNIT_PHASE.scope(phase, fut).await
@@ -1530,6 +1634,107 @@ mod tests {
             .map(|(_, p)| p)
             .sum();
         assert_eq!(modify, 19, "the paper: 19% of these operations modify data");
+    }
+
+    /// Every due time of `workers` workers' schedules in `period`, in
+    /// order, with each worker's own in order too.
+    fn all_due(period: Period, rate: f64, workers: u32) -> Vec<Duration> {
+        let mut all = Vec::new();
+        for w in 0..workers {
+            let mut s = Schedule::new(period, rate, workers, w);
+            let mut last = None;
+            // A bound on the loop, far above any case here.
+            for _ in 0..1_000_000 {
+                let Some(due) = s.next_due() else { break };
+                assert!(last.is_none_or(|l| due > l), "worker {w}: out of order");
+                last = Some(due);
+                all.push(due - period.start);
+            }
+            // Spent is spent: asking again gives nothing more.
+            assert_eq!(s.next_due(), None);
+        }
+        all.sort();
+        all
+    }
+
+    /// The open-loop arithmetic, with no clock involved: in a period of
+    /// d seconds at rate r, the workers together start at most ⌈r·d⌉
+    /// requests (the offered load, never more) and, given all the time
+    /// they need, that many; request g falls due g/r seconds in.
+    #[test]
+    fn a_period_offers_its_rate_and_no_more() {
+        let start = Instant::now();
+        for (rate, secs, workers) in [
+            (200.0, 1.0, 4),
+            (100.0, 0.6, 4),
+            (300.0, 0.6, 4),
+            (7.0, 1.0, 3),
+            (3.0, 0.1, 4),
+            (1000.0, 0.25, 1),
+            (333.3, 2.0, 16),
+        ] {
+            let period = Period {
+                phase: Phase::Measure,
+                start,
+                end: Some(start + Duration::from_secs_f64(secs)),
+            };
+            let due = all_due(period, rate, workers);
+            let offered = rate * secs;
+            assert!(
+                due.len() as f64 <= offered.ceil() && due.len() as f64 >= offered.floor(),
+                "{rate}/s for {secs} s over {workers}: {} requests",
+                due.len()
+            );
+            for (g, d) in due.iter().enumerate() {
+                let want = g as f64 / rate;
+                assert!((d.as_secs_f64() - want).abs() < 1e-6, "request {g}: {d:?}");
+                assert!(d.as_secs_f64() < secs);
+            }
+        }
+        // The measured period's: 200/s for 1 s, 200 requests (the
+        // failure this fixes started 219).
+        let period = Period {
+            phase: Phase::Measure,
+            start,
+            end: Some(start + Duration::from_secs(1)),
+        };
+        assert_eq!(all_due(period, 200.0, 4).len(), 200);
+    }
+
+    /// A worker late for its requests (a slow reply, a stall) gets the
+    /// same due times whenever it asks: the missed ones, then the rest,
+    /// no more. A new period (the measured one after the warm-up)
+    /// starts from its own first request whatever the last one owed.
+    #[test]
+    fn lateness_moves_no_due_time_and_a_new_period_starts_afresh() {
+        let start = Instant::now();
+        let warmup = Period {
+            phase: Phase::Warmup,
+            start,
+            end: None,
+        };
+        // 100/s over 4 workers: worker 1's requests are 1, 5, 9 ...
+        let mut s = Schedule::new(warmup, 100.0, 4, 1);
+        let due: Vec<Duration> = (0..3).map(|_| s.next_due().unwrap() - start).collect();
+        let ms = |n: u64| Duration::from_millis(n);
+        assert_eq!(due, [ms(10), ms(50), ms(90)]);
+        // The warm-up has no end: its schedule goes on until the runner
+        // moves on, owing 997 more requests by the time it does here.
+        for _ in 0..997 {
+            assert!(s.next_due().is_some());
+        }
+        let t0 = start + Duration::from_secs(10);
+        let measure = Period {
+            phase: Phase::Measure,
+            start: t0,
+            end: Some(t0 + Duration::from_millis(200)),
+        };
+        assert_ne!(s.period, measure);
+        let mut m = Schedule::new(measure, 100.0, 4, 1);
+        let due: Vec<Duration> = std::iter::from_fn(|| m.next_due())
+            .map(|d| d - t0)
+            .collect();
+        assert_eq!(due, [ms(10), ms(50), ms(90), ms(130), ms(170)]);
     }
 
     #[test]

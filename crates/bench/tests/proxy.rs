@@ -1,5 +1,8 @@
 //! The delay proxy: added round-trip time within a tolerance for a noisy
-//! shared machine, order kept, loss as a 200 ms penalty.
+//! shared machine, order kept, loss as a 200 ms penalty. A busy machine
+//! only adds time, so every ping pays at least the delay, and the
+//! fastest of a few shows what the proxy adds: the upper bounds are on
+//! it, with a margin of a whole further delay.
 
 use std::time::{Duration, Instant};
 
@@ -30,8 +33,8 @@ async fn echo_server() -> std::net::SocketAddr {
     addr
 }
 
-/// Median round trip of `n` 100-byte pings.
-async fn rtt(addr: std::net::SocketAddr, n: usize) -> Duration {
+/// The fastest round trip of `n` 100-byte pings.
+async fn min_rtt(addr: std::net::SocketAddr, n: usize) -> Duration {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.set_nodelay(true).unwrap();
     let mut v = Vec::new();
@@ -44,8 +47,7 @@ async fn rtt(addr: std::net::SocketAddr, n: usize) -> Duration {
         assert_eq!(got, msg, "bytes arrive intact and in order");
         v.push(t.elapsed());
     }
-    v.sort();
-    v[n / 2]
+    v.into_iter().min().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,13 +65,14 @@ async fn adds_the_delay_in_each_direction() {
     )
     .await
     .unwrap();
-    let direct = rtt(echo, 5).await;
-    let via = rtt(p.addr, 5).await;
+    let via = min_rtt(p.addr, 5).await;
+    // Every ping (the fastest too) waits the delay each way.
     assert!(via >= 2 * delay, "RTT {via:?} < 2 x {delay:?}");
-    assert!(
-        via < 2 * delay + direct + Duration::from_millis(50),
-        "RTT {via:?} too long"
-    );
+    // And the proxy adds no more than that: the fastest of 5 is under a
+    // third delay. Loopback and the proxy's copying take well under a
+    // millisecond of its 20, so a machine ten times slower meets this,
+    // and a stall would have to hold up all five pings.
+    assert!(via < 3 * delay, "RTT {via:?} too long");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,7 +118,10 @@ async fn jitter_keeps_order_and_loss_costs_a_rto() {
     )
     .await
     .unwrap();
-    let t = rtt(lossy.addr, 1).await;
+    let t = min_rtt(lossy.addr, 2).await;
     assert!(t >= 2 * LOSS_PENALTY, "{t:?}");
-    assert!(t < 2 * LOSS_PENALTY + Duration::from_millis(100), "{t:?}");
+    // One penalty each way, not more: the faster of two is under a third
+    // (200 ms, against the well under a millisecond loopback takes, as
+    // above).
+    assert!(t < 3 * LOSS_PENALTY, "{t:?}");
 }
