@@ -44,7 +44,11 @@ impl RateLimit {
     /// `Some(n)` if this event may be reported, `n` being how many were
     /// refused since the last one reported; `None` if it is to be left out.
     pub fn allow(&self) -> Option<u64> {
-        let now = now_ms();
+        self.allow_at(now_ms())
+    }
+
+    /// [`RateLimit::allow`] at `now` milliseconds since [`now_ms`]'s epoch.
+    fn allow_at(&self, now: u64) -> Option<u64> {
         let next = self.next_ms.load(Ordering::Relaxed);
         if now >= next
             && self
@@ -68,15 +72,26 @@ impl RateLimit {
 mod tests {
     use super::*;
 
+    /// On a clock of the test's own: the verdict does not depend on how
+    /// fast the calls come.
     #[test]
     fn one_per_interval_with_a_count() {
         let r = RateLimit::new(Duration::from_millis(200));
-        assert_eq!(r.allow(), Some(0));
-        for _ in 0..10 {
-            assert_eq!(r.allow(), None);
+        assert_eq!(r.allow_at(1000), Some(0));
+        for t in 1000..1010 {
+            assert_eq!(r.allow_at(t), None);
         }
-        std::thread::sleep(Duration::from_millis(250));
-        assert_eq!(r.allow(), Some(10));
+        assert_eq!(r.allow_at(1199), None);
+        assert_eq!(r.allow_at(1200), Some(11));
+        assert_eq!(r.allow_at(1250), None);
+        assert_eq!(r.allow_at(5000), Some(1));
+    }
+
+    /// The real clock: the first event is always reported.
+    #[test]
+    fn the_first_event_is_reported() {
+        let r = RateLimit::per_secs(3600);
+        assert_eq!(r.allow(), Some(0));
         assert_eq!(r.allow(), None);
     }
 }

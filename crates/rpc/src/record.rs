@@ -368,7 +368,16 @@ mod tests {
             let mut r = RecordReader::with_budget(rd, 4 << 20, budget.clone());
             stalled.push(tokio::spawn(async move { r.next().await.map(|_| ()) }));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Until the budget is spent (the readers then wait for room),
+        // however long this machine takes to get there.
+        let spent = async {
+            while budget.used() < 256 * 1024 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), spent)
+            .await
+            .expect("the readers spend the budget");
         let used = budget.used();
         assert!(
             (256 * 1024..=256 * 1024 + 3 * READ_CHUNK).contains(&used),
