@@ -27,6 +27,9 @@ struct Script {
     cb_reply: Mutex<Option<CbCompound4Res>>,
     /// SEQUENCE (slot, seqid) seen for PUTROOTFH compounds.
     putroot_seqs: Mutex<Vec<(u32, u32)>>,
+    /// A SEQUENCE came: the client has its session, so it can take a
+    /// callback.
+    sequenced: tokio::sync::Notify,
 }
 
 struct Fake(Arc<Script>);
@@ -69,7 +72,9 @@ impl Fake {
                     let script = self.0.clone();
                     let conn = call_conn.clone();
                     tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        // Sent once the client uses its session (it knows
+                        // the session id then), not after a fixed time.
+                        script.sequenced.notified().await;
                         let cb = CbCompound4Args {
                             tag: Bytes::new(),
                             minorversion: 1,
@@ -106,6 +111,7 @@ impl Fake {
                     }))
                 }
                 NfsArgOp4::Sequence(a) => {
+                    self.0.sequenced.notify_one();
                     if putroot {
                         let mut seen = self.0.putroot_seqs.lock().unwrap();
                         seen.push((a.slotid, a.sequenceid));
@@ -180,11 +186,16 @@ async fn session_setup_recall_delay_and_slot_target() {
     assert_eq!(c.sessionid(), SESSION);
     assert_eq!(c.fore_attrs().maxrequests, 8);
 
-    // The server's CB_RECALL is answered and the delegation returned.
-    for _ in 0..200 {
-        if !script.delegreturns.lock().unwrap().is_empty() {
-            break;
-        }
+    // The server's CB_RECALL is answered and the delegation returned: the
+    // fake's record of the answer, its DELEGRETURN and the client's count
+    // come in no set order, so all three are waited for (30 s at most:
+    // milliseconds on an idle machine).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while script.delegreturns.lock().unwrap().is_empty()
+        || script.cb_reply.lock().unwrap().is_none()
+        || c.callbacks().delegreturns() == 0
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no recall done");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(*script.delegreturns.lock().unwrap(), vec![RECALLED]);

@@ -20,6 +20,28 @@ const ROOT: &[u8] = b"root";
 #[derive(Default)]
 struct Fs {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
+    /// While set, GETATTRs of the root wait for it to be cleared (and
+    /// `released` notified), counted in `held`: so replies overtake one
+    /// another on the connection, whatever the machine's speed.
+    hold: std::sync::atomic::AtomicBool,
+    held: std::sync::atomic::AtomicUsize,
+    released: tokio::sync::Notify,
+}
+
+impl Fs {
+    async fn wait_while_held(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.held.fetch_add(1, SeqCst);
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if !self.hold.load(SeqCst) {
+                return;
+            }
+            released.await;
+        }
+    }
 }
 
 fn attrs(type_: Ftype3, size: u64, fileid: u64) -> Fattr3 {
@@ -210,15 +232,15 @@ impl Nfsd {
 
 impl Service for Nfsd {
     fn call(&self, mut call: Call) -> ReplyFuture {
-        // GETATTRs of the root are answered late, so replies overtake
-        // one another on the connection.
+        // GETATTRs of the root are answered once let go ([`Fs::hold`]).
         let slow = call.proc_ == NFSPROC3_GETATTR && call.args.rest().ends_with(ROOT);
         let reply = self
             .handle(call.proc_, &mut call.args)
             .unwrap_or(Reply::Error(rpc::ReplyError::GarbageArgs));
+        let fs = self.0.clone();
         Box::pin(async move {
             if slow {
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                fs.wait_while_held().await;
             }
             reply
         })
@@ -329,7 +351,7 @@ async fn mount_create_write_read_readdir_remove() {
 
 #[tokio::test]
 async fn calls_are_concurrent_on_one_connection() {
-    let (addr, _fs) = start_server().await;
+    let (addr, fs) = start_server().await;
     let c = Client::connect(addr, addr, "/export", auth())
         .await
         .unwrap();
@@ -337,22 +359,36 @@ async fn calls_are_concurrent_on_one_connection() {
         .await
         .unwrap();
     let fh = file_fh(b"x");
-    // Ten slow GETATTRs of the root and a fast GETATTR of x started after
-    // them: x's reply comes back first, and the slow ones overlap.
-    let started = std::time::Instant::now();
+    // Ten GETATTRs of the root held by the server, and a GETATTR of x
+    // started after them: x's reply comes back while they wait, and all
+    // ten are at the server at once (they overlap).
+    use std::sync::atomic::Ordering::SeqCst;
+    fs.hold.store(true, SeqCst);
     let slow: Vec<_> = (0..10)
         .map(|_| {
             let c = c.clone();
             tokio::spawn(async move { c.getattr(c.root()).await.map(|a| a.type_) })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while fs.held.load(SeqCst) < 10 {
+        assert!(tokio::time::Instant::now() < deadline, "not all ten sent");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Every held call was sent before this.
+    let all_sent = tokio::time::Instant::now();
     assert_eq!(c.getattr(&fh).await.unwrap().type_, Ftype3::Reg);
-    assert!(started.elapsed() < Duration::from_millis(90));
+    assert!(
+        slow.iter().all(|t| !t.is_finished()),
+        "x's reply came first"
+    );
+    // Held 100 ms at least, so their round trips are that long.
+    tokio::time::sleep_until(all_sent + Duration::from_millis(100)).await;
+    fs.hold.store(false, SeqCst);
+    fs.released.notify_waiters();
     for t in slow {
         assert_eq!(t.await.unwrap().unwrap(), Ftype3::Dir);
     }
-    assert!(started.elapsed() < Duration::from_millis(500));
     let g = c.stats().get(NFSPROC3_GETATTR);
     assert_eq!(g.calls, 11);
     assert!(g.rtt_max >= Duration::from_millis(100));
