@@ -460,14 +460,21 @@ async fn null(conn: &rpc::Connection) -> bool {
     matches!(tokio::time::timeout(PATIENCE, call).await, Ok(Ok(_)))
 }
 
-/// With `max_connections` open, new connections are closed at once; once
-/// some close, new clients are served again.
+/// With `max_connections` open, each new connection takes the place of
+/// an idle one (one that never sent a call before one that did), so the
+/// descriptors stay bounded and a well-behaved client is served at once.
 #[test]
-fn connection_cap_closes_extra_connections() {
-    serial(Duration::from_secs(120), async {
+fn connection_cap_bounds_connections_and_admits_new_clients() {
+    serial(Duration::from_secs(300), async {
         const CAP: usize = 20;
+        const EXTRA: usize = 10;
+        // Waiting for the server's close of a connection: generous, since
+        // only whether it comes is checked.
+        const CLOSE: Duration = Duration::from_secs(30);
+        // All from one address: that address may hold the whole table.
         let srv = start(rpc::ConnConfig {
             max_connections: CAP,
+            max_connections_per_source: Some(CAP),
             ..limits()
         })
         .await;
@@ -480,44 +487,49 @@ fn connection_cap_closes_extra_connections() {
             assert!(null(&c).await, "a connection under the cap is served");
             held.push(c);
         }
+        // Silent connections over the cap: the first displaces the held
+        // connection idle longest, each later one the silent one before
+        // it (a connection that never sent a call goes first).
         let mut extra = Vec::new();
-        for _ in 0..10 {
+        for _ in 0..EXTRA {
             extra.push(TcpStream::connect(srv.addr).await.expect("handshake"));
         }
-        for s in &mut extra {
+        for s in &mut extra[..EXTRA - 1] {
             assert!(
-                closed_by_server(s, Duration::from_secs(5)).await,
-                "a connection over the cap was left open"
+                closed_by_server(s, CLOSE).await,
+                "a silent connection was kept over the cap"
             );
         }
-        drop(extra);
-        // Ours and the server's ends of the capped connections, nothing more.
-        let during = fds();
-        eprintln!("connection cap: descriptors {base_fds} -> {during} with {CAP} connections");
-        assert!(during <= base_fds + 2 * CAP + 4, "{during} descriptors");
-
-        // Closing a few makes room for a well-behaved client.
-        for c in held.drain(..5) {
-            c.close();
+        let deadline = Instant::now() + CLOSE;
+        while !held[0].is_closed() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let served_again = tokio::time::timeout(Duration::from_secs(10), async {
-            loop {
-                if let Ok(c) = Client::connect(srv.addr, options()).await {
-                    if let Ok(root) = c.root_fh().await {
-                        return (c, root);
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await;
-        let (good, root) = served_again.expect("a new client is served once connections close");
+        assert!(
+            held[0].is_closed(),
+            "the connection idle longest was closed"
+        );
+        assert!(held[1..].iter().all(|c| !c.is_closed()), "one was enough");
+        // Our ends of every connection opened (the silent ones are still
+        // ours to drop) and the server's ends of the capped connections,
+        // nothing more: its closed sockets go once their tasks end.
+        let most = base_fds + 2 * CAP + EXTRA + 4;
+        let during = fds_settle(most, CLOSE).await;
+        eprintln!("connection cap: descriptors {base_fds} -> {during} with {CAP} connections");
+        assert!(during <= most, "{during} descriptors");
+
+        // A well-behaved client is served at once, in place of the last
+        // silent connection.
+        let good = Client::connect(srv.addr, options())
+            .await
+            .expect("a new client at the cap gets a session");
+        let root = good.root_fh().await.expect("PUTROOTFH");
         good.getattr(&root, &[FATTR4_TYPE]).await.expect("GETATTR");
-        drop(good);
+        assert!(closed_by_server(&mut extra[EXTRA - 1], CLOSE).await);
+        drop((good, extra));
         for c in held.drain(..) {
             c.close();
         }
-        let left = fds_settle(base_fds, Duration::from_secs(10)).await;
+        let left = fds_settle(base_fds, CLOSE).await;
         assert!(
             left <= base_fds,
             "descriptors {base_fds} -> {left}: {:?}",

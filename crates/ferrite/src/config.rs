@@ -20,19 +20,21 @@ pub struct ServeArgs {
     /// Directory to export at "/", created if missing (overrides the
     /// exports of --config).
     pub dir: Option<PathBuf>,
-    /// Address and port to listen on.
+    /// Address and port to listen on [default: 127.0.0.1:2049].
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// Directory for state that must survive restarts.
+    /// Directory for state that must survive restarts [default:
+    /// /var/lib/ferrite as root, else ~/.local/state/ferrite].
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
-    /// Lease time in seconds (RFC 8881 §8.3).
+    /// Lease time in seconds (RFC 8881 §8.3) [default: 90].
     #[arg(long)]
     pub lease: Option<u64>,
     /// Grace period after a restart, in seconds (RFC 8881 §8.4.2.1):
-    /// only clients that held state reclaim it; default one lease; 0 for
-    /// none (another client may then take a lock before its holder
-    /// reclaims it).
+    /// only clients that held state reclaim it [default: the lease]; it
+    /// lasts longer (up to two more leases) while they are still
+    /// reclaiming, and ends early once all have; 0 for none (another
+    /// client may then take a lock before its holder reclaims it).
     #[arg(long)]
     pub grace: Option<u64>,
     /// Configuration file (TOML); command-line options override it.

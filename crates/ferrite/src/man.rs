@@ -57,6 +57,28 @@ fn add(cmd: &clap::Command, name: &str, out: &mut Vec<(String, Vec<u8>)>) -> any
 
 #[cfg(test)]
 mod tests {
+    /// `ferrite serve --help` names the defaults the README's table gives,
+    /// and they are the ones the server takes.
+    #[test]
+    fn serve_help_names_the_defaults() {
+        use clap::CommandFactory;
+        let mut top = crate::Cli::command();
+        top.build();
+        let serve = top.find_subcommand_mut("serve").unwrap();
+        let help = serve.render_long_help().to_string();
+        let lease = server::nfs4::Nfs4Config::default().lease.as_secs();
+        for want in [
+            format!("[default: {}]", crate::config::DEFAULT_LISTEN),
+            format!("[default: {lease}]"),
+            "[default:\n          /var/lib/ferrite as root, else ~/.local/state/ferrite]".into(),
+            "[default: the lease]".into(),
+            "[default: 4096]".into(),
+        ] {
+            let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat(&help).contains(&flat(&want)), "{want} not in:\n{help}");
+        }
+    }
+
     /// docs/man is what `ferrite man` writes now: regenerate it with
     /// `cargo run -p ferrite -- man docs/man` after changing an option.
     #[test]

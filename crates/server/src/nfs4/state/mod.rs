@@ -256,7 +256,7 @@ impl State {
         grace: Duration,
     ) -> State {
         let mut tables = Tables::new(epoch, lease);
-        tables.grace = Grace::start(previous, clock.now(), grace);
+        tables.grace = Grace::start(previous, clock.now(), grace, lease);
         State {
             epoch,
             lease,
@@ -317,7 +317,8 @@ impl State {
     /// Whether `client` may take state now, by reclaim or new
     /// ([`Tables::may_take_state`]).
     pub fn may_take_state(&self, client: ClientId4, reclaim: bool) -> Result<(), NfsStat4> {
-        self.tables().may_take_state(client, reclaim)
+        let now = self.clock.now();
+        self.tables().may_take_state(client, reclaim, now)
     }
 
     pub fn lease(&self) -> Duration {
@@ -426,6 +427,9 @@ impl State {
                     t.add_client(owner, principal, now)
                 }
             };
+            // A recorded client coming back is reclaiming (RFC 8881
+            // §8.4.2.1): the grace period waits for it.
+            t.grace.returned(&owner.ownerid, now);
             let c = t.clients.get_mut(&id).ok_or(NfsStat4::Nfs4errServerfault)?;
             c.lease.renew(now);
             Ok(ExchangeIdOk {
@@ -614,12 +618,12 @@ impl State {
     /// on stable storage: it may take new state once the grace period is
     /// over, and reclaims no more.
     pub fn reclaim_complete(&self, client: ClientId4) -> Result<(), NfsStat4> {
-        self.with(|t, _| {
+        self.with(|t, now| {
             let owner = t.reclaiming_owner(client)?;
             if let Some(c) = t.clients.get_mut(&client) {
                 c.reclaim_complete = true;
             }
-            t.grace.reclaimed(&owner);
+            t.grace.reclaimed(&owner, now);
             Ok(())
         })
     }

@@ -93,7 +93,7 @@ impl Tables {
             if !reclaim {
                 return Err(NlmRefusal::Grace);
             }
-            self.grace.note_reclaim();
+            self.grace.note_progress(now);
         }
         match self.take_lock(owner, file, (start, end), kind, block, now) {
             Ok(()) => {

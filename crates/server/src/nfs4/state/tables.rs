@@ -671,7 +671,12 @@ impl Tables {
     /// RECLAIM_COMPLETE yet (else NFS4ERR_NO_GRACE); new state needs the
     /// client's RECLAIM_COMPLETE and the grace period over (else
     /// NFS4ERR_GRACE).
-    pub fn may_take_state(&mut self, client: ClientId4, reclaim: bool) -> Result<(), NfsStat4> {
+    pub fn may_take_state(
+        &mut self,
+        client: ClientId4,
+        reclaim: bool,
+        now: Duration,
+    ) -> Result<(), NfsStat4> {
         let c = self
             .clients
             .get(&client)
@@ -680,7 +685,7 @@ impl Tables {
             if c.reclaim_complete || !self.grace.active() || !self.grace.recorded(&c.owner) {
                 return Err(NfsStat4::Nfs4errNoGrace);
             }
-            self.grace.note_reclaim();
+            self.grace.note_progress(now);
         } else if !c.reclaim_complete || self.grace.active() {
             return Err(NfsStat4::Nfs4errGrace);
         }
@@ -691,7 +696,7 @@ impl Tables {
     pub fn lock(&mut self, r: &LockRequest, now: Duration) -> Result<StateId4, LockError> {
         let client = r.client;
         let file = &r.file;
-        self.may_take_state(client, r.reclaim)?;
+        self.may_take_state(client, r.reclaim, now)?;
         let e = self.check_stateid(client, &r.presented, file)?;
         let (open, owner) = match (&e.kind, &r.new_owner) {
             (StateKind::Open { .. }, Some(owner)) => (r.presented.other, owner.clone()),

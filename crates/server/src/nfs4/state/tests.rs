@@ -653,6 +653,56 @@ fn grace_ends_after_its_time_even_if_a_recorded_client_never_returns() {
     assert_eq!(f.st.may_take_state(b, true), Err(NfsStat4::Nfs4errNoGrace));
 }
 
+/// A recorded client still reclaiming keeps the grace period open past
+/// its length, a progress window after each step, new state refused
+/// throughout; three leases at most.
+#[test]
+fn grace_lasts_while_recorded_clients_reclaim_up_to_three_leases() {
+    let window = crate::nfs4::recovery::progress_window(L);
+    let f = restarted();
+    let a = f.reclaiming("a");
+    let c = f.reclaiming("c");
+    f.st.reclaim_complete(c).unwrap();
+    // "a" reclaims one thing a second, past the period's length.
+    for t in 1..=20 {
+        f.advance_to(s(t));
+        assert_eq!(f.st.may_take_state(a, true), Ok(()), "{t}");
+        assert!(!f.st.grace_due(), "{t}");
+        assert_eq!(f.st.may_take_state(c, false), Err(NfsStat4::Nfs4errGrace));
+    }
+    // Then it stops (no RECLAIM_COMPLETE): over a window later.
+    f.advance_to(s(20) + window - Duration::from_millis(1));
+    assert!(!f.st.grace_due());
+    f.advance_to(s(20) + window);
+    assert!(f.st.grace_due());
+    f.st.end_grace();
+    assert_eq!(f.st.may_take_state(c, false), Ok(()));
+
+    // However long "a" goes on, three leases end it.
+    let f = restarted();
+    let a = f.reclaiming("a");
+    for t in 1..3 * L.as_secs() {
+        f.advance_to(s(t));
+        assert_eq!(f.st.may_take_state(a, true), Ok(()), "{t}");
+        assert!(!f.st.grace_due(), "{t}");
+    }
+    f.advance_to(3 * L);
+    assert!(f.st.grace_due(), "capped at three leases");
+    // A returning recorded client's EXCHANGE_ID counts; another's not.
+    let f = restarted();
+    f.advance_to(L - s(1));
+    f.exchange("x");
+    f.advance_to(L);
+    assert!(f.st.grace_due(), "an unrecorded client is no progress");
+    let f = restarted();
+    f.advance_to(L - s(1));
+    f.exchange("b");
+    f.advance_to(L);
+    assert!(!f.st.grace_due(), "b is back and reclaiming");
+    f.advance_to(L - s(1) + window);
+    assert!(f.st.grace_due());
+}
+
 #[test]
 fn a_fresh_server_has_no_grace_period() {
     let f = Fixture::new();
