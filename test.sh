@@ -1,40 +1,69 @@
 #!/usr/bin/env bash
 # Ferrite's test command: what CI runs (.ci/run) and what the README names.
 #   ./test.sh            everything
-# Environment: FERRITE_SKIP_REALCLIENT=1 skips the real Linux client suite,
+# Every stage runs even when an earlier one fails, so that one failure does
+# not hide the state of the rest; the run ends with each stage's result and
+# time, and exits non-zero if any stage failed.
+# Environment: FERRITE_SKIP_REALCLIENT=1 skips the real Linux client suites,
 # FERRITE_SKIP_GANESHA=1 the tests against NFS-Ganesha, FERRITE_SKIP_FUSE=1
 # the crashfs and power-loss tests (each then says so);
 # FERRITE_FUZZ_CASES sets the proptest fuzz tests' case count,
 # FERRITE_FUZZ_SECS the seconds per target of the libFuzzer run (60).
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
-step() { printf '\n==== %s ====\n' "$*"; }
+results=()
+failed=0
+started=$SECONDS
 
-step "rustfmt"
-cargo fmt --all -- --check
-cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+# stage NAME COMMAND...: runs one stage, timing it and keeping its result.
+stage() {
+    local name=$1
+    shift
+    printf '\n==== %s ====\n' "$name"
+    local t0=$SECONDS rc
+    # Not in an `||` list: bash would ignore set -e inside it.
+    ( set -e; "$@" )
+    rc=$?
+    local took=$((SECONDS - t0))
+    if [ "$rc" -eq 0 ]; then
+        results+=("$(printf 'ok      %5ds  %s' "$took" "$name")")
+    else
+        results+=("$(printf 'FAILED  %5ds  %s (exit %d)' "$took" "$name" "$rc")")
+        failed=$((failed + 1))
+    fi
+}
 
-step "clippy (warnings denied)"
-cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+fmt() {
+    cargo fmt --all -- --check
+    cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+}
 
-step "unit and end-to-end tests"
-cargo test --workspace
+clippy() {
+    cargo clippy --workspace --all-targets -- -D warnings
+    cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+}
 
+stage "rustfmt" fmt
+stage "clippy (warnings denied)" clippy
+stage "unit and end-to-end tests (cargo test --workspace)" cargo test --workspace
 # Builds the targets (about 2 minutes on 2 cores, 1.5 more the first time
 # to install cargo-fuzz), then runs each for FERRITE_FUZZ_SECS.
-step "coverage-guided fuzzing, a short bounded run (tools/fuzz.sh short; docs/fuzzing.md)"
-bash tools/fuzz.sh short "${FERRITE_FUZZ_SECS:-60}"
+stage "coverage-guided fuzzing, a short bounded run (tools/fuzz.sh short; docs/fuzzing.md)" \
+    bash tools/fuzz.sh short "${FERRITE_FUZZ_SECS:-60}"
+stage "crashfs and the power-loss crash harness (tests/crash-power.sh)" \
+    bash tests/crash-power.sh
+stage "NFSv3/NLM client and nfs3:// benchmark against NFS-Ganesha (tests/peer-ganesha.sh)" \
+    bash tests/peer-ganesha.sh
+stage "real Linux client suite (tests/realclient-ferrite.sh)" \
+    bash tests/realclient-ferrite.sh
+stage "real Linux client: export rules (tests/realclient-exports.sh)" \
+    bash tests/realclient-exports.sh
 
-step "crashfs and the power-loss crash harness (tests/crash-power.sh)"
-bash tests/crash-power.sh
-
-step "NFSv3/NLM client and nfs3:// benchmark against NFS-Ganesha (tests/peer-ganesha.sh)"
-bash tests/peer-ganesha.sh
-
-step "real Linux client suite (tests/realclient)"
-bash tests/realclient-ferrite.sh
-
-step "real Linux client: export rules (tests/realclient-exports.sh)"
-bash tests/realclient-exports.sh
+printf '\n==== summary (%d s in all) ====\n' "$((SECONDS - started))"
+printf '%s\n' "${results[@]}"
+if [ "$failed" -gt 0 ]; then
+    printf '%d stage(s) failed\n' "$failed"
+    exit 1
+fi
+echo "every stage passed"
