@@ -363,16 +363,22 @@ mod tests {
     async fn a_stuck_thread_does_not_hold_the_queue() {
         let pool = Pool::new("test-pool", 8);
         let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let stuck = pool.run(move || rx.recv().unwrap());
-        // Let the stuck call start.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let t = Instant::now();
-        assert_eq!(pool.run(|| 5).await, Ok(5));
-        assert!(
-            t.elapsed() < Duration::from_millis(500),
-            "{:?}",
-            t.elapsed()
-        );
+        let began = Arc::new(AtomicBool::new(false));
+        let b = began.clone();
+        let stuck = pool.run(move || {
+            b.store(true, Ordering::SeqCst);
+            rx.recv().unwrap()
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !began.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the stuck call never began");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Behind the stuck thread this call would wait for ever (until the
+        // send below); another thread runs it. Whether that takes a
+        // millisecond or, on a busy machine, seconds is not the question.
+        let next = tokio::time::timeout(Duration::from_secs(30), pool.run(|| 5)).await;
+        assert_eq!(next, Ok(Ok(5)), "a call waited behind a stuck thread");
         tx.send(()).unwrap();
         stuck.await.unwrap();
 
@@ -403,15 +409,15 @@ mod tests {
             c.await.unwrap();
         }
         // A call's result is delivered before its thread counts it.
+        let deadline = Instant::now() + Duration::from_secs(30);
         let mut u = pool.usage();
-        for _ in 0..100 {
-            if u.calls == 10 {
-                break;
-            }
+        while u.calls < 10 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
             u = pool.usage();
         }
         assert_eq!(u.calls, 10);
+        // Lower bounds only: each call sleeps 5 ms, which a slower machine
+        // can only stretch.
         assert!(u.busy_ns >= 50_000_000, "{u:?}");
         // One thread: the later calls queued behind the earlier ones.
         assert!(u.wait_ns >= 5_000_000, "{u:?}");
@@ -439,7 +445,9 @@ mod tests {
                 w.await.unwrap();
             }
         });
+        let deadline = Instant::now() + Duration::from_secs(30);
         while waiting.load(Ordering::SeqCst) < 2 {
+            assert!(Instant::now() < deadline, "the waiters never began");
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         // Both threads of the cap are taken (one waits for the channel,
@@ -448,7 +456,7 @@ mod tests {
             tx.send(()).unwrap();
             tx.send(()).unwrap();
         });
-        tokio::time::timeout(Duration::from_secs(5), send)
+        tokio::time::timeout(Duration::from_secs(30), send)
             .await
             .expect("the urgent call ran")
             .unwrap();

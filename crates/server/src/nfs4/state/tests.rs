@@ -221,14 +221,15 @@ fn sequence_renews_without_the_tables_lock() {
     });
     held_rx.recv().unwrap();
     // ...and SEQUENCE completes meanwhile: were it to take that lock, it
-    // would wait until the holder is told to let go, after the 10 s below.
+    // would wait until the holder is told to let go, after the 30 s below
+    // (microseconds are needed; the rest is room for a busy machine).
     f.advance_to(s(5));
     let (done_tx, done_rx) = channel();
     let g = f.clone();
     let worker = std::thread::spawn(move || {
         let _ = done_tx.send(g.st.sequence(&sid).map(|sess| sess.lease.last()));
     });
-    let got = done_rx.recv_timeout(Duration::from_secs(10));
+    let got = done_rx.recv_timeout(Duration::from_secs(30));
     release_tx.send(()).unwrap();
     holder.join().unwrap();
     worker.join().unwrap();
