@@ -519,11 +519,15 @@ pub fn run(points: usize, seed: u64, dir: &Path, log: bool, power: Option<&crash
 
 /// After a kill, the power loss (if this run has one): what the killed
 /// server had not made durable is gone. The kernel may still be handing
-/// crashfs a request the server made before it died; a moment's wait lets
-/// it land before the loss rather than after.
+/// crashfs a request the server made before it died: a request of our
+/// own, queued after it, lands only once it has (crashfs answers the
+/// kernel's requests one at a time, in order), however slow the machine.
+/// A lookup of a name never used before always goes to crashfs.
 pub fn lose_power(power: Option<&crashfs::Mounted>) {
+    static BARRIER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if let Some(fs) = power {
-        std::thread::sleep(Duration::from_millis(20));
+        let n = BARRIER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::fs::symlink_metadata(fs.path().join(format!(".barrier-{n}")));
         fs.power_loss();
     }
 }
