@@ -586,9 +586,9 @@ async fn restart_notifies_and_grace_admits_reclaims() {
                 }
             }
         };
-        // At most twice its length (the reclaims' extension), then the
-        // reaper's turn.
-        let s = tokio::time::timeout(2 * grace + PATIENCE, after)
+        // At most its length plus two leases (10 s here: it lasts while
+        // recorded hosts make progress), then the reaper's turn.
+        let s = tokio::time::timeout(grace + 2 * Duration::from_secs(10) + PATIENCE, after)
             .await
             .expect("the grace period ends");
         assert_eq!(s, Nlm4Stats::Denied);
