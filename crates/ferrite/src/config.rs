@@ -117,6 +117,9 @@ pub struct FileConfig {
     pub lease_seconds: Option<u64>,
     /// Grace period after a restart (default: one lease; 0: none).
     pub grace_seconds: Option<u64>,
+    /// How long past its lease a silent client keeps its state while
+    /// nobody conflicts with it (default: a day; at least the lease).
+    pub courtesy_seconds: Option<u64>,
     /// Most session slots granted to a client.
     pub max_slots: Option<u32>,
     /// Most client records held at once.
@@ -265,6 +268,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             );
         }
         nfs4.grace = Some(Duration::from_secs(g));
+    }
+    if let Some(c) = file.courtesy_seconds {
+        nfs4.courtesy = Duration::from_secs(c).max(nfs4.lease);
     }
     if let Some(n) = file.max_clients {
         if n == 0 {

@@ -45,8 +45,12 @@ pub struct Nfs4Config {
     /// lease.
     pub grace: Option<Duration>,
     /// Client records held at most; a new client beyond them waits
-    /// (NFS4ERR_DELAY) until expired ones are reaped.
+    /// (NFS4ERR_DELAY) until expired ones are reaped (courtesy clients,
+    /// the longest silent first, make room).
     pub max_clients: usize,
+    /// How long a client whose lease ran out keeps its state while
+    /// nobody conflicts with it (`state::DEFAULT_COURTESY`).
+    pub courtesy: Duration,
     /// Most slots granted per session (RFC 8881 §2.10.6.1).
     pub max_slots: u32,
     /// Largest COMPOUND request and reply, in bytes.
@@ -91,6 +95,7 @@ impl Default for Nfs4Config {
             lease: Duration::from_secs(90),
             grace: None,
             max_clients: 65536,
+            courtesy: state::DEFAULT_COURTESY,
             max_slots: 1024,
             max_request: 1024 * 1024 + 16 * 1024,
             max_response: 1024 * 1024 + 16 * 1024,
@@ -172,6 +177,7 @@ impl Nfs4Server {
         let cfg_lease = cfg.lease;
         let grace = cfg.grace_period();
         let max_clients = cfg.max_clients;
+        let courtesy = cfg.courtesy;
         let max_delegations = cfg.max_delegations;
         let clock_for_state = clock.clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
@@ -203,6 +209,7 @@ impl Nfs4Server {
                 grace,
             )
             .with_max_clients(max_clients)
+            .with_courtesy(courtesy)
             .with_max_delegations(max_delegations),
         });
         // A delegation that goes ends its guard against local writers.

@@ -21,6 +21,7 @@ pub mod slots;
 pub mod stateid;
 pub mod summary;
 mod tables;
+pub use tables::DEFAULT_COURTESY;
 pub mod waiters;
 
 #[cfg(test)]
@@ -285,6 +286,13 @@ impl State {
         self
     }
 
+    /// Keeps the state of a client whose lease ran out for `d` more while
+    /// nobody conflicts with it ([`DEFAULT_COURTESY`]).
+    pub fn with_courtesy(self, d: Duration) -> State {
+        self.tables().courtesy = d;
+        self
+    }
+
     /// Holds at most `n` client records: EXCHANGE_ID for a new client
     /// beyond them, once expired clients are reaped, is NFS4ERR_DELAY.
     pub fn with_max_clients(self, n: usize) -> State {
@@ -415,6 +423,7 @@ impl State {
                     if t.clients.len() >= t.max_clients {
                         t.reap(now);
                     }
+                    while t.clients.len() >= t.max_clients && t.reap_courtesy(now) {}
                     if t.clients.len() >= t.max_clients {
                         if let Some(n) = FULL_LOG.allow() {
                             tracing::warn!(

@@ -50,6 +50,15 @@ impl FileState {
 /// (RFC 8881 §10.2: a file in contention is a poor candidate).
 pub(super) const CONFLICT_QUIET: Duration = Duration::from_secs(10);
 
+/// How long, past its lease, a client that stopped renewing keeps its
+/// opens, locks and delegations (and its record on stable storage, so it
+/// may still reclaim them after a restart) while no other client
+/// conflicts with them: a day, as the Linux server's courtesy clients
+/// (fs/nfsd/nfs4state.c, NFSD_COURTESY_CLIENT_TIMEOUT). A client that
+/// comes back within it finds its state; one that conflicts with it
+/// purges it at once; a full client table purges the oldest first.
+pub const DEFAULT_COURTESY: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Notifications queued at most per directory delegation; past it a
 /// change notifies that holder of nothing more (its sender catches up).
 pub(super) const MAX_QUEUED_NOTES: usize = 1024;
@@ -94,6 +103,9 @@ pub(super) struct Tables {
     pub grace: Grace,
     /// Client records held at most (EXCHANGE_ID beyond it: NFS4ERR_DELAY).
     pub max_clients: usize,
+    /// How long a client whose lease ran out keeps its opens, locks and
+    /// delegations while nobody conflicts with them ([`DEFAULT_COURTESY`]).
+    pub courtesy: Duration,
     /// Delegations held and not revoked, and the most there may be.
     pub delegs: usize,
     pub max_delegs: usize,
@@ -152,6 +164,7 @@ impl Tables {
             dead_records: Vec::new(),
             grace: Grace::none(),
             max_clients: usize::MAX,
+            courtesy: DEFAULT_COURTESY,
             delegs: 0,
             max_delegs: 0,
             wdelegs: 0,
@@ -167,13 +180,37 @@ impl Tables {
     }
 
     /// How long a client may go without renewing before the reaper
-    /// removes it: a lease if it never confirmed, else a further lease
-    /// as a courtesy client (§8.4.3).
-    fn allowance(&self, confirmed: bool) -> Duration {
-        if confirmed {
-            self.lease * 2
-        } else {
+    /// removes it: a lease if it never confirmed; a lease and the
+    /// courtesy period if it holds opens, locks or delegations (RFC 8881
+    /// §8.4.3 lets a server keep an expired client's state until another
+    /// client conflicts with it: `client_expired` there purges it); else
+    /// two leases.
+    fn allowance(&self, c: &Client) -> Duration {
+        if !c.confirmed {
             self.lease
+        } else if !c.states.is_empty() || !c.delegs_by_file.is_empty() {
+            self.lease.saturating_add(self.courtesy)
+        } else {
+            self.lease * 2
+        }
+    }
+
+    /// The client table is full: purges the courtesy client (lease run
+    /// out, state kept) that renewed longest ago. False if there is none.
+    pub fn reap_courtesy(&mut self, now: Duration) -> bool {
+        let lease = self.lease;
+        let oldest = self
+            .clients
+            .values()
+            .filter(|c| c.confirmed && !super::nlm::is_nlm(c.id) && c.expired(now, lease))
+            .min_by_key(|c| c.lease.last())
+            .map(|c| c.id);
+        match oldest {
+            Some(id) => {
+                self.purge_client(id);
+                true
+            }
+            None => false,
         }
     }
 
@@ -192,7 +229,7 @@ impl Tables {
             }
         };
         let mut c = Client::new(id, owner, principal, now);
-        c.deadline = now + self.allowance(false);
+        c.deadline = now + self.lease;
         self.expiry.insert(c.deadline, id);
         self.owners
             .entry(owner.ownerid.clone())
@@ -309,7 +346,7 @@ impl Tables {
             let Some(c) = self.clients.get(&id) else {
                 continue;
             };
-            let deadline = c.lease.last() + self.allowance(c.confirmed);
+            let deadline = c.lease.last().saturating_add(self.allowance(c));
             if deadline < now {
                 // Taken off the queue already; purge_client's removal
                 // of it is then a no-op.

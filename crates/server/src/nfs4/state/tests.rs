@@ -489,9 +489,58 @@ fn purged_client_leaves_no_file_state() {
     );
     // c2 waits; purging it removes its waiter, and c1's state stays.
     f.st.destroy_clientid(c2).unwrap_err(); // has a session
+                                            // Both hold state: courtesy clients for a day past their lease.
     f.advance_to(s(25));
+    assert_eq!(f.st.reap(), 0);
+    f.advance_to(L + super::DEFAULT_COURTESY + s(1));
     assert_eq!(f.st.reap(), 2);
     assert!(f.st.tables().files.is_empty());
+}
+
+/// A client whose lease ran out keeps its state, and its record, while
+/// nobody conflicts with it (RFC 8881 §8.4.3); a conflicting lock purges
+/// it at once, a full table purges the longest silent, and one that comes
+/// back finds its state.
+#[test]
+fn courtesy_clients_keep_their_state_until_someone_conflicts() {
+    let clock = Arc::new(ManualClock::default());
+    let st = State::new(7, L, clock.clone()).with_max_clients(4);
+    let f = Fixture { clock, st };
+    let o = Bytes::from_static(b"o");
+    let (a, _) = f.client("a");
+    let (b, sb) = f.client("b");
+    let (c, _) = f.client("c");
+    let oa = f.st.open(a, &o, &file(1), R | W, 0).unwrap();
+    f.lock(a, Some("la"), oa, &file(1), (0, 10), false).unwrap();
+    let ob = f.st.open(b, &o, &file(2), R | W, 0).unwrap();
+    f.lock(b, Some("lb"), ob, &file(2), (0, 10), false).unwrap();
+    let oc = f.st.open(c, &o, &file(3), R, 0).unwrap();
+    // Nobody renews for ten leases: all three are courtesy clients.
+    f.advance_to(L * 10);
+    assert_eq!(f.st.reap(), 0);
+    assert_eq!(f.st.client_count(), 3);
+    // "b" comes back: its session, lease and locks are all there.
+    f.st.sequence(&sb).unwrap();
+    assert_eq!(f.st.may_take_state(b, false), Ok(()));
+    // A newcomer's conflicting lock purges "a" and is granted.
+    let (d, _) = f.client("d");
+    let od = f.st.open(d, &o, &file(1), R | W, 0).unwrap();
+    assert!(f.lock(d, Some("ld"), od, &file(1), (5, 6), false).is_ok());
+    assert_eq!(
+        f.st.may_take_state(a, false),
+        Err(NfsStat4::Nfs4errStaleClientid)
+    );
+    // The table is full (b, c, d and e): a newcomer purges "c", the
+    // courtesy client silent longest, not "b", which renewed.
+    let (_e, _) = f.client("e");
+    assert_eq!(f.st.client_count(), 4);
+    f.exchange("g");
+    assert_eq!(
+        f.st.may_take_state(c, false),
+        Err(NfsStat4::Nfs4errStaleClientid)
+    );
+    assert_eq!(f.st.may_take_state(b, false), Ok(()));
+    let _ = oc;
 }
 
 #[test]

@@ -58,6 +58,12 @@ pub async fn lock(
     if !matches!(r, Err(NlmRefusal::Blocked)) {
         nlm.forget_blocked(&me, &file);
     }
+    // A courtesy NFSv4 client whose lock yielded was purged: its record
+    // goes from stable storage before this lock is answered, so that it
+    // cannot reclaim its lock after a restart (RFC 8881 §8.4.3).
+    if r.is_ok() {
+        nlm.srv.settle_records().await;
+    }
     match r {
         Ok(()) if a.reclaim => {
             if let Some(n) = RECLAIM_LOG.allow() {
