@@ -32,9 +32,10 @@ pub struct ServeArgs {
     pub lease: Option<u64>,
     /// Grace period after a restart, in seconds (RFC 8881 §8.4.2.1):
     /// only clients that held state reclaim it [default: the lease]; it
-    /// lasts longer (up to two more leases) while they are still
-    /// reclaiming, and ends early once all have; 0 for none (another
-    /// client may then take a lock before its holder reclaims it).
+    /// lasts longer (up to two more leases and a quarter second per
+    /// client) while they are still reclaiming, and ends early once all
+    /// have; 0 for none (another client may then take a lock before its
+    /// holder reclaims it).
     #[arg(long)]
     pub grace: Option<u64>,
     /// Configuration file (TOML); command-line options override it.

@@ -728,16 +728,19 @@ fn grace_lasts_while_recorded_clients_reclaim_up_to_three_leases() {
     f.st.end_grace();
     assert_eq!(f.st.may_take_state(c, false), Ok(()));
 
-    // However long "a" goes on, three leases end it.
+    // However long "a" goes on, three leases (and a quarter second for
+    // each of the two recorded clients) end it.
+    let cap = crate::nfs4::recovery::grace_cap(L, L, 2);
+    assert_eq!(cap, 3 * L + Duration::from_millis(500));
     let f = restarted();
     let a = f.reclaiming("a");
-    for t in 1..3 * L.as_secs() {
+    for t in 1..=3 * L.as_secs() {
         f.advance_to(s(t));
         assert_eq!(f.st.may_take_state(a, true), Ok(()), "{t}");
         assert!(!f.st.grace_due(), "{t}");
     }
-    f.advance_to(3 * L);
-    assert!(f.st.grace_due(), "capped at three leases");
+    f.advance_to(cap);
+    assert!(f.st.grace_due(), "capped");
     // A returning recorded client's EXCHANGE_ID counts; another's not.
     let f = restarted();
     f.advance_to(L - s(1));
