@@ -313,8 +313,11 @@ async fn sequence_reports_the_slot_and_renews_the_lease() {
         ok(&h.seq(&s, &[]).await);
     }
     assert_eq!(h.srv.state().reap(), 0);
-    // ...and is forgotten once silent past its lease and a courtesy one.
+    // ...is kept as a courtesy client once silent past its lease...
     h.advance(LEASE * 2 + Duration::from_secs(1));
+    assert_eq!(h.srv.state().reap(), 0);
+    // ...and forgotten after the courtesy period.
+    h.advance(server::nfs4::state::DEFAULT_COURTESY);
     assert_eq!(h.srv.state().reap(), 1);
     let r = h.seq(&s, &[]).await;
     fails(&r, OpNum4::Sequence, NfsStat4::Nfs4errBadsession);

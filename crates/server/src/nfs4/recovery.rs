@@ -334,6 +334,12 @@ impl Grace {
         self.previous.contains(owner)
     }
 
+    /// Whether a client with this owner has sent RECLAIM_COMPLETE in this
+    /// grace period (an earlier incarnation of it, perhaps).
+    pub fn completed(&self, owner: &Bytes) -> bool {
+        self.done.contains(owner)
+    }
+
     /// The client with `owner` sent RECLAIM_COMPLETE, its record durable.
     pub fn reclaimed(&mut self, owner: &Bytes, now: Duration) {
         if !self.over && self.previous.contains(owner) {

@@ -180,30 +180,35 @@ impl Tables {
     }
 
     /// How long a client may go without renewing before the reaper
-    /// removes it: a lease if it never confirmed; a lease and the
-    /// courtesy period if it holds opens, locks or delegations (RFC 8881
-    /// §8.4.3 lets a server keep an expired client's state until another
-    /// client conflicts with it: `client_expired` there purges it); else
-    /// two leases.
+    /// removes it: a lease if it never confirmed, else a lease and the
+    /// courtesy period (RFC 8881 §8.4.3 lets a server keep an expired
+    /// client's state until another client conflicts with it:
+    /// `client_expired` there purges it). A client without state is kept
+    /// too: its record on stable storage goes with it, and after a restart
+    /// the grace period waits for every recorded client (a client that
+    /// went quiet with nothing open is still one the others may be waiting
+    /// on, as pynfs's reboot tests' "block" client is).
     fn allowance(&self, c: &Client) -> Duration {
-        if !c.confirmed {
-            self.lease
-        } else if !c.states.is_empty() || !c.delegs_by_file.is_empty() {
+        if c.confirmed {
             self.lease.saturating_add(self.courtesy)
         } else {
-            self.lease * 2
+            self.lease
         }
     }
 
-    /// The client table is full: purges the courtesy client (lease run
-    /// out, state kept) that renewed longest ago. False if there is none.
+    /// The client table is full: purges a courtesy client (lease run out,
+    /// state kept), one holding nothing before one holding state, each the
+    /// one that renewed longest ago. False if there is none.
     pub fn reap_courtesy(&mut self, now: Duration) -> bool {
         let lease = self.lease;
         let oldest = self
             .clients
             .values()
             .filter(|c| c.confirmed && !super::nlm::is_nlm(c.id) && c.expired(now, lease))
-            .min_by_key(|c| c.lease.last())
+            .min_by_key(|c| {
+                let holds = !c.states.is_empty() || !c.delegs_by_file.is_empty();
+                (holds, c.lease.last())
+            })
             .map(|c| c.id);
         match oldest {
             Some(id) => {
@@ -719,7 +724,14 @@ impl Tables {
             .get(&client)
             .ok_or(NfsStat4::Nfs4errStaleClientid)?;
         if reclaim {
-            if c.reclaim_complete || !self.grace.active() || !self.grace.recorded(&c.owner) {
+            // A new incarnation of a client that has already completed
+            // its reclaims in this grace period reclaims nothing more:
+            // what it held may since have been reclaimed by its first.
+            if c.reclaim_complete
+                || !self.grace.active()
+                || !self.grace.recorded(&c.owner)
+                || self.grace.completed(&c.owner)
+            {
                 return Err(NfsStat4::Nfs4errNoGrace);
             }
             self.grace.note_progress(now);

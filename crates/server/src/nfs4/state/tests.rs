@@ -457,13 +457,17 @@ fn reaper_follows_renewals_in_order() {
     // The unconfirmed record goes after a lease.
     f.advance_to(s(11));
     assert_eq!(f.st.reap(), 1);
-    // Client 1 renews through SEQUENCE; client 2 does not.
+    // Client 1 renews through SEQUENCE; client 2 does not. Confirmed
+    // clients are kept as courtesy clients for a day past their lease.
     f.st.sequence(&s1).unwrap();
     f.advance_to(s(21));
+    assert_eq!(f.st.reap(), 0);
+    let day = super::DEFAULT_COURTESY;
+    f.advance_to(L + day + s(1));
     assert_eq!(f.st.reap(), 1);
     assert_eq!(f.st.client_count(), 1);
     assert!(f.st.sequence(&s1).is_ok());
-    f.advance_to(s(42));
+    f.advance_to(L + day + s(1) + L + day + s(1));
     assert_eq!(f.st.reap(), 1);
     assert_eq!(f.st.client_count(), 0);
     assert_eq!(f.st.session_count(), 0);
@@ -754,6 +758,30 @@ fn grace_lasts_while_recorded_clients_reclaim_up_to_three_leases() {
     assert!(!f.st.grace_due(), "b is back and reclaiming");
     f.advance_to(L - s(1) + window);
     assert!(f.st.grace_due());
+}
+
+/// A client that has completed its reclaims and comes back as a new
+/// incarnation (a new verifier) in the same grace period reclaims nothing
+/// more (pynfs REBT4c).
+#[test]
+fn a_second_incarnation_of_a_completed_client_cannot_reclaim() {
+    let f = restarted();
+    let a = f.reclaiming("a");
+    assert_eq!(f.st.may_take_state(a, true), Ok(()));
+    f.st.reclaim_complete(a).unwrap();
+    let p = Principal::Sys { uid: 0, gid: 0 };
+    let x = f.st.exchange_id(&Fixture::owner("a", 2), p, false).unwrap();
+    f.st.create_session(f.session_req(x.clientid, x.sequenceid, 0))
+        .unwrap();
+    assert_ne!(x.clientid, a);
+    assert_eq!(
+        f.st.may_take_state(x.clientid, true),
+        Err(NfsStat4::Nfs4errNoGrace)
+    );
+    assert_eq!(
+        f.st.may_take_state(x.clientid, false),
+        Err(NfsStat4::Nfs4errGrace)
+    );
 }
 
 #[test]
