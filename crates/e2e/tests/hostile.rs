@@ -611,12 +611,14 @@ const DATA: &[u8] = b"served despite the flood";
 
 /// Room for the flood's descriptors and the server's, in this process.
 fn enough_descriptors() {
-    let (soft, hard) = rpc::raise_nofile_limit().expect("RLIMIT_NOFILE");
+    // The limit before and after raising it to the hard limit (as root,
+    // to the kernel's ceiling).
+    let (before, now) = rpc::raise_nofile_limit().expect("RLIMIT_NOFILE");
     let need = (2 * FLOOD + 1024) as u64;
     assert!(
-        soft >= need,
-        "this test needs {need} descriptors; the limit is {soft} (hard {hard}): \
-         raise it with `ulimit -n {need}`"
+        now >= need,
+        "this test needs {need} descriptors; the limit is {now} (was {before}), \
+         and could not be raised further: raise the hard limit (`ulimit -Hn {need}`)"
     );
 }
 
