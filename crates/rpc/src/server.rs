@@ -187,6 +187,20 @@ pub async fn serve(
         match accepted {
             Ok((stream, peer)) => {
                 backoff = Duration::ZERO;
+                // Sockets closed to make room but not yet dropped: past
+                // this, refuse before closing anyone else for nothing.
+                if shared.live() >= live_ceiling(cap) {
+                    drop(stream);
+                    if let Some(n) = cap_log.allow() {
+                        warn!(
+                            %peer,
+                            "{} sockets still open: closing a new connection \
+                             ({n} more refused since the last report)",
+                            shared.live()
+                        );
+                    }
+                    continue;
+                }
                 let admit = admit::lock(&shared.table).admit(peer.ip(), cap, per_source);
                 let limit = |over| match over {
                     Over::Total => format!("{cap} connections open"),
@@ -225,18 +239,6 @@ pub async fn serve(
                         }
                         continue;
                     }
-                }
-                if shared.live() >= live_ceiling(cap) {
-                    drop(stream);
-                    if let Some(n) = cap_log.allow() {
-                        warn!(
-                            %peer,
-                            "{} sockets still open: closing a new connection \
-                             ({n} more refused since the last report)",
-                            shared.live()
-                        );
-                    }
-                    continue;
                 }
                 if let Err(e) =
                     start_shared(stream, Some(service.clone()), cfg.clone(), shared.clone())

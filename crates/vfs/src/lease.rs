@@ -274,6 +274,7 @@ mod tests {
         while began.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(1));
         }
+        assert_eq!(began.load(Ordering::SeqCst), 1, "the writer never began");
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(
             opened.load(Ordering::SeqCst),

@@ -374,7 +374,7 @@ impl Grace {
 
     /// Whether the grace period may end: every recorded client has
     /// reclaimed, or its time ([`Grace::end_time`]) is up.
-    pub fn due(&mut self, now: Duration) -> bool {
+    pub fn due(&self, now: Duration) -> bool {
         if self.over {
             return false;
         }
@@ -462,7 +462,7 @@ mod tests {
         assert!(g.due(s(21)), "every recorded client is done");
         g.end();
         assert!(!g.active() && !g.recorded(&a));
-        let mut g = Grace::start(prev.clone(), s(10), s(90), s(90));
+        let g = Grace::start(prev.clone(), s(10), s(90), s(90));
         assert!(!g.due(s(99)));
         assert!(g.due(s(100)), "no progress: its length");
         assert!(!Grace::start(HashSet::new(), Duration::ZERO, s(90), s(90)).active());
