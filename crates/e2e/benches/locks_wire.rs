@@ -4,7 +4,7 @@
 //! at a stride of 2,000 bytes, one after another, and CLOSE after a final
 //! LOCKU of everything. Per-LOCKU time that stays flat from 3,000 to
 //! 30,000 holes shows nothing quadratic in the server's lock path. The
-//! in-process and local-file versions are `cargo bench -p server --bench
+//! in-process and local-file versions are `cargo bench -p state --bench
 //! locks`; numbers in docs/benchmarks.md.
 
 #[path = "../tests/common/mod.rs"]

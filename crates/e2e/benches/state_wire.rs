@@ -22,8 +22,8 @@ use bytes::Bytes;
 use client::{Client, OpenOpts};
 use common::*;
 use proto::nfs4::*;
-use server::nfs4::state::slots::CacheMemory;
-use server::nfs4::state::{NewSession, Principal, State};
+use state::slots::CacheMemory;
+use state::{NewSession, Principal, State};
 
 const OPENS_PER_CLIENT: usize = 100;
 /// Requests timed per measurement.
@@ -58,6 +58,7 @@ fn fill(state: &State, have: &mut usize, target: usize) {
                 minorversion: 1,
                 conn: None,
                 drc: CacheMemory::new(1 << 20),
+                io: Box::new(()),
             })
             .expect("CREATE_SESSION");
         state
@@ -65,9 +66,7 @@ fn fill(state: &State, have: &mut usize, target: usize) {
             .expect("RECLAIM_COMPLETE");
         for i in 0..OPENS_PER_CLIENT {
             let h = Bytes::from(format!("filler-{n}-{i}"));
-            state
-                .open(x.clientid, &owner, &(0, vfs::Handle(h)), 3, 0)
-                .expect("OPEN");
+            state.open(x.clientid, &owner, &(0, h), 3, 0).expect("OPEN");
         }
         *have += 1;
     }

@@ -6,7 +6,6 @@ pub mod export;
 pub mod ids;
 pub mod iopool;
 pub mod load;
-pub mod locks;
 pub mod metrics;
 pub mod mount;
 pub mod nfs3;

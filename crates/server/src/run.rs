@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 
 use crate::export::{Export, ExportRules};
 use crate::nfs4::filehandle::FhKey;
-use crate::nfs4::state::clock::SystemClock;
 use crate::nfs4::{Nfs4Config, Nfs4Server, Nfs4Service};
+use state::clock::SystemClock;
 
 /// One export of a local directory.
 #[derive(Debug, Clone, PartialEq)]

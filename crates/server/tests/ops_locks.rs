@@ -557,7 +557,7 @@ async fn an_expired_client_without_conflicts_keeps_its_locks_until_reaped() {
     h.advance(LEASE * 2 + Duration::from_secs(1));
     ok(&h.seq(&b_, &[]).await);
     assert_eq!(h.srv.state().reap(), 0);
-    h.advance(server::nfs4::state::DEFAULT_COURTESY);
+    h.advance(state::DEFAULT_COURTESY);
     ok(&h.seq(&b_, &[]).await);
     assert_eq!(h.srv.state().reap(), 1);
     let r = h.seq(&a, &[]).await;

@@ -317,7 +317,7 @@ async fn sequence_reports_the_slot_and_renews_the_lease() {
     h.advance(LEASE * 2 + Duration::from_secs(1));
     assert_eq!(h.srv.state().reap(), 0);
     // ...and forgotten after the courtesy period.
-    h.advance(server::nfs4::state::DEFAULT_COURTESY);
+    h.advance(state::DEFAULT_COURTESY);
     assert_eq!(h.srv.state().reap(), 1);
     let r = h.seq(&s, &[]).await;
     fails(&r, OpNum4::Sequence, NfsStat4::Nfs4errBadsession);

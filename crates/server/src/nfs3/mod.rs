@@ -363,7 +363,7 @@ impl Ctx {
     /// conflicts with, and waits for their return; NFS3ERR_JUKEBOX when the
     /// wait is over (the client retries later).
     pub async fn settle(&self, o: &Obj, reads: bool) -> Result<(), NfsStat3> {
-        let key = (o.export, o.handle.clone());
+        let key = (o.export, o.handle.0.clone());
         crate::nfs4::deleg::settle_v3(&self.srv, &key, reads)
             .await
             .map_err(from_v4)
@@ -375,7 +375,7 @@ impl Ctx {
     /// would break what the reservation promises its holder).
     pub fn check_share(&self, o: &Obj, access: u32) -> Result<(), NfsStat3> {
         let st = self.srv.state();
-        if st.deny_seen() && st.io_denied_by_share(&(o.export, o.handle.clone()), access) {
+        if st.deny_seen() && st.io_denied_by_share(&(o.export, o.handle.0.clone()), access) {
             return Err(NfsStat3::Acces);
         }
         Ok(())
@@ -542,7 +542,7 @@ where
         Ok(n) => n,
         Err(s) => return fail(s, WccData::default()),
     };
-    let key = (dir.export, dir.handle.clone());
+    let key = (dir.export, dir.handle.0.clone());
     let who = cx.changer();
     if let Err(s) = crate::nfs4::dirdeleg::settle(who, &key, NotifyType4::AddEntry).await {
         return fail(from_v4(s), WccData::default());
@@ -587,7 +587,7 @@ pub async fn remove_entry(cx: &Ctx, what: &DirOpArgs3, dir: bool) -> Res3<DirWcc
     if let Err(s) = cx.settle_name(&parent, &name).await {
         return fail(s, WccData::default());
     }
-    let key = (parent.export, parent.handle.clone());
+    let key = (parent.export, parent.handle.0.clone());
     let who = cx.changer();
     let kind = NotifyType4::RemoveEntry;
     if let Err(s) = crate::nfs4::dirdeleg::settle(who, &key, kind).await {

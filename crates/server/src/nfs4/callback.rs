@@ -12,9 +12,10 @@ use rpc::OpaqueAuth;
 use tracing::debug;
 use xdr::Unpack;
 
-use super::state::session::Session;
-use super::state::{next_seqid, DelegRecall, LockNotify};
+use super::session_io::{io, rpc_conn};
 use super::Nfs4Server;
+use state::session::Session;
+use state::{next_seqid, DelegRecall, LockNotify};
 
 /// How long a callback may take before it counts as failed.
 const CB_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,7 +78,7 @@ pub async fn probe_back_channel(session: Arc<Session>) {
         let Ok(b) = session.back.lock() else { return };
         (b.conn(), b.program, cb_cred(&b.sec))
     };
-    let Some(conn) = conn else {
+    let Some(conn) = conn.as_ref().and_then(rpc_conn) else {
         session.cb_down.store(true, Ordering::Relaxed);
         return;
     };
@@ -100,12 +101,15 @@ pub async fn cb_compound(
     session: &Session,
     ops: Vec<NfsCbArgOp4>,
 ) -> Result<CbCompound4Res, CbError> {
-    let _slot = session.cb_slot.lock().await;
+    let _slot = io(session).cb_slot.lock().await;
     let (conn, program, cred, seqid) = {
         let b = session.back.lock().unwrap_or_else(|p| p.into_inner());
         (b.conn(), b.program, cb_cred(&b.sec), b.seqid)
     };
-    let conn = conn.ok_or(CbError::NoConnection)?;
+    let conn = conn
+        .as_ref()
+        .and_then(rpc_conn)
+        .ok_or(CbError::NoConnection)?;
     let mut argarray = Vec::with_capacity(ops.len() + 1);
     argarray.push(NfsCbArgOp4::CbSequence(CbSequence4Args {
         sessionid: session.id,

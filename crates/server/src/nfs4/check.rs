@@ -4,8 +4,8 @@
 use proto::nfs4::*;
 
 use super::compound::{Compound, Fh};
-use super::state::OwnerKey;
-use crate::locks::{self, Held, LockKind};
+use state::locks::{self, Held, LockKind};
+use state::OwnerKey;
 
 /// The status for I/O on an object that is not a regular file
 /// (RFC 8881 §18.22.3): a directory is NFS4ERR_ISDIR, a symbolic link

@@ -24,9 +24,9 @@ use super::exports::Exports;
 use super::filehandle::{FhError, FhTarget};
 use super::ops::{self, OpDesc, OpFuture};
 use super::pseudo::PSEUDO_EXPORT;
-use super::state::session::Session;
 use super::Nfs4Server;
 use crate::export::{ClientRule, Export, Flavor};
+use state::session::Session;
 
 /// The current (or saved) filehandle: an object of an export, or a node
 /// of the pseudo filesystem (`pseudo` set, `export` = [`PSEUDO_EXPORT`],
@@ -50,8 +50,8 @@ pub fn parent_hint(fs: &dyn vfs::Vfs, attr: &vfs::Attr, dir: &vfs::Handle) -> Op
 }
 
 impl Fh {
-    pub fn key(&self) -> super::state::FileKey {
-        (self.export, self.handle.clone())
+    pub fn key(&self) -> state::FileKey {
+        (self.export, self.handle.0.clone())
     }
 }
 
@@ -759,7 +759,7 @@ fn count_op(
 /// `nfs4::persist`). If that fails the reply is sent all the same (the
 /// change is made): a retry after a restart then finds the session dead.
 async fn keep_across_restarts(slot: &SlotUse, out: &[Bytes]) {
-    let Some(file) = slot.session.persist.get().cloned() else {
+    let Some(file) = super::session_io::io(&slot.session).persist.get().cloned() else {
         return;
     };
     let reply = out.to_vec();
@@ -791,6 +791,18 @@ fn now_and_then(last: &AtomicU64) -> bool {
 }
 
 impl Compound {
+    /// Who the client is, as the call's credential says (RFC 8881
+    /// §2.4.3).
+    pub fn principal(&self) -> state::Principal {
+        match &self.auth {
+            rpc::Auth::None => state::Principal::None,
+            rpc::Auth::Sys(p) => state::Principal::Sys {
+                uid: p.uid,
+                gid: p.gid,
+            },
+        }
+    }
+
     /// The current filehandle (NFS4ERR_NOFILEHANDLE without one).
     pub fn cfh(&self) -> Result<&Fh, NfsStat4> {
         self.cfh.as_ref().ok_or(NfsStat4::Nfs4errNofilehandle)
@@ -1127,8 +1139,8 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::nfs4::state::session::BackChannel;
-    use crate::nfs4::state::slots::{CacheMemory, SlotDecision, SlotError, SlotTable};
+    use state::session::BackChannel;
+    use state::slots::{CacheMemory, SlotDecision, SlotError, SlotTable};
 
     fn session() -> Arc<Session> {
         Arc::new(Session {
@@ -1144,11 +1156,10 @@ mod tests {
                 conns: Vec::new(),
                 seqid: 1,
             }),
-            lease: Arc::new(crate::nfs4::state::lease::Lease::new(Default::default())),
+            lease: Arc::new(state::lease::Lease::new(Default::default())),
             cb_down: AtomicBool::new(false),
             minorversion: AtomicU32::new(1),
-            cb_slot: Default::default(),
-            persist: Default::default(),
+            io: super::super::session_io::SessionIo::boxed(),
         })
     }
 

@@ -28,7 +28,7 @@ use proto::nfs4::*;
 
 use super::callback;
 use super::compound::{Compound, Fh};
-use super::state::{Breaker, CbSeen, FileKey, WriteDeleg};
+use state::{Breaker, CbSeen, FileKey, WriteDeleg};
 
 /// Settles the conflicts of a change to `file` with its delegations (any
 /// client's): Ok once none is held, else NFS4ERR_DELAY when the wait is
@@ -105,12 +105,11 @@ pub async fn settle_v3(
 /// [`super::Nfs4Config::recall_wait`]: then NFS4ERR_DELAY.
 pub async fn wait_out(
     srv: &std::sync::Arc<super::Nfs4Server>,
-    breaking: impl Fn() -> super::state::Breaking,
+    breaking: impl Fn() -> state::Breaking,
 ) -> Result<(), NfsStat4> {
-    let state = srv.state();
     let deadline = Instant::now() + srv.cfg.recall_wait;
     loop {
-        let gone = state.deleg_gone().notified();
+        let gone = srv.deleg_gone.notified();
         tokio::pin!(gone);
         gone.as_mut().enable();
         let b = breaking();
@@ -173,8 +172,12 @@ pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::
         }
         a.size = s.size;
         a.change = s.change;
-        a.mtime = s.mtime;
-        a.ctime = s.mtime;
+        let t = vfs::Timespec {
+            sec: s.mtime.seconds,
+            nsec: s.mtime.nseconds,
+        };
+        a.mtime = t;
+        a.ctime = t;
     }
     Ok(a)
 }
@@ -212,7 +215,10 @@ pub fn present(
         client_change: change.unwrap_or(last_change),
         change: base.wrapping_add(1),
         size: size.unwrap_or(last_size),
-        mtime: now,
+        mtime: NfsTime4 {
+            seconds: now.sec,
+            nseconds: now.nsec,
+        },
     })
 }
 
@@ -236,7 +242,7 @@ pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
             }
         });
     });
-    let h = file.1.clone();
+    let h = vfs::Handle(file.1.clone());
     cx.vfs(file.0, move |v, _| {
         Ok(v.guard_local_writes(&h, on_break).unwrap_or(false))
     })
@@ -247,7 +253,7 @@ pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
 /// Ends a guard [`guard`] took for a delegation that was not granted.
 pub fn unguard(cx: &Compound, file: &FileKey) {
     if let Ok(e) = cx.export(file.0) {
-        e.vfs.unguard_local_writes(&file.1);
+        e.vfs.unguard_local_writes(&vfs::Handle(file.1.clone()));
     }
 }
 
@@ -266,7 +272,7 @@ pub async fn settle_name(
         .vfs(dir.export, move |v, c| Ok(v.lookup(c, &dh, &n).ok()))
         .await?;
     match found {
-        Some((h, _)) => settle(cx, &(dir.export, h)).await,
+        Some((h, _)) => settle(cx, &(dir.export, h.0)).await,
         None => Ok(()),
     }
 }
@@ -312,7 +318,10 @@ mod tests {
                 client_change: 101,
                 change: 101,
                 size: 10,
-                mtime: T
+                mtime: NfsTime4 {
+                    seconds: 7,
+                    nseconds: 8
+                }
             }
         );
         // Asked again, unchanged: the same.

@@ -25,8 +25,8 @@ use proto::nfs4::*;
 use super::callback;
 use super::compound::{Compound, Fh};
 use super::deleg;
-use super::state::{DirWatch, FileKey};
 use super::Nfs4Server;
+use state::{DirWatch, FileKey};
 
 /// The notification types granted (those asked for, of these).
 pub const TYPES: [NotifyType4; 4] = [
@@ -143,7 +143,7 @@ pub async fn cookie_of(who: Changer<'_>, dir: &FileKey, name: &Bytes, kind: Noti
     let Some(e) = who.srv.export(dir.0) else {
         return 0;
     };
-    let (fs, h, n) = (e.vfs.clone(), dir.1.clone(), name.clone());
+    let (fs, h, n) = (e.vfs.clone(), vfs::Handle(dir.1.clone()), name.clone());
     let found = super::compound::off_thread(move || {
         let mut found = 0;
         let _ = fs.readdir(&vfs::Creds::root(), &h, 0, false, &mut |e| {

@@ -17,9 +17,9 @@ use xdr::{Decoder, Encoder, Pack, Unpack};
 
 use super::compound;
 use super::filehandle::FhKey;
-use super::state::clock::{Clock, ManualClock};
 use super::{Nfs4Config, Nfs4Server, Recovery};
 use crate::export::{Export, ExportRules};
+use state::clock::{Clock, ManualClock};
 
 /// A server and the connection a test speaks on.
 pub struct InProcess {

@@ -16,9 +16,9 @@ pub mod ops;
 pub mod persist;
 pub mod pseudo;
 pub mod recovery;
+pub mod session_io;
 pub mod space;
 pub mod stable;
-pub mod state;
 pub mod xattr;
 
 use std::sync::Arc;
@@ -139,6 +139,12 @@ pub struct Nfs4Server {
     pub dir_order: dirdeleg::Stripes,
     /// Live statistics ([`crate::stats`]).
     pub stats: Arc<crate::stats::Stats>,
+    /// Client records on stable storage (RFC 8881 §8.4.2.1).
+    pub records: recovery::Records,
+    /// Woken when delegations go (returned, revoked, freed with their
+    /// client): requests waiting for a recall look again. Register
+    /// (`enable`) before breaking delegations so that none is missed.
+    pub deleg_gone: tokio::sync::Notify,
     state: State,
 }
 
@@ -180,6 +186,7 @@ impl Nfs4Server {
         let courtesy = cfg.courtesy;
         let max_delegations = cfg.max_delegations;
         let clock_for_state = clock.clone();
+        let record_queue = recovery.records.queue().clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         let srv = Arc::new(Nfs4Server {
             stats: crate::stats::Stats::new(exports.iter().map(|e| e.id)),
@@ -200,11 +207,13 @@ impl Nfs4Server {
             started,
             sessions: recovery.sessions,
             dir_order: dirdeleg::Stripes::default(),
+            records: recovery.records,
+            deleg_gone: tokio::sync::Notify::new(),
             state: State::recovering(
                 epoch,
                 cfg_lease,
                 clock_for_state,
-                recovery.records,
+                record_queue,
                 recovery.previous,
                 grace,
             )
@@ -212,14 +221,18 @@ impl Nfs4Server {
             .with_courtesy(courtesy)
             .with_max_delegations(max_delegations),
         });
-        // A delegation that goes ends its guard against local writers.
+        // A delegation that goes ends its guard against local writers;
+        // then requests waiting for a recall look again.
         let weak = Arc::downgrade(&srv);
-        srv.state
-            .on_delegation_ended(Box::new(move |(export, handle)| {
-                if let Some(e) = weak.upgrade().and_then(|s| s.export(*export)) {
-                    e.vfs.unguard_local_writes(handle);
+        srv.state.on_delegation_ended(Box::new(move |files| {
+            let Some(srv) = weak.upgrade() else { return };
+            for (export, handle) in files {
+                if let Some(e) = srv.export(*export) {
+                    e.vfs.unguard_local_writes(&vfs::Handle(handle.clone()));
                 }
-            }));
+            }
+            srv.deleg_gone.notify_waiters();
+        }));
         srv
     }
 
@@ -245,11 +258,11 @@ impl Nfs4Server {
     /// Removes the records of purged clients from stable storage, if any
     /// wait for it.
     pub async fn settle_records(self: &Arc<Self>) {
-        if !self.state.records().has_pending() {
+        if !self.records.has_pending() {
             return;
         }
         let srv = self.clone();
-        match compound::off_thread(move || srv.state.records().settle()).await {
+        match compound::off_thread(move || srv.records.settle()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!("cannot remove client records: {e}"),
             Err(e) => tracing::error!("removing client records: {e}"),
@@ -265,7 +278,7 @@ impl Nfs4Server {
             return;
         }
         let srv = self.clone();
-        match compound::off_thread(move || srv.state.records().forget_previous()).await {
+        match compound::off_thread(move || srv.records.forget_previous()).await {
             Ok(Ok(())) => self.state.end_grace(),
             Ok(Err(e)) => tracing::error!("cannot remove earlier client records: {e}"),
             Err(e) => tracing::error!("removing earlier client records: {e}"),

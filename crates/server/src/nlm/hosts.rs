@@ -1,7 +1,7 @@
 //! The hosts NLM knows: each client lock manager, named by its address and
 //! the `caller_name` it sends (XNFS ch. 10), gets a number, and its lock
 //! owners are [`OwnerKey`]s of that number's client id
-//! ([`crate::nfs4::state::nlm::nlm_client`]). Bounded: past [`MAX_HOSTS`],
+//! ([`state::nlm::nlm_client`]). Bounded: past [`MAX_HOSTS`],
 //! hosts holding nothing are forgotten to make room, and if none is, the
 //! request is refused (NLM4_DENIED_NOLOCKS).
 
@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use proto::nfs4::ClientId4;
 
-use crate::nfs4::state::nlm::nlm_client;
+use state::nlm::nlm_client;
 
 /// Hosts known at most.
 pub const MAX_HOSTS: usize = 4096;

@@ -2,7 +2,7 @@
 //! procedures and their arguments as X/Open XNFS chapter 10 gives them for
 //! version 3): byte-range locks and DOS share reservations for NFSv3
 //! clients, held in the one lock table NFSv4 uses
-//! ([`crate::nfs4::state::nlm`]), so that an NFSv3 and an NFSv4 client
+//! ([`state::nlm`]), so that an NFSv3 and an NFSv4 client
 //! contend for one range correctly.
 //!
 //! * Hosts ([`hosts`]) are client lock managers; a lock owner is a host's
@@ -39,14 +39,14 @@ use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 use tracing::{debug, info, warn};
 use xdr::{Pack, Unpack};
 
-use crate::locks::{Held, LockKind};
 use crate::nfs3::{Ctx, Obj};
 use crate::nfs4::callback::notify_locks;
-use crate::nfs4::state::nlm::{is_nlm, NlmGrant};
-use crate::nfs4::state::{FileKey, OwnerKey};
 use crate::nfs4::Nfs4Server;
 use crate::nsm::Nsm;
 use hosts::{Host, Hosts};
+use state::locks::{Held, LockKind};
+use state::nlm::{is_nlm, NlmGrant};
+use state::{FileKey, OwnerKey};
 
 /// Bad requests logged at most this often.
 static BAD_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
@@ -141,7 +141,7 @@ impl Nlm {
                 NfsStat3::Stale | NfsStat3::BadHandle => Nlm4Stats::StaleFh,
                 _ => Nlm4Stats::Failed,
             })?;
-        let key = (o.export, o.handle.clone());
+        let key = (o.export, o.handle.0.clone());
         Ok((o, key))
     }
 

@@ -26,7 +26,7 @@ pub async fn run(cx: &Ctx, args: Link3Args) -> Link3Res {
     if let Err(s) = cx.settle(&file, false).await {
         return fail(s);
     }
-    let key = (dir.export, dir.handle.clone());
+    let key = (dir.export, dir.handle.0.clone());
     let who = cx.changer();
     if let Err(s) = dirdeleg::settle(who, &key, NotifyType4::AddEntry).await {
         return fail(from_v4(s));

@@ -35,8 +35,8 @@ pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
     }
     let within = from.handle == to.handle;
     let (fk, tk) = (
-        (from.export, from.handle.clone()),
-        (to.export, to.handle.clone()),
+        (from.export, from.handle.0.clone()),
+        (to.export, to.handle.0.clone()),
     );
     let who = cx.changer();
     let out = if within {

@@ -27,7 +27,7 @@ pub async fn run(cx: &Ctx, args: SetAttr3Args) -> SetAttr3Res {
             return fail(s, WccData::default());
         }
     }
-    let key = (o.export, o.handle.clone());
+    let key = (o.export, o.handle.0.clone());
     let who = cx.changer();
     if let Err(s) = dirdeleg::settle(who, &key, NotifyType4::ChangeDirAttrs).await {
         return fail(from_v4(s), WccData::default());

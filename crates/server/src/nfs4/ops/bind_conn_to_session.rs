@@ -4,6 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::callback::probe_back_channel;
 use crate::nfs4::compound::Compound;
+use crate::nfs4::session_io::CbConn;
 
 pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToSession4Res {
     let Some(session) = cx.srv.state().session(&args.sessid) else {
@@ -14,11 +15,11 @@ pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToS
         // so binding it records nothing.
         ChannelDirFromClient4::Cdfc4Fore => ChannelDirFromServer4::Cdfs4Fore,
         ChannelDirFromClient4::Cdfc4Back => {
-            cx.srv.state().bind_back(&session, &cx.conn);
+            cx.srv.state().bind_back(&session, &CbConn::of(&cx.conn));
             ChannelDirFromServer4::Cdfs4Back
         }
         ChannelDirFromClient4::Cdfc4ForeOrBoth | ChannelDirFromClient4::Cdfc4BackOrBoth => {
-            cx.srv.state().bind_back(&session, &cx.conn);
+            cx.srv.state().bind_back(&session, &CbConn::of(&cx.conn));
             ChannelDirFromServer4::Cdfs4Both
         }
     };

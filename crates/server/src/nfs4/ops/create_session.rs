@@ -4,7 +4,8 @@ use proto::nfs4::*;
 
 use crate::nfs4::callback::probe_back_channel;
 use crate::nfs4::compound::{off_thread, Compound};
-use crate::nfs4::state::{NewSession, Principal};
+use crate::nfs4::session_io::{io, CbConn, SessionIo};
+use state::NewSession;
 
 const FLAGS: u32 = CREATE_SESSION4_FLAG_PERSIST
     | CREATE_SESSION4_FLAG_CONN_BACK_CHAN
@@ -53,15 +54,16 @@ pub async fn run(cx: &mut Compound, args: CreateSession4Args) -> CreateSession4R
     let req = NewSession {
         clientid: args.clientid,
         sequence: args.sequence,
-        principal: Principal::of(&cx.auth),
+        principal: cx.principal(),
         flags: args.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
         fore,
         back,
         cb_program: args.cb_program,
         sec_parms: args.sec_parms,
         minorversion: cx.minorversion,
-        conn: Some(cx.conn.clone()),
+        conn: Some(CbConn::of(&cx.conn)),
         drc: cx.srv.drc.clone(),
+        io: SessionIo::boxed(),
     };
     match cx.srv.state().create_session(req) {
         Ok(mut created) => {
@@ -84,7 +86,8 @@ async fn persist(cx: &Compound, resok: &CreateSession4ResOk) -> bool {
     let Some(session) = cx.srv.state().session(&resok.sessionid) else {
         return false;
     };
-    if session.persist.get().is_some() {
+    let persisted = &io(&session).persist;
+    if persisted.get().is_some() {
         // A retransmitted CREATE_SESSION.
         return true;
     }
@@ -97,7 +100,7 @@ async fn persist(cx: &Compound, resok: &CreateSession4ResOk) -> bool {
         resok.fore_chan_attrs.maxrequests,
     );
     match off_thread(move || srv.sessions.create(&id, slots)).await {
-        Ok(Ok(Some(file))) => session.persist.set(file).is_ok() || session.persist.get().is_some(),
+        Ok(Ok(Some(file))) => persisted.set(file).is_ok() || persisted.get().is_some(),
         Ok(Ok(None)) => false,
         Ok(Err(e)) => {
             tracing::warn!("persistent session refused: its file: {e}");

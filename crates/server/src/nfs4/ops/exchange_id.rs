@@ -4,7 +4,10 @@ use bytes::Bytes;
 use proto::nfs4::*;
 
 use crate::nfs4::compound::Compound;
-use crate::nfs4::state::Principal;
+
+/// EXCHANGE_IDs refused for a full client table (the state's only
+/// NFS4ERR_DELAY here), logged at most this often.
+static FULL_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
 
 /// Flags a client may send (§18.35.1); anything else is NFS4ERR_INVAL.
 const CLIENT_FLAGS: u32 = EXCHGID4_FLAG_SUPP_MOVED_REFER
@@ -22,14 +25,24 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
         return Res4::Err(NfsStat4::Nfs4errEncrAlgUnsupp);
     }
     let update = args.flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0;
-    let principal = Principal::of(&cx.auth);
+    let principal = cx.principal();
     let x = match cx
         .srv
         .state()
         .exchange_id(&args.clientowner, principal, update)
     {
         Ok(x) => x,
-        Err(e) => return Res4::Err(e),
+        Err(e) => {
+            if e == NfsStat4::Nfs4errDelay {
+                if let Some(n) = FULL_LOG.allow() {
+                    tracing::warn!(
+                        clients = cx.srv.state().client_count(),
+                        "client table full: EXCHANGE_ID answered NFS4ERR_DELAY ({n} more not logged)"
+                    );
+                }
+            }
+            return Res4::Err(e);
+        }
     };
     cx.srv
         .state()

@@ -13,7 +13,7 @@ use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::COOKIEVERF;
-use crate::nfs4::state::DirWatch;
+use state::DirWatch;
 
 pub async fn run(cx: &mut Compound, args: GetDirDelegation4Args) -> GetDirDelegation4Res {
     get_dir_delegation(cx, args).await.into()

@@ -6,10 +6,10 @@
 
 use proto::nfs4::*;
 
-use crate::locks;
 use crate::nfs4::check::{lock_denied, lock_kind};
 use crate::nfs4::compound::Compound;
-use crate::nfs4::state::{LockError, LockRequest};
+use state::locks;
+use state::{LockError, LockRequest};
 
 pub async fn run(cx: &mut Compound, args: Lock4Args) -> Lock4Res {
     match lock(cx, args) {

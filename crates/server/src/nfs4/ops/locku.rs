@@ -3,9 +3,9 @@
 
 use proto::nfs4::*;
 
-use crate::locks;
 use crate::nfs4::callback;
 use crate::nfs4::compound::Compound;
+use state::locks;
 
 pub async fn run(cx: &mut Compound, args: LockU4Args) -> LockU4Res {
     locku(cx, args).into()

@@ -147,7 +147,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             }
         }
     };
-    let key = (fh.export, target.handle.clone());
+    let key = (fh.export, target.handle.0.clone());
     if prev_claim {
         cx.srv.state().has_prev_delegation(client, &key)?;
     }
@@ -255,7 +255,7 @@ async fn delegation(
     access: u32,
     offer: Offer,
     owner: &bytes::Bytes,
-    key: &crate::nfs4::state::FileKey,
+    key: &state::FileKey,
     wire: bytes::Bytes,
 ) -> OpenDelegation4 {
     let why = |w| OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(w));
@@ -369,8 +369,8 @@ async fn delegation(
 
 /// Whether the compound's user may read `key` (for a write delegation on
 /// an open for writing only).
-async fn may_read(cx: &Compound, key: &crate::nfs4::state::FileKey) -> bool {
-    let h = key.1.clone();
+async fn may_read(cx: &Compound, key: &state::FileKey) -> bool {
+    let h = vfs::Handle(key.1.clone());
     cx.vfs(key.0, move |v, c| v.access(c, &h, libc::R_OK))
         .await
         .unwrap_or(false)

@@ -26,7 +26,7 @@ pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComple
 async fn complete(cx: &mut Compound, id: ClientId4) -> Result<(), NfsStat4> {
     let owner = cx.srv.state().reclaim_owner(id)?;
     let srv = cx.srv.clone();
-    match off_thread(move || srv.state().records().add(id, &owner)).await {
+    match off_thread(move || srv.records.add(id, &owner)).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             tracing::error!("cannot record client {id:#x} on stable storage: {e}");

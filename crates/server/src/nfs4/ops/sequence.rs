@@ -4,7 +4,7 @@ use proto::nfs4::*;
 
 use crate::nfs4::compound::{Compound, SlotUse};
 use crate::nfs4::persist::Dead;
-use crate::nfs4::state::slots::{SlotDecision, SlotError};
+use state::slots::{SlotDecision, SlotError};
 
 pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
     // §18.46.3: a SEQUENCE that fails changes neither the slot nor the

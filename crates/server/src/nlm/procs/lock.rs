@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use proto::nlm::*;
 
-use crate::nfs4::state::nlm::NlmRefusal;
+use state::nlm::NlmRefusal;
 
 /// Reclaims logged at most this often.
 static RECLAIM_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use proto::nfs4::{OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_WRITE};
 use proto::nlm::*;
 
-use crate::nfs4::state::nlm::NlmRefusal;
 use crate::nlm::{share_owner, Nlm, NlmCall};
+use state::nlm::NlmRefusal;
 
 pub async fn run(nlm: &Arc<Nlm>, c: &NlmCall, a: Nlm4ShareArgs) -> Nlm4ShareRes {
     Nlm4ShareRes {

@@ -1,14 +1,25 @@
 //! Sessions (RFC 8881 §2.10): channel attributes, the fore channel's slot
 //! table, the connections bound to it and its back channel.
 
+use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use proto::nfs4::*;
-use rpc::Connection;
 
 use super::lease::Lease;
 use super::slots::SlotTable;
+
+/// A connection a client bound for callbacks, as the state sees it: the
+/// driver's handle (Ferrite's server wraps a weak reference to its RPC
+/// connection; the state never sends on it). `Any` lets the driver get its
+/// own type back.
+pub trait BackConn: Any + Send + Sync + std::fmt::Debug {
+    /// The connection's id, unique among the driver's connections.
+    fn id(&self) -> u64;
+    /// Whether it has closed (a closed one is never called back on).
+    fn is_closed(&self) -> bool;
+}
 
 /// The back channel of a session (RFC 8881 §2.10.3.1, §18.36).
 #[derive(Debug)]
@@ -17,23 +28,18 @@ pub struct BackChannel {
     pub sec: Vec<CallbackSecParms4>,
     pub attrs: ChannelAttrs4,
     /// Connections the client bound for callbacks, newest last.
-    pub conns: Vec<Weak<Connection>>,
+    pub conns: Vec<Arc<dyn BackConn>>,
     /// Sequence id for the next CB_SEQUENCE on slot 0.
     pub seqid: u32,
 }
 
 impl BackChannel {
     /// A live connection to call the client back on.
-    pub fn conn(&self) -> Option<Arc<Connection>> {
-        self.conns
-            .iter()
-            .rev()
-            .filter_map(Weak::upgrade)
-            .find(|c| !c.is_closed())
+    pub fn conn(&self) -> Option<Arc<dyn BackConn>> {
+        self.conns.iter().rev().find(|c| !c.is_closed()).cloned()
     }
 }
 
-#[derive(Debug)]
 pub struct Session {
     pub id: SessionId4,
     pub client: ClientId4,
@@ -47,25 +53,30 @@ pub struct Session {
     pub cb_down: AtomicBool,
     /// The minor version the session was created with.
     pub minorversion: AtomicU32,
-    /// Held while a callback uses back-channel slot 0 (one at a time).
-    pub cb_slot: tokio::sync::Mutex<()>,
-    /// Its file, if it persists (CREATE_SESSION4_FLAG_PERSIST granted).
-    pub persist: std::sync::OnceLock<Arc<crate::nfs4::persist::SessionFile>>,
+    /// What the driver keeps beside the session, opaque here (Ferrite's
+    /// server: the lock on back-channel slot 0, the file of a persistent
+    /// session's replies).
+    pub io: Box<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("client", &self.client)
+            .field("flags", &self.flags)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
     /// Binds `conn` to the back channel (RFC 8881 §18.34); use
     /// `State::bind_back`, which also indexes it by connection.
-    pub(super) fn bind_back(&self, conn: &Arc<Connection>) {
+    pub(crate) fn bind_back(&self, conn: &Arc<dyn BackConn>) {
         if let Ok(mut b) = self.back.lock() {
-            b.conns
-                .retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
-            if !b
-                .conns
-                .iter()
-                .any(|w| w.upgrade().is_some_and(|c| c.id() == conn.id()))
-            {
-                b.conns.push(Arc::downgrade(conn));
+            b.conns.retain(|c| !c.is_closed());
+            if !b.conns.iter().any(|c| c.id() == conn.id()) {
+                b.conns.push(conn.clone());
             }
         }
         self.cb_down.store(false, Ordering::Relaxed);
@@ -78,16 +89,15 @@ impl Session {
         !self.cb_down.load(Ordering::Relaxed) && self.back_conn().is_some()
     }
 
-    pub fn back_conn(&self) -> Option<Arc<Connection>> {
+    pub fn back_conn(&self) -> Option<Arc<dyn BackConn>> {
         self.back.lock().ok().and_then(|b| b.conn())
     }
 
     /// Forgets back-channel connections that have closed; the callback
     /// path is down once none is left (SEQ4_STATUS_CB_PATH_DOWN_SESSION).
-    pub(super) fn prune_back(&self) {
+    pub(crate) fn prune_back(&self) {
         if let Ok(mut b) = self.back.lock() {
-            b.conns
-                .retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
+            b.conns.retain(|c| !c.is_closed());
             if b.conns.is_empty() {
                 self.cb_down.store(true, Ordering::Relaxed);
             }
@@ -95,16 +105,10 @@ impl Session {
     }
 
     /// Ids of the live connections of its back channel.
-    pub(super) fn back_conn_ids(&self) -> Vec<u64> {
+    pub(crate) fn back_conn_ids(&self) -> Vec<u64> {
         self.back
             .lock()
-            .map(|b| {
-                b.conns
-                    .iter()
-                    .filter_map(Weak::upgrade)
-                    .map(|c| c.id())
-                    .collect()
-            })
+            .map(|b| b.conns.iter().map(|c| c.id()).collect())
             .unwrap_or_default()
     }
 }

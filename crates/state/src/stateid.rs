@@ -62,7 +62,7 @@ pub struct CbSeen {
     pub client_change: u64,
     pub change: u64,
     pub size: u64,
-    pub mtime: vfs::Timespec,
+    pub mtime: NfsTime4,
 }
 
 /// A directory delegation's notifications (RFC 8881 §10.9, §20.4): the

@@ -18,18 +18,6 @@ pub enum Principal {
     Sys { uid: u32, gid: u32 },
 }
 
-impl Principal {
-    pub fn of(auth: &rpc::Auth) -> Principal {
-        match auth {
-            rpc::Auth::None => Principal::None,
-            rpc::Auth::Sys(p) => Principal::Sys {
-                uid: p.uid,
-                gid: p.gid,
-            },
-        }
-    }
-}
-
 /// A client record, with everything the client holds.
 #[derive(Debug)]
 pub struct Client {

@@ -3,8 +3,8 @@
 
 use bytes::Bytes;
 use proto::nfs4::*;
-use server::nfs4::state::slots::CacheMemory;
-use server::nfs4::state::{NewSession, Principal, State};
+use state::slots::CacheMemory;
+use state::{NewSession, Principal, State};
 
 /// A confirmed client of `owner`, past its reclaims (`None` if the state
 /// refused, which a benchmark reports by measuring nothing).
@@ -36,6 +36,7 @@ pub fn client(st: &State, owner: &[u8]) -> Option<ClientId4> {
         minorversion: 1,
         conn: None,
         drc: CacheMemory::new(1 << 20),
+        io: Box::new(()),
     })
     .ok()?;
     st.reclaim_complete(x.clientid).ok()?;

@@ -19,9 +19,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-use server::locks::{FileLocks, LockKind};
-use server::nfs4::state::clock::ManualClock;
-use server::nfs4::state::{LockRequest, State};
+use state::clock::ManualClock;
+use state::locks::{FileLocks, LockKind};
+use state::{LockRequest, State};
 
 mod support;
 
@@ -46,7 +46,7 @@ fn tables(n: u64) -> State {
     let Some(client) = support::client(&st, b"bench") else {
         return st;
     };
-    let file = (1, vfs::Handle(Bytes::from_static(b"file")));
+    let file = (1, Bytes::from_static(b"file"));
     let o = Bytes::from_static(b"o");
     let Ok(open) = st.open(client, &o, &file, 3, 0) else {
         return st;

@@ -8,7 +8,7 @@
 //! thousands. The per-request ratio (compounds over the wire, where the
 //! 2x target applies) is measured by `cargo bench -p e2e --bench state_wire`.
 //!
-//! `cargo bench -p server --bench state_scale` (FERRITE_STATE_SCALE=10,100
+//! `cargo bench -p state --bench state_scale` (FERRITE_STATE_SCALE=10,100
 //! picks other client counts). Results: docs/benchmarks.md.
 
 use std::sync::Arc;
@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use proto::nfs4::*;
-use server::locks::LockKind;
-use server::nfs4::state::clock::ManualClock;
-use server::nfs4::state::{LockRequest, Principal, State};
+use state::clock::ManualClock;
+use state::locks::LockKind;
+use state::{LockRequest, Principal, State};
 
 mod support;
 
@@ -27,11 +27,11 @@ const OPENS_PER_CLIENT: usize = 100;
 const BATCH: usize = 2_000;
 const ROUNDS: usize = 5;
 
-fn file(client: usize, n: usize) -> (u16, vfs::Handle) {
+fn file(client: usize, n: usize) -> state::FileKey {
     let mut h = [0u8; 16];
     h[..8].copy_from_slice(&(client as u64).to_be_bytes());
     h[8..].copy_from_slice(&(n as u64).to_be_bytes());
-    (1, vfs::Handle(Bytes::copy_from_slice(&h)))
+    (1, Bytes::copy_from_slice(&h))
 }
 
 /// A state with `clients` clients holding `OPENS_PER_CLIENT` opens each.
@@ -104,7 +104,7 @@ fn costs(st: &State, ids: &[ClientId4]) -> Costs {
     }
     // LOCK: a new lock owner on one of the client's existing opens.
     let lock = {
-        let targets: Vec<(ClientId4, StateId4, (u16, vfs::Handle))> = (0..BATCH)
+        let targets: Vec<(ClientId4, StateId4, state::FileKey)> = (0..BATCH)
             .map(|i| {
                 let (id, c) = who(i);
                 let f = file(c, i % OPENS_PER_CLIENT);

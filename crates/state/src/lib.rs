@@ -1,0 +1,400 @@
+//! Ferrite's NFS state machine: clients, sessions and slots, stateids,
+//! opens and share reservations, byte-range locks of NFSv4 and NLM,
+//! delegations of files and directories, leases, courtesy and the grace
+//! period, behind a closed API (RFC 8881 §8, §9, §10, §2.10). See
+//! docs/state.md.
+//!
+//! No I/O and no async runtime: no sockets, no file-system calls, no
+//! tasks. [`State`] has one method per transition; a driver (Ferrite's
+//! server crate) calls these and gets back the results and what it must
+//! carry out as data: recalls and lock notifications to send, a session
+//! whose back channel to probe, client records to remove from stable
+//! storage ([`records::RecordQueue`]). Effects no caller asked for (a
+//! delegation that ended as its client's lease ran out, a blocked NLM
+//! lock granted by another owner's unlock) are handed to the driver's
+//! hooks ([`State::on_delegation_ended`], [`State::on_nlm_granted`]) at
+//! the end of the transition, outside the lock. Connections and per-session
+//! I/O are the driver's, opaque here ([`session::BackConn`],
+//! [`Session::io`]). Time comes from an injected [`clock::Clock`], so the
+//! rules are unit-tested on a manual clock without a server (`tests.rs`).
+//!
+//! Partitioning: sessions are in their own map behind a read-write lock,
+//! and a client's lease is renewed with an atomic store, so SEQUENCE never
+//! waits for the tables' lock that OPEN, CLOSE and LOCK take. Behind that
+//! lock every lookup is indexed (see `tables.rs`).
+
+pub mod client;
+pub mod clock;
+pub mod grace;
+pub mod lease;
+pub mod locks;
+pub mod nlm;
+pub mod records;
+pub mod session;
+pub mod slots;
+pub mod stateid;
+pub mod summary;
+mod tables;
+mod transitions;
+pub use tables::DEFAULT_COURTESY;
+pub mod waiters;
+
+#[cfg(test)]
+mod tests;
+
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use crate::grace::Grace;
+use crate::locks::{Held, LockKind};
+use crate::records::RecordQueue;
+use client::{exchange_decision, ExchangeDecision};
+pub use client::{Client, Principal};
+use clock::Clock;
+use session::BackChannel;
+pub use session::{BackConn, Session};
+use slots::{CacheMemory, SlotTable};
+pub use stateid::{next_seqid, CbSeen, DirWatch};
+use tables::Tables;
+pub use waiters::{LockWaiters, Waiter};
+
+/// An object that state attaches to: export id and the backend's handle
+/// of the object (opaque bytes).
+pub type FileKey = (u16, Bytes);
+
+/// A lock owner on the server: its client and its opaque name.
+pub type OwnerKey = (ClientId4, Bytes);
+
+/// A CB_NOTIFY_LOCK to send (RFC 8881 §20.11): the waiter's lock owner,
+/// and a session of its client to call back on.
+#[derive(Debug, Clone)]
+pub struct LockNotify {
+    pub session: Arc<Session>,
+    pub owner: LockOwner4,
+    /// The file as the waiter named it in its LOCK.
+    pub fh: NfsFh4,
+}
+
+/// A CB_RECALL to send (RFC 8881 §20.2): the delegation, its file as the
+/// client knows it, and a session of its client to call back on.
+#[derive(Debug, Clone)]
+pub struct DelegRecall {
+    pub session: Arc<Session>,
+    pub stateid: StateId4,
+    pub fh: NfsFh4,
+}
+
+/// A directory delegation's CB_NOTIFY sender to start: a session of its
+/// holder and the delegation's stateid `other`.
+pub type DirSender = (Arc<Session>, [u8; 12]);
+
+/// A write delegation in force, for CB_GETATTR
+/// ([`State::write_delegation`]).
+#[derive(Debug, Clone)]
+pub struct WriteDeleg {
+    pub holder: ClientId4,
+    pub session: Option<Arc<Session>>,
+    pub stateid: StateId4,
+    pub fh: NfsFh4,
+    pub seen: Option<CbSeen>,
+}
+
+/// A session of `client` that can be called back now, if any.
+fn callable_session(
+    t: &Tables,
+    sessions: &HashMap<SessionId4, Arc<Session>>,
+    client: ClientId4,
+) -> Option<Arc<Session>> {
+    t.clients
+        .get(&client)?
+        .sessions
+        .iter()
+        .filter_map(|id| sessions.get(id))
+        .find(|s| s.callable())
+        .cloned()
+}
+
+/// Who makes a change that may conflict with delegations (RFC 8881
+/// §10.4.6; `nfs4::deleg` says who conflicts with whom).
+#[derive(Debug, Clone)]
+pub enum Breaker {
+    /// Conflicts with every delegation of the file.
+    Anyone,
+    /// An OPEN by this client and open owner: its own delegations, read or
+    /// write, do not conflict.
+    Opener(OwnerKey),
+    /// I/O by this client under this stateid: the write delegation of the
+    /// stateid's open owner does not conflict (its holder writes through).
+    Io(ClientId4, StateId4),
+}
+
+/// Called with the files of the delegations that went in a transition.
+pub type DelegEnded = Box<dyn Fn(&[FileKey]) + Send + Sync>;
+
+/// What a change to a file found of other clients' delegations.
+#[derive(Debug, Default)]
+pub struct Breaking {
+    /// Recalls to send now (each delegation is recalled once).
+    pub recalls: Vec<DelegRecall>,
+    /// Conflicting delegations remain: the change waits for their return.
+    pub pending: bool,
+}
+
+/// What a lock request ran into.
+#[derive(Debug)]
+pub enum LockError {
+    Status(NfsStat4),
+    Denied(Held<OwnerKey>),
+}
+
+impl From<NfsStat4> for LockError {
+    fn from(s: NfsStat4) -> Self {
+        LockError::Status(s)
+    }
+}
+
+/// A LOCK request (RFC 8881 §18.10.1).
+#[derive(Debug, Clone)]
+pub struct LockRequest {
+    pub client: ClientId4,
+    /// The lock owner of `open_to_lock_owner4`; `None` when an existing
+    /// lock stateid was presented.
+    pub new_owner: Option<Bytes>,
+    /// The open stateid (new lock owner) or lock stateid presented.
+    pub presented: StateId4,
+    pub file: FileKey,
+    /// The range `[start, end)`.
+    pub start: u64,
+    pub end: u64,
+    pub kind: LockKind,
+    /// READW_LT or WRITEW_LT: queue the owner if denied (§9.6).
+    pub blocking: bool,
+    pub reclaim: bool,
+    /// The file's filehandle as the client sent it (for CB_NOTIFY_LOCK).
+    pub fh: Bytes,
+}
+
+/// What EXCHANGE_ID grants (RFC 8881 §18.35.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExchangeIdOk {
+    pub clientid: ClientId4,
+    pub sequenceid: u32,
+    pub confirmed: bool,
+}
+
+/// A CREATE_SESSION request, its channel attributes already negotiated
+/// (RFC 8881 §18.36).
+pub struct NewSession {
+    pub clientid: ClientId4,
+    pub sequence: u32,
+    pub principal: Principal,
+    pub flags: u32,
+    pub fore: ChannelAttrs4,
+    pub back: ChannelAttrs4,
+    pub cb_program: u32,
+    pub sec_parms: Vec<CallbackSecParms4>,
+    pub minorversion: u32,
+    /// The connection it arrived on (bound to the back channel when
+    /// CREATE_SESSION4_FLAG_CONN_BACK_CHAN is granted).
+    pub conn: Option<Arc<dyn BackConn>>,
+    pub drc: Arc<CacheMemory>,
+    /// What the driver keeps beside the session ([`Session::io`]).
+    pub io: Box<dyn Any + Send + Sync>,
+}
+
+/// What CREATE_SESSION did: its reply and, when a back channel was
+/// bound, the session whose back channel the caller should probe.
+pub struct SessionCreated {
+    pub resok: CreateSession4ResOk,
+    pub probe: Option<Arc<Session>>,
+}
+
+/// All NFSv4 state of a server instance.
+pub struct State {
+    epoch: u32,
+    lease: Duration,
+    clock: Arc<dyn Clock>,
+    tables: Mutex<Tables>,
+    sessions: RwLock<HashMap<SessionId4, Arc<Session>>>,
+    /// Sessions with a back channel on each connection, by connection id.
+    back_conns: Mutex<HashMap<u64, HashSet<SessionId4>>>,
+    /// Client records to remove from stable storage (RFC 8881
+    /// §8.4.2.1), for the driver to take.
+    records: Arc<RecordQueue>,
+    /// Delegations in force (a copy of the tables' count, read without
+    /// their lock: no conflict to look for when there are none).
+    delegs_live: AtomicUsize,
+    /// Write delegations among them (READ and GETATTR look for one only
+    /// when some are).
+    wdelegs_live: AtomicUsize,
+    /// Called with the files of the delegations that went (returned,
+    /// revoked, freed with their client) in a transition: the driver ends
+    /// its guard against local writers, and wakes requests waiting for a
+    /// recall to look again.
+    deleg_ended: std::sync::OnceLock<DelegEnded>,
+    /// Called with the blocked NLM requests the server granted (their
+    /// hosts must be told, `crate::nlm`).
+    nlm_granted: std::sync::OnceLock<NlmGranted>,
+    /// A share reservation with a deny mode was granted (set once).
+    deny_seen: AtomicBool,
+}
+
+/// Called with blocked NLM requests just granted.
+pub type NlmGranted = Box<dyn Fn(Vec<nlm::NlmGrant>) + Send + Sync>;
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "State(epoch {})", self.epoch)
+    }
+}
+
+impl State {
+    /// `epoch` distinguishes this server instance's client ids, session
+    /// ids and stateids from an earlier one's.
+    pub fn new(epoch: u32, lease: Duration, clock: Arc<dyn Clock>) -> State {
+        let records = Arc::new(RecordQueue::new(false));
+        Self::recovering(epoch, lease, clock, records, HashSet::new(), lease)
+    }
+
+    /// A state that notes purged clients' records in `records`, in a grace period of
+    /// `grace` for the clients of `previous` (recorded before a restart;
+    /// none if empty).
+    pub fn recovering(
+        epoch: u32,
+        lease: Duration,
+        clock: Arc<dyn Clock>,
+        records: Arc<RecordQueue>,
+        previous: HashSet<Bytes>,
+        grace: Duration,
+    ) -> State {
+        let mut tables = Tables::new(epoch, lease);
+        tables.grace = Grace::start(previous, clock.now(), grace, lease);
+        State {
+            epoch,
+            lease,
+            clock,
+            tables: Mutex::new(tables),
+            sessions: RwLock::new(HashMap::new()),
+            back_conns: Mutex::new(HashMap::new()),
+            records,
+            delegs_live: AtomicUsize::new(0),
+            wdelegs_live: AtomicUsize::new(0),
+            deleg_ended: std::sync::OnceLock::new(),
+            nlm_granted: std::sync::OnceLock::new(),
+            deny_seen: AtomicBool::new(false),
+        }
+    }
+
+    /// Sets what to call with the files of the delegations that go (once).
+    pub fn on_delegation_ended(&self, f: DelegEnded) {
+        let _ = self.deleg_ended.set(f);
+    }
+
+    /// Holds at most `n` delegations at once (none if 0).
+    pub fn with_max_delegations(self, n: usize) -> State {
+        self.tables().max_delegs = n;
+        self
+    }
+
+    /// Keeps the state of a client whose lease ran out for `d` more while
+    /// nobody conflicts with it ([`DEFAULT_COURTESY`]).
+    pub fn with_courtesy(self, d: Duration) -> State {
+        self.tables().courtesy = d;
+        self
+    }
+
+    /// Holds at most `n` client records: EXCHANGE_ID for a new client
+    /// beyond them, once expired clients are reaped, is NFS4ERR_DELAY.
+    pub fn with_max_clients(self, n: usize) -> State {
+        self.tables().max_clients = n.max(1);
+        self
+    }
+
+    /// The client records to remove from stable storage.
+    pub fn records(&self) -> &RecordQueue {
+        &self.records
+    }
+
+    /// Whether the server is in its grace period (RFC 8881 §8.4.2.1).
+    pub fn in_grace(&self) -> bool {
+        self.tables().grace.active()
+    }
+
+    /// Whether the grace period may end now (every recorded client has
+    /// reclaimed, or its time is up): the caller removes the earlier
+    /// instances' records, then calls [`State::end_grace`].
+    pub fn grace_due(&self) -> bool {
+        let now = self.clock.now();
+        self.tables().grace.due(now)
+    }
+
+    pub fn end_grace(&self) {
+        self.tables().grace.end();
+    }
+
+    /// Whether `client` may take state now, by reclaim or new
+    /// ([`Tables::may_take_state`]).
+    pub fn may_take_state(&self, client: ClientId4, reclaim: bool) -> Result<(), NfsStat4> {
+        let now = self.clock.now();
+        self.tables().may_take_state(client, reclaim, now)
+    }
+
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// The tables. A poisoned lock means a bug panicked while holding
+    /// it; every transition leaves them consistent before it can panic,
+    /// so go on.
+    pub(crate) fn tables(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs a transition on the tables, then drops the sessions of any
+    /// client it purged.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Tables, Duration) -> R) -> R {
+        let now = self.clock.now();
+        let mut t = self.tables();
+        let r = f(&mut t, now);
+        // Kept delegations count: a conflict must forget them.
+        self.delegs_live
+            .store(t.delegs + t.prev_count, Ordering::Relaxed);
+        // Kept ones too: a read must forget kept write delegations.
+        self.wdelegs_live
+            .store(t.wdelegs + t.prev_count, Ordering::Relaxed);
+        let ended = std::mem::take(&mut t.delegs_ended);
+        let granted = std::mem::take(&mut t.nlm_granted);
+        if !t.dead_records.is_empty() {
+            self.records.dead(std::mem::take(&mut t.dead_records));
+        }
+        let dead = std::mem::take(&mut t.dead_sessions);
+        drop(t);
+        if !dead.is_empty() {
+            self.remove_sessions(&dead);
+        }
+        if !granted.is_empty() {
+            match self.nlm_granted.get() {
+                Some(hook) => hook(granted),
+                None => tracing::warn!("NLM requests granted with no lock manager to tell"),
+            }
+        }
+        if !ended.is_empty() {
+            if let Some(hook) = self.deleg_ended.get() {
+                hook(&ended);
+            }
+        }
+        r
+    }
+
+    /// Holds the tables' lock (tests of what does not wait for it).
+    #[cfg(test)]
+    pub(crate) fn lock_tables(&self) -> MutexGuard<'_, Tables> {
+        self.tables()
+    }
+}
