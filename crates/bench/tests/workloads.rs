@@ -6,7 +6,7 @@ use std::time::Duration;
 use bench::record::PhaseTable;
 use bench::workload::{Overrides, Params, Workload};
 use bench::{runner, Results};
-use server::nfs4::Nfs4Config;
+use server::instance::Nfs4Config;
 use server::run::{ExportConfig, Running, ServerConfig};
 use tempfile::TempDir;
 

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use client::{Client, OpenOpts};
 use common::*;
 use proto::nfs4::*;
-use server::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash};
-use server::nfs4::filehandle::FhTarget;
-use server::nfs4::Nfs4Config;
+use server::exports::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash};
+use server::exports::filehandle::FhTarget;
+use server::instance::Nfs4Config;
 use server::run::{ExportConfig, Running, ServerConfig};
 use tempfile::TempDir;
 

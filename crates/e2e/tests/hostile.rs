@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use client::{Client, ClientOptions, OpenOpts};
 use proto::nfs4::*;
-use server::nfs4::Nfs4Config;
+use server::instance::Nfs4Config;
 use server::run::{ExportConfig, Running, ServerConfig};
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -15,8 +15,8 @@ use client::{Client, OpenOpts};
 use common::*;
 use proto::nfs3::{NfsStat3, StableHow};
 use proto::nfs4::*;
-use server::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash};
-use server::nfs4::Nfs4Config;
+use server::exports::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash};
+use server::instance::Nfs4Config;
 use server::run::{ExportConfig, Running, ServerConfig};
 use tempfile::TempDir;
 
@@ -198,7 +198,7 @@ async fn exports_and_rules_change_under_a_connected_client() {
         // with one id. Nothing changes: /a stays writable.
         let log = tempdir();
         let mut logged = moved.clone();
-        logged[0].log = Some(server::writelog::LogConfig {
+        logged[0].log = Some(server::stable::writelog::LogConfig {
             dir: log.path().join("log"),
             capacity_bytes: 64 << 20,
         });

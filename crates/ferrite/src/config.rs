@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
-use server::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash, NOBODY};
+use server::exports::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash, NOBODY};
 use server::run::{ExportConfig, ServerConfig};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -252,7 +252,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     if exports.is_empty() {
         bail!("nothing to export: give a directory (ferrite serve DIR) or [[export]] entries in --config");
     }
-    let mut nfs4 = server::nfs4::Nfs4Config::default();
+    let mut nfs4 = server::instance::Nfs4Config::default();
     if let Some(l) = args.lease.or(file.lease_seconds) {
         if l < 5 {
             bail!("lease time {l} s is too short (at least 5 s)");
@@ -389,7 +389,7 @@ fn log_config(
     dir: &Path,
     log: Option<&PathBuf>,
     mib: Option<u64>,
-) -> anyhow::Result<Option<server::writelog::LogConfig>> {
+) -> anyhow::Result<Option<server::stable::writelog::LogConfig>> {
     let Some(log) = log else {
         if mib.is_some() {
             bail!("export {path}: log_mib without a log");
@@ -407,11 +407,11 @@ fn log_config(
             dir.display()
         );
     }
-    let mib = mib.unwrap_or(server::writelog::LogConfig::DEFAULT_CAPACITY >> 20);
+    let mib = mib.unwrap_or(server::stable::writelog::LogConfig::DEFAULT_CAPACITY >> 20);
     if mib < 8 {
         bail!("export {path}: log_mib = {mib} is too small (at least 8)");
     }
-    Ok(Some(server::writelog::LogConfig {
+    Ok(Some(server::stable::writelog::LogConfig {
         dir: log.clone(),
         capacity_bytes: mib << 20,
     }))
@@ -662,7 +662,7 @@ mod tests {
             parse("[[export]]\npath = \"/a\"\ndir = \"/x\"\nlog = \"/l\"\nlog_mib = 64").unwrap();
         assert_eq!(
             one[0].log,
-            Some(server::writelog::LogConfig {
+            Some(server::stable::writelog::LogConfig {
                 dir: "/l".into(),
                 capacity_bytes: 64 << 20
             })

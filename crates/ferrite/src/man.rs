@@ -66,7 +66,7 @@ mod tests {
         top.build();
         let serve = top.find_subcommand_mut("serve").unwrap();
         let help = serve.render_long_help().to_string();
-        let lease = server::nfs4::Nfs4Config::default().lease.as_secs();
+        let lease = server::instance::Nfs4Config::default().lease.as_secs();
         for want in [
             format!("[default: {}]", crate::config::DEFAULT_LISTEN),
             format!("[default: {lease}]"),

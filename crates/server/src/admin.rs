@@ -23,7 +23,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tracing::{debug, warn};
 
-use crate::nfs4::Nfs4Server;
+use crate::instance::Server;
 use crate::run::ReloadSlot;
 
 /// The socket's name in the state directory.
@@ -52,7 +52,7 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
 pub async fn serve(
     listener: UnixListener,
     path: PathBuf,
-    srv: Arc<Nfs4Server>,
+    srv: Arc<Server>,
     reloads: ReloadSlot,
     shutdown: watch::Receiver<bool>,
 ) {
@@ -125,7 +125,7 @@ pub(crate) async fn serve_each<S, A, AF, H, HF>(
     }
 }
 
-async fn answer(stream: UnixStream, srv: Arc<Nfs4Server>, reloads: ReloadSlot) {
+async fn answer(stream: UnixStream, srv: Arc<Server>, reloads: ReloadSlot) {
     let (rd, mut wr) = stream.into_split();
     let mut line = String::new();
     let read = tokio::time::timeout(
@@ -144,7 +144,7 @@ async fn answer(stream: UnixStream, srv: Arc<Nfs4Server>, reloads: ReloadSlot) {
     let _ = wr.shutdown().await;
 }
 
-fn command(cmd: &str, srv: &Arc<Nfs4Server>) -> String {
+fn command(cmd: &str, srv: &Arc<Server>) -> String {
     match cmd {
         "stat" => serde_json::to_string(&crate::stats::report::build(srv))
             .unwrap_or_else(|e| error(&format!("encoding: {e}"))),

@@ -2,9 +2,12 @@
 
 pub mod admin;
 mod cache;
-pub mod export;
+pub mod conflicts;
+pub mod errors;
+pub mod exports;
+pub mod handoff;
 pub mod ids;
-pub mod iopool;
+pub mod instance;
 pub mod load;
 pub mod metrics;
 pub mod mount;
@@ -15,5 +18,5 @@ pub mod nsm;
 pub mod portmap;
 pub mod reload;
 pub mod run;
+pub mod stable;
 pub mod stats;
-pub mod writelog;

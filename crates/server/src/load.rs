@@ -7,7 +7,7 @@
 //! Resources, sampled once a second ([`sample`]):
 //! * **CPU**: the process's user and system time over the interval, per
 //!   core it may run on (its affinity).
-//! * **Worker pool** ([`crate::iopool`]): the calls in it, running or
+//! * **Worker pool** ([`crate::handoff::iopool`]): the calls in it, running or
 //!   queued for a thread, on average, against its most threads.
 //! * **Disk**, per device under an export: the share of the interval
 //!   with I/O in flight on the device (/proc/diskstats `io_ticks`), or, if
@@ -63,7 +63,7 @@ pub struct Sample {
     pub cpu_s: f64,
     /// Cores the process may run on.
     pub cores: f64,
-    pub pool: crate::iopool::Usage,
+    pub pool: crate::handoff::iopool::Usage,
     /// CPU seconds of the pool's threads.
     pub pool_cpu_s: f64,
     /// The pool's most threads.
@@ -269,7 +269,7 @@ impl Model {
 /// (no disk I/O), so may run anywhere.
 pub fn sample(
     at: f64,
-    pool: &crate::iopool::Pool,
+    pool: &crate::handoff::iopool::Pool,
     devices: &[String],
     net_bytes: u64,
     ops: u64,
@@ -465,7 +465,7 @@ mod tests {
         for s in 0..=40u64 {
             let mut x = at(s as f64, s as f64 * 0.5);
             let ns = |v: f64| (v * 1e9) as u64 * s;
-            x.pool = crate::iopool::Usage {
+            x.pool = crate::handoff::iopool::Usage {
                 calls: s * 1000,
                 busy_ns: ns(busy),
                 wait_ns: ns(queued),

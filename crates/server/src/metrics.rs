@@ -12,13 +12,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::nfs4::Nfs4Server;
+use crate::instance::Server;
 
 const MAX_CONNECTIONS: usize = 16;
 const HEAD_MAX: usize = 8192;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub async fn serve(listener: TcpListener, srv: Arc<Nfs4Server>, shutdown: watch::Receiver<bool>) {
+pub async fn serve(listener: TcpListener, srv: Arc<Server>, shutdown: watch::Receiver<bool>) {
     let l = &listener;
     crate::admin::serve_each(
         "metrics",
@@ -35,7 +35,7 @@ pub async fn serve(listener: TcpListener, srv: Arc<Nfs4Server>, shutdown: watch:
     .await;
 }
 
-async fn answer(mut s: TcpStream, srv: &Arc<Nfs4Server>) -> std::io::Result<()> {
+async fn answer(mut s: TcpStream, srv: &Arc<Server>) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let got = tokio::time::timeout(HEAD_TIMEOUT, async {
         let mut buf = [0u8; 1024];

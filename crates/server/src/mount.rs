@@ -14,9 +14,9 @@ use proto::mount::*;
 use proto::nfs3::List;
 use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 
-use crate::export::{ClientMatch, Flavor};
-use crate::nfs4::filehandle::FhTarget;
-use crate::nfs4::Nfs4Server;
+use crate::exports::export::{ClientMatch, Flavor};
+use crate::exports::filehandle::FhTarget;
+use crate::instance::Server;
 
 /// Mount-list entries kept at most (DUMP is a hint: past it, new MNTs are
 /// not recorded).
@@ -25,13 +25,13 @@ const MAX_MOUNTS: usize = 4096;
 /// The MOUNT program's service.
 #[derive(Clone)]
 pub struct MountService {
-    srv: Arc<Nfs4Server>,
+    srv: Arc<Server>,
     /// (client address, export path) of MNTs not yet UMNTed.
     mounts: Arc<Mutex<BTreeSet<(String, Bytes)>>>,
 }
 
 impl MountService {
-    pub fn new(srv: Arc<Nfs4Server>) -> Self {
+    pub fn new(srv: Arc<Server>) -> Self {
         MountService {
             srv,
             mounts: Arc::default(),
@@ -41,7 +41,7 @@ impl MountService {
     /// The export serving `want` (a normalized path): the one with the
     /// longest path that is `want` or a directory above it, and the
     /// components of `want` below that path.
-    fn export_of(&self, want: &[u8]) -> Option<(Arc<crate::export::Export>, Vec<Bytes>)> {
+    fn export_of(&self, want: &[u8]) -> Option<(Arc<crate::exports::export::Export>, Vec<Bytes>)> {
         let below = |p: &[u8]| -> Option<Vec<Bytes>> {
             let rest = if p == b"/" {
                 want

@@ -246,7 +246,7 @@ pub fn notify_all(nsm: Arc<Nsm>, records: Vec<Record>, pmap_port: u16, machine: 
 /// [`Nsm::told`] on the blocking pool (it removes a file and syncs its
 /// directory).
 async fn forget(nsm: Arc<Nsm>, r: Record) {
-    let _ = crate::nfs4::compound::off_thread(move || nsm.told(&r)).await;
+    let _ = crate::handoff::off_thread(move || nsm.told(&r)).await;
 }
 
 /// The status monitor program's service (100024 version 1).

@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::Export;
-use crate::nfs4::Nfs4Server;
+use crate::exports::export::Export;
+use crate::instance::Server;
 use crate::run::{export_ids, open_export, ExportConfig, ServerConfig};
 
 /// What a reload changed, and what waits for a restart.
@@ -58,7 +58,7 @@ enum Plan<'a> {
 /// Applies `new` over `old` (the configuration the server runs) to `srv`:
 /// the report, or why nothing was changed.
 pub async fn apply(
-    srv: &Arc<Nfs4Server>,
+    srv: &Arc<Server>,
     old: &ServerConfig,
     new: &ServerConfig,
 ) -> Result<ReloadReport, String> {
@@ -242,7 +242,7 @@ fn restart_only(a: &ServerConfig, b: &ServerConfig) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::{ClientMatch, ClientRule};
+    use crate::exports::export::{ClientMatch, ClientRule};
 
     fn cfg(exports: Vec<ExportConfig>) -> ServerConfig {
         ServerConfig {

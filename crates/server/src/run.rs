@@ -8,9 +8,10 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::export::{Export, ExportRules};
-use crate::nfs4::filehandle::FhKey;
-use crate::nfs4::{Nfs4Config, Nfs4Server, Nfs4Service};
+use crate::exports::export::{Export, ExportRules};
+use crate::exports::filehandle::FhKey;
+use crate::instance::{Nfs4Config, Server};
+use crate::nfs4::Nfs4Service;
 use state::clock::SystemClock;
 
 /// One export of a local directory.
@@ -30,8 +31,8 @@ pub struct ExportConfig {
     /// size) before they are on stable storage: a power loss may undo
     /// acknowledged ones. Stable WRITEs and COMMIT still sync.
     pub metadata_async: bool,
-    /// A write log for stable WRITEs ([`crate::writelog`]), or none.
-    pub log: Option<crate::writelog::LogConfig>,
+    /// A write log for stable WRITEs ([`crate::stable::writelog`]), or none.
+    pub log: Option<crate::stable::writelog::LogConfig>,
     /// Grant delegations of its files (RFC 8881 §10.2, §10.4).
     pub delegations: bool,
 }
@@ -119,7 +120,7 @@ pub struct ServerConfig {
 /// A running server.
 pub struct Running {
     pub addr: SocketAddr,
-    pub nfs4: Arc<Nfs4Server>,
+    pub nfs4: Arc<Server>,
     pub nlm: Arc<crate::nlm::Nlm>,
     /// Where each program is, one line each, for the start-up message.
     pub programs: Vec<String>,
@@ -237,18 +238,19 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     // NLM hosts recorded before a restart reclaim in the grace period too.
     let (nsm, nsm_previous) = crate::nsm::Nsm::open(&cfg.state_dir)?;
     let mut recovery =
-        crate::nfs4::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period(), cfg.nfs4.lease)?;
+        crate::instance::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period(), cfg.nfs4.lease)?;
     recovery
         .previous
         .extend(nsm_previous.iter().map(crate::nsm::grace_owner));
-    let nfs4 = Nfs4Server::recovering(
+    let nfs4 = Server::recovering(
         cfg.nfs4.clone(),
         key,
         exports,
         Arc::new(SystemClock::default()),
         recovery,
     );
-    nfs4.spawn_reaper();
+    crate::nfs4::install(&nfs4);
+    crate::nfs4::reaper::spawn(&nfs4);
     spawn_heap_trim();
     let nlm = crate::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
     nlm.start();
@@ -523,10 +525,11 @@ pub(crate) async fn open_export(e: &ExportConfig, id: u16) -> std::io::Result<Ex
     let log = match e.log.clone() {
         Some(l) => {
             let fs = vfs.clone();
-            let opened =
-                tokio::task::spawn_blocking(move || crate::writelog::WriteLog::open(&l, fs))
-                    .await
-                    .map_err(std::io::Error::other)?;
+            let opened = tokio::task::spawn_blocking(move || {
+                crate::stable::writelog::WriteLog::open(&l, fs)
+            })
+            .await
+            .map_err(std::io::Error::other)?;
             Some(opened.map_err(|why| std::io::Error::other(format!("export {}: {why}", e.path)))?)
         }
         None => None,
@@ -553,7 +556,7 @@ pub fn export_ids(exports: &[ExportConfig]) -> std::io::Result<Vec<u16>> {
         .collect();
     let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
     for (i, a) in ids.iter().enumerate() {
-        if *a == crate::nfs4::pseudo::PSEUDO_EXPORT {
+        if *a == crate::exports::namespace::PSEUDO_EXPORT {
             return Err(invalid(format!(
                 "export {}: id {a} is reserved (0 to 65534)",
                 exports[i].path
@@ -571,7 +574,7 @@ pub fn export_ids(exports: &[ExportConfig]) -> std::io::Result<Vec<u16>> {
 
 /// Feeds the load model a sample a second until `shutdown`.
 fn spawn_load_sampler(
-    nfs4: &Arc<Nfs4Server>,
+    nfs4: &Arc<Server>,
     cfg: &ServerConfig,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
@@ -580,7 +583,7 @@ fn spawn_load_sampler(
         crate::load::Model::new(cfg.admin.link_bytes_per_s);
     // The disks under the exports: found on the pool at the first tick,
     // and again after a reload.
-    fn devices_of(exports: &crate::nfs4::exports::Exports) -> Arc<Vec<String>> {
+    fn devices_of(exports: &crate::exports::Exports) -> Arc<Vec<String>> {
         let mut d: Vec<String> = exports
             .iter()
             .filter_map(|e| crate::load::device_of(&e.vfs.local_dir()?))
@@ -589,7 +592,7 @@ fn spawn_load_sampler(
         d.dedup();
         Arc::new(d)
     }
-    let mut seen: Option<Arc<crate::nfs4::exports::Exports>> = None;
+    let mut seen: Option<Arc<crate::exports::Exports>> = None;
     let mut devices = Arc::new(Vec::new());
     let srv = Arc::downgrade(nfs4);
     let base = std::time::Instant::now();
@@ -610,10 +613,10 @@ fn spawn_load_sampler(
             let (stats, known) = (stats.clone(), devices.clone());
             // /proc reads (and the exports' stat): quick, but system
             // calls all the same.
-            let sampled = crate::nfs4::compound::off_thread(move || {
+            let sampled = crate::handoff::off_thread(move || {
                 let devices = changed.map_or(known, |now| devices_of(&now));
                 let (bytes, ops) = stats.totals();
-                let pool = crate::iopool::Pool::global();
+                let pool = crate::handoff::iopool::Pool::global();
                 let s =
                     crate::load::sample(base.elapsed().as_secs_f64(), pool, &devices, bytes, ops);
                 stats

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use server::export::{ClientMatch, ClientRule};
+use server::exports::export::{ClientMatch, ClientRule};
 
 fn secinfo(name: &str) -> NfsArgOp4 {
     NfsArgOp4::SecInfo(SecInfo4Args { name: b(name) })

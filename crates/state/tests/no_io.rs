@@ -79,5 +79,9 @@ fn its_source_names_no_file_socket_thread_or_runtime() {
             }
         }
     }
-    assert!(found.is_empty(), "I/O in the state machine:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "I/O in the state machine:\n{}",
+        found.join("\n")
+    );
 }

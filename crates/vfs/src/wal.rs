@@ -4,7 +4,7 @@
 //! (group commit). What the records mean is the caller's business; this
 //! module keeps them safe and hands them back after a crash.
 //!
-//! The server's `writelog` gives the records their meaning (stable
+//! The server's `stable::writelog` gives the records their meaning (stable
 //! WRITEs of an export) and applies them.
 //!
 //! Layout. A log is a directory of segments `wal-<first seq>.seg`, each a

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use client::{Client, ClientOptions};
 use proto::nfs4::*;
-use server::nfs4::Nfs4Config;
+use server::instance::Nfs4Config;
 use server::run::{ExportConfig, Running, ServerConfig};
 use tempfile::TempDir;
 
@@ -43,7 +43,7 @@ fn config(
     let mut e = ExportConfig::open("/", export.path());
     e.delegations = delegations;
     if log {
-        e.log = Some(server::writelog::LogConfig {
+        e.log = Some(server::stable::writelog::LogConfig {
             dir: state.path().join("log"),
             capacity_bytes: 16 << 20,
         });

@@ -1,6 +1,6 @@
 //! NFS version 3 (RFC 1813) beside NFSv4, on the same port, over the same
 //! exports, rules and backends. Filehandles are NFSv4's
-//! ([`crate::nfs4::filehandle`]: persistent, bound to their export's root,
+//! ([`crate::exports::filehandle`]: persistent, bound to their export's root,
 //! authenticated), made without the parent hint so that they fit
 //! NFS3_FHSIZE (64 bytes); the pseudo filesystem does not exist here: the
 //! MOUNT protocol ([`crate::mount`]) hands out each export's root.
@@ -28,22 +28,22 @@ use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 use tracing::warn;
 use xdr::Unpack;
 
-use crate::export::{Export, Flavor};
-use crate::nfs4::dirdeleg::Changer;
-use crate::nfs4::exports::Exports;
-use crate::nfs4::filehandle::FhTarget;
-use crate::nfs4::Nfs4Server;
+use crate::conflicts::directories::Changer;
+use crate::exports::export::{Export, Flavor};
+use crate::exports::filehandle::FhTarget;
+use crate::exports::Exports;
+use crate::instance::Server;
 
 /// Bad requests logged at most this often.
 static BAD_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
 
 /// The NFSv3 program's service, on the server NFSv4 runs.
-pub struct Nfs3Service(pub Arc<Nfs4Server>);
+pub struct Nfs3Service(pub Arc<Server>);
 
 /// One NFSv3 call: the server, the caller's credential and address.
 pub struct Ctx {
-    pub srv: Arc<Nfs4Server>,
-    /// The exports as the call began ([`crate::nfs4::exports`]).
+    pub srv: Arc<Server>,
+    /// The exports as the call began ([`crate::exports`]).
     pub exports: Arc<Exports>,
     pub auth: rpc::Auth,
     pub peer: SocketAddr,
@@ -78,15 +78,15 @@ impl Ctx {
                 Ok(Obj { export, handle })
             }
             Ok(FhTarget::Pseudo(_)) => Err(NfsStat3::BadHandle),
-            Err(crate::nfs4::filehandle::FhError::Stale) => Err(NfsStat3::Stale),
+            Err(crate::exports::filehandle::FhError::Stale) => Err(NfsStat3::Stale),
             Err(_) => Err(NfsStat3::BadHandle),
         }
     }
 
-    /// The filehandle of `handle` (with attributes `attr`) in `export`,
+    /// The filehandle of `handle` (with attributes `attr`) in `exports::export`,
     /// naming the directory `dir` it was reached in where the backend
     /// wants that hint and it fits NFS3_FHSIZE (to find an object the
-    /// kernel has forgotten, `nfs4::filehandle`).
+    /// kernel has forgotten, `exports::filehandle`).
     pub fn fh(
         &self,
         export: u16,
@@ -95,7 +95,7 @@ impl Ctx {
         dir: Option<&vfs::Handle>,
     ) -> NfsFh3 {
         let parent = match (self.exports.get(export), dir) {
-            (Some(e), Some(d)) => crate::nfs4::compound::parent_hint(&*e.vfs, attr, d),
+            (Some(e), Some(d)) => crate::exports::filehandle::parent_hint(&*e.vfs, attr, d),
             _ => None,
         };
         let t = FhTarget::Object {
@@ -108,7 +108,7 @@ impl Ctx {
         }
     }
 
-    /// The identity backend calls on `export` act with (the export's rule
+    /// The identity backend calls on `exports::export` act with (the export's rule
     /// for this client, RFC 1813 leaves the policy to the server): a
     /// client no rule admits, or one from an unprivileged port where the
     /// rule asks for a privileged one, or a flavor the export does not
@@ -125,7 +125,7 @@ impl Ctx {
         Ok(rule.creds(&self.auth))
     }
 
-    /// Runs a backend call for `export` on the blocking pool with the
+    /// Runs a backend call for `exports::export` on the blocking pool with the
     /// identity the export's rule gives this client.
     pub async fn vfs<T, F>(&self, export: u16, f: F) -> Result<T, NfsStat3>
     where
@@ -134,7 +134,7 @@ impl Ctx {
     {
         let fs = self.export(export)?.vfs.clone();
         let creds = self.creds(export)?;
-        match crate::nfs4::compound::off_thread(move || f(fs.as_ref(), &creds)).await {
+        match crate::handoff::off_thread(move || f(fs.as_ref(), &creds)).await {
             Ok(r) => r.map_err(from_errno),
             Err(e) => {
                 warn!("backend call failed: {e}");
@@ -335,7 +335,7 @@ impl Service for NfsVersions {
 }
 
 impl Ctx {
-    /// NFS3ERR_ROFS unless this client's rule lets it change `export`.
+    /// NFS3ERR_ROFS unless this client's rule lets it change `exports::export`.
     pub fn check_writable(&self, export: u16) -> Result<(), NfsStat3> {
         let e = self.export(export)?;
         match e.rules.rule_for(self.peer.ip()) {
@@ -350,7 +350,7 @@ impl Ctx {
     pub fn changer(&self) -> Changer<'_> {
         Changer {
             srv: &self.srv,
-            client: crate::nfs4::dirdeleg::NFSV3,
+            client: crate::conflicts::directories::NFSV3,
         }
     }
 
@@ -364,7 +364,7 @@ impl Ctx {
     /// wait is over (the client retries later).
     pub async fn settle(&self, o: &Obj, reads: bool) -> Result<(), NfsStat3> {
         let key = (o.export, o.handle.0.clone());
-        crate::nfs4::deleg::settle_v3(&self.srv, &key, reads)
+        crate::conflicts::delegations::settle_anyone(&self.srv, &key, reads)
             .await
             .map_err(from_v4)
     }
@@ -406,14 +406,13 @@ impl Ctx {
     /// Makes the data written to `o` stable: through the export's write
     /// log if it holds records of the file, else with a sync grouped with
     /// the other stable requests to the file (NFSv4's too:
-    /// `nfs4::stable`).
+    /// `stable::groups`).
     pub async fn make_stable(&self, o: &Obj) -> Result<(), NfsStat3> {
         let e = self.export(o.export)?;
         if let Some(log) = e.log.clone() {
             if log.is_logged(&o.handle) {
                 let h = o.handle.clone();
-                return match crate::nfs4::compound::off_thread_urgent(move || log.barrier(&h)).await
-                {
+                return match crate::handoff::off_thread_urgent(move || log.barrier(&h)).await {
                     Ok(r) => r.map(|_| ()).map_err(from_errno),
                     Err(_) => Err(NfsStat3::ServerFault),
                 };
@@ -424,8 +423,8 @@ impl Ctx {
         group
             .stable(|| async {
                 let h = o.handle.clone();
-                match crate::nfs4::compound::off_thread_urgent(move || fs.commit(&h)).await {
-                    Ok(r) => r.map_err(crate::nfs4::errors::from_errno),
+                match crate::handoff::off_thread_urgent(move || fs.commit(&h)).await {
+                    Ok(r) => r.map_err(crate::errors::from_errno),
                     Err(_) => Err(proto::nfs4::NfsStat4::Nfs4errServerfault),
                 }
             })
@@ -544,17 +543,17 @@ where
     };
     let key = (dir.export, dir.handle.0.clone());
     let who = cx.changer();
-    if let Err(s) = crate::nfs4::dirdeleg::settle(who, &key, NotifyType4::AddEntry).await {
+    if let Err(s) = crate::conflicts::directories::settle(who, &key, NotifyType4::AddEntry).await {
         return fail(from_v4(s), WccData::default());
     }
-    let _order = crate::nfs4::dirdeleg::order(who, &[&key]).await;
+    let _order = crate::conflicts::directories::order(who, &[&key]).await;
     let (h, n) = (dir.handle.clone(), name.clone());
     let (before, after, r) = change_dir(cx, &dir, move |v, c| f(v, c, &h, &n)).await;
     let dir_wcc = wcc(before.as_ref(), after.as_ref(), fsid);
     match r {
         Ok((handle, a, created)) => {
             if created {
-                crate::nfs4::dirdeleg::added(who, &key, &name);
+                crate::conflicts::directories::added(who, &key, &name);
             }
             Res3::Ok(Create3ResOk {
                 obj: Some(cx.fh(dir.export, handle, &a, Some(&dir.handle))),
@@ -590,11 +589,11 @@ pub async fn remove_entry(cx: &Ctx, what: &DirOpArgs3, dir: bool) -> Res3<DirWcc
     let key = (parent.export, parent.handle.0.clone());
     let who = cx.changer();
     let kind = NotifyType4::RemoveEntry;
-    if let Err(s) = crate::nfs4::dirdeleg::settle(who, &key, kind).await {
+    if let Err(s) = crate::conflicts::directories::settle(who, &key, kind).await {
         return fail(from_v4(s), WccData::default());
     }
-    let _order = crate::nfs4::dirdeleg::order(who, &[&key]).await;
-    let cookie = crate::nfs4::dirdeleg::cookie_of(who, &key, &name, kind).await;
+    let _order = crate::conflicts::directories::order(who, &[&key]).await;
+    let cookie = crate::conflicts::directories::cookie_of(who, &key, &name, kind).await;
     let fsid = cx.fsid(parent.export);
     let (h, n) = (parent.handle.clone(), name.clone());
     let (before, after, r) = change_dir(cx, &parent, move |v, c| {
@@ -610,7 +609,7 @@ pub async fn remove_entry(cx: &Ctx, what: &DirOpArgs3, dir: bool) -> Res3<DirWcc
     let dir_wcc = wcc(before.as_ref(), after.as_ref(), fsid);
     match r {
         Ok(()) => {
-            crate::nfs4::dirdeleg::removed(who, &key, &name, cookie);
+            crate::conflicts::directories::removed(who, &key, &name, cookie);
             Res3::Ok(DirWcc3 { dir_wcc })
         }
         Err(s) => fail(s, dir_wcc),

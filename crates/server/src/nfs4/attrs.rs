@@ -7,8 +7,8 @@ use bytes::Bytes;
 use proto::nfs4::*;
 
 use super::compound::{Compound, Fh};
-use super::Nfs4Server;
-use crate::export::Export;
+use crate::exports::export::Export;
+use crate::instance::Server;
 
 /// FH4_PERSISTENT (RFC 8881 §4.2.3).
 const FH4_PERSISTENT: u32 = 0;
@@ -194,7 +194,7 @@ pub fn max_len(want: &Bitmap4) -> usize {
 }
 
 /// Whether building `want` may need the name service (owner names).
-fn needs_names(srv: &Nfs4Server, want: &Bitmap4) -> bool {
+fn needs_names(srv: &Server, want: &Bitmap4) -> bool {
     !srv.cfg.numeric_owners && (want.contains(FATTR4_OWNER) || want.contains(FATTR4_OWNER_GROUP))
 }
 
@@ -219,7 +219,7 @@ fn time(t: vfs::Timespec) -> NfsTime4 {
 
 /// Builds the attributes of one object, restricted to `want`.
 pub fn build(
-    srv: &Nfs4Server,
+    srv: &Server,
     minorversion: u32,
     export: &Export,
     fh: &Bytes,
@@ -227,7 +227,7 @@ pub fn build(
     fs: Option<&vfs::FsStat>,
     want: &Bitmap4,
 ) -> Fattr4 {
-    let mounted_on = srv.exports.load().ns.root_mounted_on(export.id, a.fileid);
+    let mounted_on = srv.exports().ns.root_mounted_on(export.id, a.fileid);
     let place = Place {
         fsid: export.fsid,
         mounted_on,
@@ -238,8 +238,8 @@ pub fn build(
 
 /// The attributes of a pseudo directory (RFC 8881 §7.4): read-only, owned
 /// by root, constant.
-pub fn pseudo_attr(srv: &Nfs4Server, node: u16) -> Option<vfs::Attr> {
-    let exports = srv.exports.load();
+pub fn pseudo_attr(srv: &Server, node: u16) -> Option<vfs::Attr> {
+    let exports = srv.exports();
     let n = exports.ns.node(node)?;
     let subdirs = n.children.len() as u32;
     let t = vfs::Timespec {
@@ -265,7 +265,7 @@ pub fn pseudo_attr(srv: &Nfs4Server, node: u16) -> Option<vfs::Attr> {
 
 /// The attributes of pseudo node `node`, restricted to `want`.
 pub fn build_pseudo(
-    srv: &Nfs4Server,
+    srv: &Server,
     minorversion: u32,
     node: u16,
     fh: &Bytes,
@@ -277,7 +277,7 @@ pub fn build_pseudo(
         ..Default::default()
     };
     let place = Place {
-        fsid: super::pseudo::PSEUDO_FSID,
+        fsid: crate::exports::namespace::PSEUDO_FSID,
         mounted_on: None,
         xattrs: false,
     };
@@ -304,7 +304,7 @@ pub struct Place {
 
 /// [`build`] for an object at `place`.
 pub fn build_full(
-    srv: &Nfs4Server,
+    srv: &Server,
     minorversion: u32,
     place: Place,
     fh: &Bytes,
@@ -473,7 +473,7 @@ pub async fn pseudo(
     }
     let (srv, minor) = (cx.srv.clone(), cx.minorversion);
     let (wire, want) = (wire.clone(), want.clone());
-    crate::nfs4::compound::off_thread(move || build_pseudo(&srv, minor, node, &wire, &want))
+    crate::handoff::off_thread(move || build_pseudo(&srv, minor, node, &wire, &want))
         .await
         .unwrap_or(Err(NfsStat4::Nfs4errServerfault))
 }
@@ -481,7 +481,7 @@ pub async fn pseudo(
 /// Decodes a client's attributes to set (SETATTR, CREATE, OPEN), checking
 /// each is writable. Returns what to set and the mask of what will be set.
 pub async fn to_setattr(
-    srv: &Arc<Nfs4Server>,
+    srv: &Arc<Server>,
     f: &Fattr4,
 ) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
     for n in f.attrmask.iter() {
@@ -530,7 +530,7 @@ pub async fn to_setattr(
 /// The id an owner (or, `group`, owner_group) string names (RFC 8881
 /// §5.9), NFS4ERR_BADOWNER if none. A name not in the cache is looked up
 /// on the blocking pool.
-async fn owner_id(srv: &Arc<Nfs4Server>, name: &Bytes, group: bool) -> Result<u32, NfsStat4> {
+async fn owner_id(srv: &Arc<Server>, name: &Bytes, group: bool) -> Result<u32, NfsStat4> {
     let known = if group {
         srv.ids.try_gid(name)
     } else {
@@ -540,7 +540,7 @@ async fn owner_id(srv: &Arc<Nfs4Server>, name: &Bytes, group: bool) -> Result<u3
         Some(id) => id,
         None => {
             let (srv, name) = (srv.clone(), name.clone());
-            crate::nfs4::compound::off_thread(move || {
+            crate::handoff::off_thread(move || {
                 if group {
                     srv.ids.gid(&name)
                 } else {

@@ -13,7 +13,7 @@ use tracing::debug;
 use xdr::Unpack;
 
 use super::session_io::{io, rpc_conn};
-use super::Nfs4Server;
+use crate::instance::Server;
 use state::session::Session;
 use state::{next_seqid, DelegRecall, LockNotify};
 
@@ -193,7 +193,7 @@ pub fn recall_any(session: std::sync::Arc<Session>, keep: u32) {
 /// so the back channel's slot stays in step, and then ends the
 /// delegation's CB_GETATTR (`State::begin_cb_getattr`): one at a time.
 pub async fn getattr(
-    srv: &Arc<Nfs4Server>,
+    srv: &Arc<Server>,
     session: Arc<Session>,
     stateid: StateId4,
     fh: NfsFh4,
@@ -231,7 +231,7 @@ pub async fn getattr(
 /// first waits the delegation's attribute delay, so that later changes go
 /// in the same call. A holder that cannot be reached has the delegation
 /// revoked.
-pub fn notify_dir(srv: &Arc<Nfs4Server>, session: Arc<Session>, other: [u8; 12], wait: bool) {
+pub fn notify_dir(srv: &Arc<Server>, session: Arc<Session>, other: [u8; 12], wait: bool) {
     let srv = Arc::downgrade(srv);
     tokio::spawn(async move {
         if wait {
@@ -239,7 +239,7 @@ pub fn notify_dir(srv: &Arc<Nfs4Server>, session: Arc<Session>, other: [u8; 12],
                 Some(srv) => srv.state().dir_attr_delay(&other),
                 None => return,
             };
-            tokio::time::sleep(delay.min(super::dirdeleg::MAX_ATTR_DELAY)).await;
+            tokio::time::sleep(delay.min(crate::conflicts::directories::MAX_ATTR_DELAY)).await;
         }
         // What fits in the client's back-channel requests, beside the RPC
         // header, CB_SEQUENCE, the stateid and filehandle.
@@ -292,7 +292,7 @@ pub fn notify_dir(srv: &Arc<Nfs4Server>, session: Arc<Session>, other: [u8; 12],
 /// when the client cannot be called back), so the conflicting request need
 /// not wait a lease; one the client refuses or leaves unanswered is revoked
 /// a lease after it was sent, if still held then.
-pub fn recall(srv: &std::sync::Arc<Nfs4Server>, r: DelegRecall) {
+pub fn recall(srv: &std::sync::Arc<Server>, r: DelegRecall) {
     let srv = std::sync::Arc::downgrade(srv);
     tokio::spawn(async move {
         let op = NfsCbArgOp4::CbRecall(CbRecall4Args {
@@ -323,4 +323,32 @@ pub fn recall(srv: &std::sync::Arc<Nfs4Server>, r: DelegRecall) {
             Err(e) => debug!(session = ?r.session.id, "CB_RECALL: {e}"),
         }
     });
+}
+
+/// NFSv4's callbacks, as the server instance hands them to every
+/// protocol's changes ([`crate::conflicts::Callbacks`]).
+pub struct Nfs4Callbacks;
+
+impl crate::conflicts::Callbacks for Nfs4Callbacks {
+    fn recall(&self, srv: &Arc<Server>, r: DelegRecall) {
+        recall(srv, r);
+    }
+
+    fn notify_locks(&self, notes: Vec<LockNotify>) {
+        notify_locks(notes);
+    }
+
+    fn notify_dir(&self, srv: &Arc<Server>, session: Arc<Session>, other: [u8; 12], wait: bool) {
+        notify_dir(srv, session, other, wait);
+    }
+
+    fn dir_attrs(
+        &self,
+        srv: &Server,
+        export: &crate::exports::export::Export,
+        a: &vfs::Attr,
+        want: &Bitmap4,
+    ) -> Fattr4 {
+        super::attrs::build(srv, 1, export, &bytes::Bytes::new(), a, None, want)
+    }
 }

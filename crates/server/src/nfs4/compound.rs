@@ -20,16 +20,18 @@ use rpc::{Call, Connection, Reply};
 use tracing::{debug, error, warn};
 use xdr::{Encoder, Pack, Piece, Unpack};
 
-use super::exports::Exports;
-use super::filehandle::{FhError, FhTarget};
 use super::ops::{self, OpDesc, OpFuture};
-use super::pseudo::PSEUDO_EXPORT;
-use super::Nfs4Server;
-use crate::export::{ClientRule, Export, Flavor};
+use crate::exports::export::{ClientRule, Export, Flavor};
+use crate::exports::filehandle::parent_hint;
+use crate::exports::filehandle::{FhError, FhTarget};
+use crate::exports::namespace::PSEUDO_EXPORT;
+use crate::exports::Exports;
+use crate::handoff::off_thread;
+use crate::instance::Server;
 use state::session::Session;
 
 /// The current (or saved) filehandle: an object of an export, or a node
-/// of the pseudo filesystem (`pseudo` set, `export` = [`PSEUDO_EXPORT`],
+/// of the pseudo filesystem (`pseudo` set, `exports::export` = [`PSEUDO_EXPORT`],
 /// empty `handle`).
 #[derive(Debug, Clone)]
 pub struct Fh {
@@ -39,14 +41,6 @@ pub struct Fh {
     pub wire: Bytes,
     /// The pseudo node this is (RFC 8881 §7.3).
     pub pseudo: Option<u16>,
-}
-
-/// The parent hint a filehandle for an object with attributes `attr`,
-/// reached in the directory `dir` of backend `fs`, carries: `dir` for a
-/// non-directory where the backend uses hints to check that objects the
-/// kernel no longer places lie inside the export ([`vfs::Vfs::note_parent`]).
-pub fn parent_hint(fs: &dyn vfs::Vfs, attr: &vfs::Attr, dir: &vfs::Handle) -> Option<vfs::Handle> {
-    (attr.ftype != vfs::FileType::Directory && fs.wants_parent_hints()).then(|| dir.clone())
 }
 
 impl Fh {
@@ -113,7 +107,7 @@ impl Drop for SlotUse {
 
 /// Everything an operation sees of its compound.
 pub struct Compound {
-    pub srv: Arc<Nfs4Server>,
+    pub srv: Arc<Server>,
     /// The exports as the compound began: a reload meanwhile does not
     /// change them under it.
     pub exports: Arc<Exports>,
@@ -193,14 +187,6 @@ const RPC_REPLY_HEADER: usize = 4 + 4 + 4 + 8 + 4;
 /// Small replies are kept in the slot even when the client did not ask
 /// (RFC 8881 §2.10.6.1.3), sparing it NFS4ERR_RETRY_UNCACHED_REP.
 const UNASKED_CACHE_MAX: usize = 2048;
-
-/// READs of at least this many bytes whose reply the slot does not keep
-/// are answered with a range of the file, which the connection sends
-/// from the page cache (`sendfile`) instead of copying the data into
-/// memory and again into the socket; smaller ones are copied, which costs
-/// less than another system call. Above [`UNASKED_CACHE_MAX`], so such a
-/// reply is never kept unasked.
-pub const SEND_FROM_FILE_MIN: usize = 64 << 10;
 
 /// The fore channel's reply limits for this request (RFC 8881
 /// §2.10.6.4): ca_maxresponsesize, and ca_maxresponsesize_cached when the
@@ -388,7 +374,7 @@ async fn run_caught(d: &OpDesc, mut fut: OpFuture<'_>) -> OpResult {
 }
 
 /// Runs one COMPOUND call.
-pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
+pub async fn run(srv: Arc<Server>, call: Call) -> Reply {
     let stats = srv.stats.clone();
     let request_size = call.args.remaining();
     let (reply, nanos) = run_timed(srv, call).await;
@@ -403,7 +389,7 @@ pub async fn run(srv: Arc<Nfs4Server>, call: Call) -> Reply {
 
 /// The reply, and the time its operations took (none for a COMPOUND
 /// refused before any ran).
-async fn run_timed(srv: Arc<Nfs4Server>, call: Call) -> (Reply, u64) {
+async fn run_timed(srv: Arc<Server>, call: Call) -> (Reply, u64) {
     let reply = match run_decoded(srv, call).await {
         Ok(timed) => return timed,
         Err(refused) => refused,
@@ -411,7 +397,7 @@ async fn run_timed(srv: Arc<Nfs4Server>, call: Call) -> (Reply, u64) {
     (reply, 0)
 }
 
-async fn run_decoded(srv: Arc<Nfs4Server>, call: Call) -> Result<(Reply, u64), Reply> {
+async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply> {
     let Call {
         mut args,
         auth,
@@ -499,9 +485,9 @@ async fn run_decoded(srv: Arc<Nfs4Server>, call: Call) -> Result<(Reply, u64), R
     // One thread hand-off for the whole compound: its backend calls run
     // in place on this blocking thread (see `on_pool`).
     let rt = tokio::runtime::Handle::current();
-    let ran = crate::iopool::Pool::global()
+    let ran = crate::handoff::iopool::Pool::global()
         .run(move || {
-            let _pool = OnPool::enter();
+            let _pool = crate::handoff::OnPool::enter();
             rt.block_on(execute(cx, tag, decoded))
         })
         .await;
@@ -512,61 +498,6 @@ async fn run_decoded(srv: Arc<Nfs4Server>, call: Call) -> Result<(Reply, u64), R
         }
         Reply::Error(rpc::ReplyError::SystemErr)
     })
-}
-
-thread_local! {
-    /// This thread is a blocking-pool thread running a whole COMPOUND.
-    static ON_POOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Marks the current thread as running a COMPOUND on the blocking pool
-/// until dropped.
-struct OnPool;
-
-impl OnPool {
-    fn enter() -> OnPool {
-        ON_POOL.with(|p| p.set(true));
-        OnPool
-    }
-}
-
-impl Drop for OnPool {
-    fn drop(&mut self) {
-        ON_POOL.with(|p| p.set(false));
-    }
-}
-
-/// Runs `f`, which may block, off the async threads: in place when this
-/// thread already runs a COMPOUND on the blocking pool, else there.
-pub async fn off_thread<T, F>(f: F) -> Result<T, crate::iopool::Panicked>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    off_thread_as(f, false).await
-}
-
-/// [`off_thread`] for a call other COMPOUNDs may be waiting for on the
-/// pool (a group commit's sync): it never waits for a free thread.
-pub async fn off_thread_urgent<T, F>(f: F) -> Result<T, crate::iopool::Panicked>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    off_thread_as(f, true).await
-}
-
-async fn off_thread_as<T, F>(f: F, urgent: bool) -> Result<T, crate::iopool::Panicked>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    let pool = crate::iopool::Pool::global();
-    match (ON_POOL.with(|p| p.get()), urgent) {
-        (true, _) => Ok(f()),
-        (false, false) => pool.run(f).await,
-        (false, true) => pool.run_urgent(f).await,
-    }
 }
 
 /// A decoded operation and the size of its arguments, or the opcode of
@@ -633,7 +564,7 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> (Reply,
         let opnum = d.num as u32;
         let mark = results.len();
         last = (mark, opnum);
-        persists |= super::persist::persists(&op);
+        persists |= crate::stable::sessions::persists(&op);
         let more = i + 1 < nops;
         let r = match (admit(&cx, d, &op, head + mark, more), d.handler) {
             (Ok(()), Some(handler)) => run_caught(d, handler(&mut cx, op)).await,
@@ -756,7 +687,7 @@ fn count_op(
 /// On a persistent session, puts the reply of a request that changed the
 /// namespace on stable storage before it is sent, so that
 /// its retry after a restart gets it back (RFC 8881 §2.10.6.5;
-/// `nfs4::persist`). If that fails the reply is sent all the same (the
+/// `stable::sessions`). If that fails the reply is sent all the same (the
 /// change is made): a retry after a restart then finds the session dead.
 async fn keep_across_restarts(slot: &SlotUse, out: &[Bytes]) {
     let Some(file) = super::session_io::io(&slot.session).persist.get().cloned() else {
@@ -934,7 +865,7 @@ impl Compound {
         }
     }
 
-    /// The client rule this compound's client is under for `export`:
+    /// The client rule this compound's client is under for `exports::export`:
     /// NFS4ERR_ACCESS without one, NFS4ERR_PERM from an unprivileged port
     /// when the rule asks for a privileged one.
     pub fn admit(&self, export: u16) -> Result<&ClientRule, NfsStat4> {
@@ -979,7 +910,7 @@ impl Compound {
         Ok(())
     }
 
-    /// The identity backend calls on `export` act with: the credential's,
+    /// The identity backend calls on `exports::export` act with: the credential's,
     /// squashed as the client's rule says.
     pub fn creds_for(&self, export: u16) -> Result<vfs::Creds, NfsStat4> {
         let rule = self.admit(export)?;
@@ -992,7 +923,7 @@ impl Compound {
     /// Runs a backend call that never blocks ([`vfs::Vfs::read_nowait`]
     /// and the like) right here, on the async thread, with the identity
     /// [`Compound::vfs`] would use; `None` if the backend cannot answer
-    /// without blocking (or `export` is a pseudo node), for the caller to
+    /// without blocking (or `exports::export` is a pseudo node), for the caller to
     /// go through [`Compound::vfs`].
     pub fn vfs_nowait<T, F>(&self, export: u16, f: F) -> Option<Result<T, NfsStat4>>
     where
@@ -1009,7 +940,7 @@ impl Compound {
             Ok(c) => c,
             Err(s) => return Some(Err(s)),
         };
-        f(fs.as_ref(), &creds).map(|r| r.map_err(super::errors::from_errno))
+        f(fs.as_ref(), &creds).map(|r| r.map_err(crate::errors::from_errno))
     }
 
     /// The backend's attributes of `fh`: without blocking when the backend
@@ -1052,7 +983,7 @@ impl Compound {
         F: FnOnce(&dyn vfs::Vfs, &vfs::Creds) -> vfs::Result<T> + Send + 'static,
     {
         match off_thread(move || f(fs.as_ref(), &creds)).await {
-            Ok(r) => r.map_err(super::errors::from_errno),
+            Ok(r) => r.map_err(crate::errors::from_errno),
             Err(e) => {
                 warn!("backend call failed: {e}");
                 Err(NfsStat4::Nfs4errServerfault)
@@ -1161,25 +1092,6 @@ mod tests {
             minorversion: AtomicU32::new(1),
             io: super::super::session_io::SessionIo::boxed(),
         })
-    }
-
-    /// Blocking work runs in place on a thread already running a
-    /// COMPOUND on the pool, and on the pool from an async thread.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn off_thread_runs_in_place_on_the_pool() {
-        let here = std::thread::current().id();
-        let there = off_thread(|| std::thread::current().id()).await.unwrap();
-        assert_ne!(there, here, "from an async thread: on the pool");
-        let rt = tokio::runtime::Handle::current();
-        let (pool, ran) = tokio::task::spawn_blocking(move || {
-            let _pool = OnPool::enter();
-            let ran = rt.block_on(off_thread(|| std::thread::current().id()));
-            (std::thread::current().id(), ran.unwrap())
-        })
-        .await
-        .unwrap();
-        assert_eq!(ran, pool, "on a pool thread running a COMPOUND: in place");
-        assert!(!ON_POOL.with(|p| p.get()));
     }
 
     #[test]

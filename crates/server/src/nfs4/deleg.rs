@@ -1,40 +1,22 @@
-//! Conflicts with delegations (RFC 8881 §10.2, §10.4.6), for the
-//! operations that change a file or its name: the change recalls the
-//! delegations of the file and waits for their return, up to
-//! [`super::Nfs4Config::recall_wait`], before it goes on; if one is still
-//! held then, the request is answered NFS4ERR_DELAY and the client retries.
-//!
-//! Who conflicts. An OPEN for writing does not recall a delegation its
-//! own client and open owner were granted: they coordinate their own opens
-//! (§10.4; pynfs DELEG23). Every other delegation of the file conflicts,
-//! the same client's under another open owner included: one client may
-//! see a file through several caches, each with its own open owners (the
-//! Linux client's `nosharecache` mounts share one client ID, and a process
-//! on one would not see a lock another holds under a delegation on the
-//! other). A change itself (WRITE, SETATTR, REMOVE, RENAME, LINK) recalls
-//! every delegation of the file: the holder of a read delegation trusts its
-//! cache until it gives the delegation back.
-//!
-//! Write delegations (§10.4) also conflict with reading: an OPEN for
-//! reading or a READ by anyone but the holder's client and open owner
-//! recalls one. I/O under a stateid of the holder's client and open owner
-//! does not recall its write delegation: it writes its cache through. A
-//! GETATTR of such a file by another client asks the holder with
-//! CB_GETATTR ([`holder_attrs`], §10.4.3) instead of recalling.
-
-use std::time::Instant;
+//! NFSv4's side of delegation conflicts (RFC 8881 §10.4.6; the rules are
+//! in `crate::conflicts::delegations`): who breaks, as an NFSv4 request
+//! names itself (an OPEN's owner, an I/O's stateid), and CB_GETATTR for a
+//! GETATTR of a file under another client's write delegation
+//! ([`holder_attrs`], §10.4.3); guards against local writers for the
+//! delegations it grants.
 
 use proto::nfs4::*;
 
 use super::callback;
 use super::compound::{Compound, Fh};
+use crate::conflicts::delegations;
 use state::{Breaker, CbSeen, FileKey, WriteDeleg};
 
 /// Settles the conflicts of a change to `file` with its delegations (any
 /// client's): Ok once none is held, else NFS4ERR_DELAY when the wait is
 /// over.
 pub async fn settle(cx: &Compound, file: &FileKey) -> Result<(), NfsStat4> {
-    settle_for(&cx.srv, file, Breaker::Anyone, false).await
+    delegations::settle(&cx.srv, file, Breaker::Anyone, false).await
 }
 
 /// [`settle`] for an OPEN by `owner` of this compound's client (`reads`:
@@ -47,7 +29,7 @@ pub async fn settle_open(
     reads: bool,
 ) -> Result<(), NfsStat4> {
     let breaker = Breaker::Opener((cx.clientid()?, owner.clone()));
-    settle_for(&cx.srv, file, breaker, reads).await
+    delegations::settle(&cx.srv, file, breaker, reads).await
 }
 
 /// [`settle`] for I/O under the stateid `sid` (READ when `reads`; WRITE,
@@ -65,72 +47,13 @@ pub async fn settle_io(
         (Ok(client), Ok(sid)) => Breaker::Io(client, sid),
         _ => Breaker::Anyone,
     };
-    settle_for(&cx.srv, file, breaker, reads).await
-}
-
-/// Recalls the delegations of `file` that conflict with `breaker` and
-/// waits.
-async fn settle_for(
-    srv: &std::sync::Arc<super::Nfs4Server>,
-    file: &FileKey,
-    breaker: Breaker,
-    reads: bool,
-) -> Result<(), NfsStat4> {
-    let state = srv.state();
-    let quiet = if reads {
-        !state.write_delegations_outstanding()
-    } else {
-        !state.delegations_outstanding()
-    };
-    if quiet {
-        return Ok(());
-    }
-    wait_out(srv, || state.break_delegations(file, &breaker, reads)).await
-}
-
-/// [`settle`] for a change of `file` by an NFSv3 client (`reads`: a read,
-/// which conflicts with write delegations alone): every NFSv4 delegation
-/// it conflicts with is recalled (the caller answers NFS3ERR_JUKEBOX for
-/// NFS4ERR_DELAY).
-pub async fn settle_v3(
-    srv: &std::sync::Arc<super::Nfs4Server>,
-    file: &FileKey,
-    reads: bool,
-) -> Result<(), NfsStat4> {
-    settle_for(srv, file, Breaker::Anyone, reads).await
-}
-
-/// Recalls the delegations `breaking` finds in the way, again and again
-/// (each is recalled once) until none is, waiting for their return up to
-/// [`super::Nfs4Config::recall_wait`]: then NFS4ERR_DELAY.
-pub async fn wait_out(
-    srv: &std::sync::Arc<super::Nfs4Server>,
-    breaking: impl Fn() -> state::Breaking,
-) -> Result<(), NfsStat4> {
-    let deadline = Instant::now() + srv.cfg.recall_wait;
-    loop {
-        let gone = srv.deleg_gone.notified();
-        tokio::pin!(gone);
-        gone.as_mut().enable();
-        let b = breaking();
-        for r in b.recalls {
-            callback::recall(srv, r);
-        }
-        if !b.pending {
-            return Ok(());
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(NfsStat4::Nfs4errDelay);
-        }
-        let _ = tokio::time::timeout(left, gone).await;
-    }
+    delegations::settle(&cx.srv, file, breaker, reads).await
 }
 
 /// The attributes of `fh`, a file under another client's write delegation
 /// `w`, for a GETATTR asking its size, change attribute or times (RFC 8881
 /// §10.4.3): the holder may have changed it in its cache, so it is asked
-/// with CB_GETATTR (waiting at most [`super::Nfs4Config::recall_wait`]).
+/// with CB_GETATTR (waiting at most [`crate::instance::Nfs4Config::recall_wait`]).
 /// A holder that cannot be asked, or does not answer, has the delegation
 /// recalled instead, and the server's own attributes are given once it is
 /// back.
@@ -152,7 +75,7 @@ pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::
         Ok(a) => a,
         Err(e) => {
             tracing::debug!(stateid = ?w.stateid, "CB_GETATTR: {e}; recalling the delegation");
-            settle_for(&cx.srv, &fh.key(), Breaker::Anyone, true).await?;
+            delegations::settle(&cx.srv, &fh.key(), Breaker::Anyone, true).await?;
             let handle = fh.handle.clone();
             return cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await;
         }

@@ -5,11 +5,7 @@ use proto::nfs4::*;
 
 use super::check::need_dir;
 use super::compound::{Compound, Fh};
-use super::pseudo::{Child, Parent};
-
-/// The cookie verifier READDIR hands out (RFC 8881 §18.23.3): cookies stay
-/// valid across restarts, so it never changes.
-pub const COOKIEVERF: Verifier4 = [0; NFS4_VERIFIER_SIZE];
+use crate::exports::namespace::{Child, Parent};
 
 /// A `change_info4` from a directory's change attribute before and after
 /// an operation (RFC 8881 §3.3.8). Not atomic: other changes may fall

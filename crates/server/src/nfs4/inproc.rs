@@ -16,14 +16,14 @@ use tokio::sync::mpsc;
 use xdr::{Decoder, Encoder, Pack, Unpack};
 
 use super::compound;
-use super::filehandle::FhKey;
-use super::{Nfs4Config, Nfs4Server, Recovery};
-use crate::export::{Export, ExportRules};
+use crate::exports::export::{Export, ExportRules};
+use crate::exports::filehandle::FhKey;
+use crate::instance::{Nfs4Config, Recovery, Server};
 use state::clock::{Clock, ManualClock};
 
 /// A server and the connection a test speaks on.
 pub struct InProcess {
-    pub srv: Arc<Nfs4Server>,
+    pub srv: Arc<Server>,
     pub clock: Arc<ManualClock>,
     pub conn: Arc<Connection>,
     /// What the server sent the client on the connection (callbacks).
@@ -78,13 +78,14 @@ impl InProcess {
             lease,
             ..Default::default()
         };
-        let srv = Nfs4Server::recovering(
+        let srv = Server::recovering(
             cfg,
             FhKey::from_key([7; 32]),
             exports,
             clock.clone() as Arc<dyn Clock>,
             recovery,
         );
+        super::install(&srv);
         let peer: SocketAddr = PEER.parse().unwrap_or(([127, 0, 0, 1], 700).into());
         let local: SocketAddr = ([127, 0, 0, 1], 2049).into();
         let (conn, sent) = Connection::in_process(peer, local);

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use rpc::Connection;
 use state::{BackConn, Session};
 
-use super::persist::SessionFile;
+use crate::stable::sessions::SessionFile;
 
 /// The server's side of a session.
 #[derive(Default)]

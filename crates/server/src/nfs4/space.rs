@@ -5,7 +5,7 @@ use proto::nfs4::*;
 use super::check::regular;
 use super::compound::Compound;
 use super::deleg;
-use super::stable;
+use crate::stable::groups;
 
 /// ALLOCATE (`punch` false) and DEALLOCATE (`punch` true) of
 /// `[offset, offset + length)`: NFSv4.2 only, checked like a WRITE.
@@ -45,6 +45,6 @@ pub async fn space(
         }
     })
     .await??;
-    stable::barrier(cx, fh.export, &fh.handle).await?;
+    groups::barrier(cx, fh.export, &fh.handle).await?;
     Ok(())
 }

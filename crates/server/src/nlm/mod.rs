@@ -39,9 +39,8 @@ use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 use tracing::{debug, info, warn};
 use xdr::{Pack, Unpack};
 
+use crate::instance::Server;
 use crate::nfs3::{Ctx, Obj};
-use crate::nfs4::callback::notify_locks;
-use crate::nfs4::Nfs4Server;
 use crate::nsm::Nsm;
 use hosts::{Host, Hosts};
 use state::locks::{Held, LockKind};
@@ -61,7 +60,7 @@ const GRANTED_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The lock manager's shared state.
 pub struct Nlm {
-    pub srv: Arc<Nfs4Server>,
+    pub srv: Arc<Server>,
     pub hosts: Hosts,
     pub nsm: Arc<Nsm>,
     /// Blocked LOCK requests by owner and file, as their client sent them
@@ -87,7 +86,7 @@ pub struct NlmCall {
 impl Nlm {
     /// A lock manager for `srv`'s exports; call [`Nlm::start`] to have
     /// granted requests told.
-    pub fn new(srv: Arc<Nfs4Server>, nsm: Arc<Nsm>, client_pmap_port: u16) -> Arc<Nlm> {
+    pub fn new(srv: Arc<Server>, nsm: Arc<Nsm>, client_pmap_port: u16) -> Arc<Nlm> {
         Arc::new(Nlm {
             srv,
             hosts: Hosts::default(),
@@ -157,7 +156,7 @@ impl Nlm {
             });
         if !evicted.is_empty() {
             let nsm = self.nsm.clone();
-            tokio::spawn(crate::nfs4::compound::off_thread(move || {
+            tokio::spawn(crate::handoff::off_thread(move || {
                 for h in &evicted {
                     let _ = nsm.unmonitor(h);
                 }
@@ -189,7 +188,7 @@ impl Nlm {
     pub async fn monitor(&self, host: &Host) -> bool {
         let nsm = self.nsm.clone();
         let h = host.clone();
-        let done = crate::nfs4::compound::off_thread(move || nsm.monitor(&h)).await;
+        let done = crate::handoff::off_thread(move || nsm.monitor(&h)).await;
         match done
             .map_err(|e| std::io::Error::other(e.to_string()))
             .and_then(|r| r)
@@ -250,7 +249,7 @@ impl Nlm {
         let (Some(a), Some(host)) = (args, self.hosts.by_client(g.owner.0)) else {
             // Nobody to tell: the request is not known any more.
             debug!("NLM: granted a request no host waits for; releasing it");
-            notify_locks(
+            self.srv.notify_locks(
                 self.srv
                     .state()
                     .nlm_unlock(&g.owner, &g.file, g.start, g.end),
@@ -282,7 +281,7 @@ impl Nlm {
                     // It no longer waits: release what was taken for it.
                     if self.take_telling(&key.0, &key.1).is_some() {
                         info!(host = %host.addr, ?stat, "NLM_GRANTED refused; releasing the lock");
-                        notify_locks(
+                        self.srv.notify_locks(
                             self.srv
                                 .state()
                                 .nlm_unlock(&g.owner, &g.file, g.start, g.end),
@@ -337,10 +336,11 @@ impl Nlm {
         let hosts = self.hosts.named(addr, name);
         for h in &hosts {
             info!(host = %h.addr, name = %String::from_utf8_lossy(&h.name), "NLM: host restarted; freeing its locks");
-            notify_locks(self.srv.state().nlm_free_host(h.client()));
+            self.srv
+                .notify_locks(self.srv.state().nlm_free_host(h.client()));
             self.hosts.remove(h.id);
             let (nsm, h) = (self.nsm.clone(), h.clone());
-            let _ = crate::nfs4::compound::off_thread(move || nsm.unmonitor(&h)).await;
+            let _ = crate::handoff::off_thread(move || nsm.unmonitor(&h)).await;
         }
         hosts.len()
     }

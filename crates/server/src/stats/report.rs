@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::hist;
 use super::names::{proc_name, status_name};
 use super::{OpCounters, Program};
-use crate::nfs4::Nfs4Server;
+use crate::instance::Server;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
@@ -181,7 +181,7 @@ pub struct HostReport {
 }
 
 /// The report of `srv` now.
-pub fn build(srv: &Nfs4Server) -> Report {
+pub fn build(srv: &Server) -> Report {
     let st = &srv.stats;
     let started = st
         .started
@@ -224,8 +224,8 @@ pub fn build(srv: &Nfs4Server) -> Report {
                     .sec
                     .iter()
                     .map(|f| match f {
-                        crate::export::Flavor::Sys => "sys".to_string(),
-                        crate::export::Flavor::None => "none".to_string(),
+                        crate::exports::export::Flavor::Sys => "sys".to_string(),
+                        crate::exports::export::Flavor::None => "none".to_string(),
                     })
                     .collect(),
                 options,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 pub use bytes::Bytes;
 pub use proto::nfs4::*;
-pub use server::export::{ExportRules, Flavor};
+pub use server::exports::export::{ExportRules, Flavor};
 pub use server::nfs4::inproc::{ClientOpts, InProcess, Session};
 
 /// The lease of every test server.
@@ -60,8 +60,8 @@ pub fn restarted_server(recorded: &[&str]) -> InProcess {
 }
 
 /// Export `id` of a fresh `MemFs` at `path` with `rules`.
-pub fn export(id: u16, path: &str, rules: ExportRules) -> server::export::Export {
-    server::export::Export {
+pub fn export(id: u16, path: &str, rules: ExportRules) -> server::exports::export::Export {
+    server::exports::export::Export {
         id,
         path: path.into(),
         vfs: Arc::new(vfs::mem::MemFs::default()),

@@ -2,7 +2,7 @@
 //! opened, a size of 0 truncating it), GUARDED (NFS3ERR_EXIST if it
 //! exists) or EXCLUSIVE (the verifier kept with the file, so that a
 //! retransmission finds the file it made; the creator remembered as for
-//! NFSv4, `nfs4::exclusive`).
+//! NFSv4, `conflicts::exclusive`).
 
 use proto::nfs3::*;
 

@@ -4,8 +4,8 @@
 use proto::nfs3::*;
 use proto::nfs4::NotifyType4;
 
+use crate::conflicts::directories;
 use crate::nfs3::{change_dir, check_name, from_errno, from_v4, wcc, Ctx};
-use crate::nfs4::dirdeleg;
 
 pub async fn run(cx: &Ctx, args: Link3Args) -> Link3Res {
     let fail = |s| Res3::Fail(s, Link3ResBody::default());
@@ -28,10 +28,10 @@ pub async fn run(cx: &Ctx, args: Link3Args) -> Link3Res {
     }
     let key = (dir.export, dir.handle.0.clone());
     let who = cx.changer();
-    if let Err(s) = dirdeleg::settle(who, &key, NotifyType4::AddEntry).await {
+    if let Err(s) = directories::settle(who, &key, NotifyType4::AddEntry).await {
         return fail(from_v4(s));
     }
-    let _order = dirdeleg::order(who, &[&key]).await;
+    let _order = directories::order(who, &[&key]).await;
     let fsid = cx.fsid(dir.export);
     let (fh, dh, n) = (file.handle.clone(), dir.handle.clone(), name.clone());
     let (before, after, r) = change_dir(cx, &dir, move |v, c| {
@@ -47,7 +47,7 @@ pub async fn run(cx: &Ctx, args: Link3Args) -> Link3Res {
     };
     match r {
         Ok(()) => {
-            dirdeleg::added(who, &key, &name);
+            directories::added(who, &key, &name);
             Res3::Ok(body)
         }
         Err(s) => Res3::Fail(s, body),

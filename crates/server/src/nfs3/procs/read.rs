@@ -4,8 +4,8 @@
 
 use proto::nfs3::*;
 
+use crate::handoff::SEND_FROM_FILE_MIN;
 use crate::nfs3::Ctx;
-use crate::nfs4::compound::SEND_FROM_FILE_MIN;
 
 pub async fn run(cx: &Ctx, args: Read3Args) -> Read3Res {
     let o = match cx.obj(&args.file) {

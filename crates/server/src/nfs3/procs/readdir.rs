@@ -2,7 +2,7 @@
 //! as many as fit in `count` bytes of reply. "." and ".." come first, with
 //! cookies 1 and 2 (the backend's are never 0, 1 or 2); the cookie
 //! verifier never changes, as the cookies stay valid across restarts
-//! (`nfs4::dirs::COOKIEVERF`). The listing itself is the backend's
+//! (`nfs4::crate::exports::COOKIEVERF`). The listing itself is the backend's
 //! ([`crate::nfs3::procs::readdirplus::list`]).
 
 use proto::nfs3::*;
@@ -23,7 +23,7 @@ pub async fn run(cx: &Ctx, args: ReadDir3Args) -> ReadDir3Res {
     match list(cx, &dir, args.cookie, &args.cookieverf, budget, false).await {
         Ok(l) => Res3::Ok(ReadDir3ResOk {
             dir_attributes: l.dir_attributes,
-            cookieverf: crate::nfs4::dirs::COOKIEVERF,
+            cookieverf: crate::exports::COOKIEVERF,
             reply: DirList3 {
                 entries: l
                     .entries

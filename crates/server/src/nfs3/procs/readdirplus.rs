@@ -39,7 +39,7 @@ pub async fn run(cx: &Ctx, args: ReadDirPlus3Args) -> ReadDirPlus3Res {
     match r {
         Ok(l) => Res3::Ok(ReadDirPlus3ResOk {
             dir_attributes: l.dir_attributes,
-            cookieverf: crate::nfs4::dirs::COOKIEVERF,
+            cookieverf: crate::exports::COOKIEVERF,
             reply: DirListPlus3 {
                 entries: l.entries.into(),
                 eof: l.eof,
@@ -75,7 +75,7 @@ pub async fn list(
     budget: Budget,
     plus: bool,
 ) -> Result<Listed, NfsStat3> {
-    if cookie != 0 && *verf != crate::nfs4::dirs::COOKIEVERF {
+    if cookie != 0 && *verf != crate::exports::COOKIEVERF {
         return Err(NfsStat3::BadCookie);
     }
     let fsid = cx.export(dir.export)?.fsid;

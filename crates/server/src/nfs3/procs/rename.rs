@@ -7,8 +7,8 @@
 use proto::nfs3::*;
 use proto::nfs4::NotifyType4;
 
+use crate::conflicts::directories;
 use crate::nfs3::{check_name, from_errno, from_v4, wcc, Ctx};
-use crate::nfs4::dirdeleg;
 
 pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
     let fail = |s| Res3::Fail(s, Rename3ResBody::default());
@@ -44,15 +44,15 @@ pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
     } else {
         NotifyType4::RemoveEntry
     };
-    let mut settled = dirdeleg::settle(who, &fk, out).await;
+    let mut settled = directories::settle(who, &fk, out).await;
     if settled.is_ok() && !within {
-        settled = dirdeleg::settle(who, &tk, NotifyType4::AddEntry).await;
+        settled = directories::settle(who, &tk, NotifyType4::AddEntry).await;
     }
     if let Err(s) = settled {
         return fail(from_v4(s));
     }
-    let _order = dirdeleg::order(who, &[&fk, &tk]).await;
-    let cookie = dirdeleg::cookie_of(who, &fk, &old, out).await;
+    let _order = directories::order(who, &[&fk, &tk]).await;
+    let cookie = directories::cookie_of(who, &fk, &old, out).await;
     let fsid = cx.fsid(from.export);
     let (fh, th, o, n) = (
         from.handle.clone(),
@@ -95,10 +95,10 @@ pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
     match r {
         Ok(moved) => {
             if moved && within {
-                dirdeleg::renamed(who, &fk, &old, cookie, &new);
+                directories::renamed(who, &fk, &old, cookie, &new);
             } else if moved {
-                dirdeleg::removed(who, &fk, &old, cookie);
-                dirdeleg::added(who, &tk, &new);
+                directories::removed(who, &fk, &old, cookie);
+                directories::added(who, &tk, &new);
             }
             Res3::Ok(body)
         }

@@ -6,8 +6,8 @@
 use proto::nfs3::*;
 use proto::nfs4::NotifyType4;
 
+use crate::conflicts::directories;
 use crate::nfs3::{fattr3, from_errno, from_v4, sattr, wcc, Ctx};
-use crate::nfs4::dirdeleg;
 
 pub async fn run(cx: &Ctx, args: SetAttr3Args) -> SetAttr3Res {
     let fail = |s, obj_wcc| Res3::Fail(s, SetAttr3ResBody { obj_wcc });
@@ -29,10 +29,10 @@ pub async fn run(cx: &Ctx, args: SetAttr3Args) -> SetAttr3Res {
     }
     let key = (o.export, o.handle.0.clone());
     let who = cx.changer();
-    if let Err(s) = dirdeleg::settle(who, &key, NotifyType4::ChangeDirAttrs).await {
+    if let Err(s) = directories::settle(who, &key, NotifyType4::ChangeDirAttrs).await {
         return fail(from_v4(s), WccData::default());
     }
-    let _order = dirdeleg::order(who, &[&key]).await;
+    let _order = directories::order(who, &[&key]).await;
     let fsid = cx.fsid(o.export);
     let (h, guard) = (o.handle.clone(), args.guard);
     let r = cx
@@ -78,7 +78,7 @@ pub async fn run(cx: &Ctx, args: SetAttr3Args) -> SetAttr3Res {
         .as_ref()
         .filter(|a| a.ftype == vfs::FileType::Directory)
     {
-        dirdeleg::attrs_changed(who, &key, a);
+        directories::attrs_changed(who, &key, a);
     }
     Res3::Ok(SetAttr3ResBody { obj_wcc })
 }

@@ -7,7 +7,7 @@ use proto::nfs4::*;
 use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
 use crate::nfs4::deleg;
-use crate::nfs4::stable;
+use crate::stable::groups;
 
 pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
     clone(cx, args).await.into()
@@ -33,6 +33,6 @@ async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
         }
     })
     .await??;
-    stable::barrier(cx, dst.export, &dst.handle).await?;
+    groups::barrier(cx, dst.export, &dst.handle).await?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use proto::nfs4::*;
 use crate::nfs4::check::{both_regular, copy_endpoints};
 use crate::nfs4::compound::Compound;
 use crate::nfs4::deleg;
-use crate::nfs4::stable;
+use crate::stable::groups;
 
 pub async fn run(cx: &mut Compound, args: Copy4Args) -> Copy4Res {
     match copy(cx, args).await {
@@ -50,6 +50,6 @@ async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
             v.copy(c, &sh, so, &dh, dof, n).map(Ok)
         })
         .await??;
-    stable::barrier(cx, dst.export, &dst.handle).await?;
+    groups::barrier(cx, dst.export, &dst.handle).await?;
     Ok(copied)
 }

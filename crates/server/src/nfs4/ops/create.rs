@@ -5,6 +5,7 @@
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
@@ -50,8 +51,8 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
         set.mode = Some(default_mode(&kind));
     }
     // Other clients' delegations of the directory (§10.9).
-    dirdeleg::settle(dirdeleg::by(cx), &dir.key(), NotifyType4::AddEntry).await?;
-    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir.key()]).await;
+    directories::settle(dirdeleg::by(cx), &dir.key(), NotifyType4::AddEntry).await?;
+    let _order = directories::order(dirdeleg::by(cx), &[&dir.key()]).await;
     let added = name.clone();
     let h = dir.handle.clone();
     let (obj, cinfo) = cx
@@ -63,7 +64,7 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
             Ok((obj, change_info(before.change, after.change)))
         })
         .await?;
-    dirdeleg::added(dirdeleg::by(cx), &dir.key(), &added);
+    directories::added(dirdeleg::by(cx), &dir.key(), &added);
     let fh = cx.make_child_fh(dir.export, obj.0, &obj.1, &dir.handle);
     cx.set_cfh(fh);
     Ok(Create4ResOk { cinfo, attrset })

@@ -2,8 +2,9 @@
 
 use proto::nfs4::*;
 
+use crate::handoff::off_thread;
 use crate::nfs4::callback::probe_back_channel;
-use crate::nfs4::compound::{off_thread, Compound};
+use crate::nfs4::compound::Compound;
 use crate::nfs4::session_io::{io, CbConn, SessionIo};
 use state::NewSession;
 
@@ -79,7 +80,7 @@ pub async fn run(cx: &mut Compound, args: CreateSession4Args) -> CreateSession4R
     }
 }
 
-/// Makes the session persistent (RFC 8881 §2.10.6.5, `nfs4::persist`):
+/// Makes the session persistent (RFC 8881 §2.10.6.5, `stable::sessions`):
 /// its file is on stable storage before the reply grants the flag. False
 /// where the server keeps no state directory, or the file cannot be made.
 async fn persist(cx: &Compound, resok: &CreateSession4ResOk) -> bool {

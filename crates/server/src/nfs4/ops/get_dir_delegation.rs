@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
+use crate::exports::COOKIEVERF;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::Compound;
-use crate::nfs4::dirdeleg;
-use crate::nfs4::dirs::COOKIEVERF;
 use state::DirWatch;
 
 pub async fn run(cx: &mut Compound, args: GetDirDelegation4Args) -> GetDirDelegation4Res {
@@ -39,12 +39,12 @@ async fn get_dir_delegation(
     if !cx.session.as_ref().is_some_and(|s| s.callable()) {
         return Ok(unavail);
     }
-    let types = dirdeleg::TYPES
+    let types = directories::TYPES
         .iter()
         .filter(|t| args.notification_types.contains(**t as u32))
         .fold(0u32, |m, t| m | 1 << *t as u32);
     let dir_attrs = Bitmap4::from_attrs(
-        &dirdeleg::DIR_ATTRS
+        &directories::DIR_ATTRS
             .iter()
             .copied()
             .filter(|a| args.dir_attributes.contains(*a))

@@ -3,6 +3,7 @@
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
@@ -24,8 +25,8 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
     // Delegations of the file are recalled (§10.4.6).
     deleg::settle(cx, &src.key()).await?;
     // And other clients' delegations of the directory (§10.9).
-    dirdeleg::settle(dirdeleg::by(cx), &dir.key(), NotifyType4::AddEntry).await?;
-    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir.key()]).await;
+    directories::settle(dirdeleg::by(cx), &dir.key(), NotifyType4::AddEntry).await?;
+    let _order = directories::order(dirdeleg::by(cx), &[&dir.key()]).await;
     let added = name.clone();
     let (dh, sh) = (dir.handle.clone(), src.handle);
     let cinfo = cx
@@ -40,6 +41,6 @@ async fn link(cx: &mut Compound, args: Link4Args) -> Result<Link4ResOk, NfsStat4
             Ok(change_info(before.change, after.change))
         })
         .await?;
-    dirdeleg::added(dirdeleg::by(cx), &dir.key(), &added);
+    directories::added(dirdeleg::by(cx), &dir.key(), &added);
     Ok(Link4ResOk { cinfo })
 }

@@ -8,10 +8,10 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
+use crate::exports::namespace::Child;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound, Fh};
 use crate::nfs4::dirs::pseudo_child;
-use crate::nfs4::pseudo::Child;
 
 pub async fn run(cx: &mut Compound, args: Lookup4Args) -> Lookup4Res {
     lookup(cx, args).await.into()

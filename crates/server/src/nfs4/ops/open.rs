@@ -23,13 +23,14 @@
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
 use crate::nfs4::attrs;
 use crate::nfs4::check::{regular, share_bits};
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
 use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::pseudo_child;
-use crate::nfs4::stable;
+use crate::stable::groups;
 
 pub async fn run(cx: &mut Compound, args: Open4Args) -> Open4Res {
     open(cx, args).await.into()
@@ -118,11 +119,11 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
                 None if creates => {
                     // Other clients' delegations of the directory (§10.9).
                     let dir = fh.key();
-                    dirdeleg::settle(dirdeleg::by(cx), &dir, NotifyType4::AddEntry).await?;
-                    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir]).await;
+                    directories::settle(dirdeleg::by(cx), &dir, NotifyType4::AddEntry).await?;
+                    let _order = directories::order(dirdeleg::by(cx), &[&dir]).await;
                     let t = by_name(cx, &fh, name.clone(), &args.openhow, access).await?;
                     if t.cinfo.before != t.cinfo.after {
-                        dirdeleg::added(dirdeleg::by(cx), &dir, &name);
+                        directories::added(dirdeleg::by(cx), &dir, &name);
                     }
                     t
                 }
@@ -190,7 +191,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             }
             return Err(e);
         }
-        stable::barrier(cx, fh.export, &target.handle).await?;
+        groups::barrier(cx, fh.export, &target.handle).await?;
         attrset.insert(FATTR4_SIZE);
     }
     // Opened by name: the file's handle, naming the directory; by

@@ -15,15 +15,16 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
+use crate::errors::from_errno;
+use crate::exports::filehandle::parent_hint;
+use crate::exports::filehandle::FhTarget;
+use crate::exports::namespace::Child;
+use crate::exports::Exports;
+use crate::exports::COOKIEVERF;
+use crate::instance::Server;
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::{parent_hint, Compound};
-use crate::nfs4::dirs::COOKIEVERF;
-use crate::nfs4::errors::from_errno;
-use crate::nfs4::exports::Exports;
-use crate::nfs4::filehandle::FhTarget;
-use crate::nfs4::pseudo::Child;
-use crate::nfs4::Nfs4Server;
+use crate::nfs4::compound::Compound;
 
 /// The fixed part of `READDIR4resok`: the verifier, the list's final
 /// "no more entries" and `eof`.
@@ -298,9 +299,9 @@ async fn listed(
 }
 
 /// The attributes of the root of the export mounted on `junction`, a
-/// directory of `export` (read inside a backend call).
+/// directory of `exports::export` (read inside a backend call).
 fn mounted(
-    srv: &Nfs4Server,
+    srv: &Server,
     exports: &Exports,
     minorversion: u32,
     export: u16,
@@ -320,9 +321,9 @@ fn mounted(
 /// The attributes of an export's root as a directory entry of the place
 /// it is mounted on (blocking).
 fn export_root_attrs(
-    srv: &Nfs4Server,
+    srv: &Server,
     minorversion: u32,
-    e: &crate::export::Export,
+    e: &crate::exports::export::Export,
     want: &Bitmap4,
     with_fs: bool,
 ) -> vfs::Result<Fattr4> {

@@ -2,7 +2,8 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::{off_thread, Compound};
+use crate::handoff::off_thread;
+use crate::nfs4::compound::Compound;
 
 pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComplete4Res {
     let id = match cx.clientid() {

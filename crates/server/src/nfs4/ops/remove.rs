@@ -3,6 +3,7 @@
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
@@ -21,9 +22,9 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     deleg::settle_name(cx, &dir, &name).await?;
     // And other clients' delegations of the directory (§10.9).
     let kind = NotifyType4::RemoveEntry;
-    dirdeleg::settle(dirdeleg::by(cx), &dir.key(), kind).await?;
-    let _order = dirdeleg::order(dirdeleg::by(cx), &[&dir.key()]).await;
-    let cookie = dirdeleg::cookie_of(dirdeleg::by(cx), &dir.key(), &name, kind).await;
+    directories::settle(dirdeleg::by(cx), &dir.key(), kind).await?;
+    let _order = directories::order(dirdeleg::by(cx), &[&dir.key()]).await;
+    let cookie = directories::cookie_of(dirdeleg::by(cx), &dir.key(), &name, kind).await;
     let gone = name.clone();
     let h = dir.handle.clone();
     let cinfo = cx
@@ -35,6 +36,6 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
             Ok(change_info(before.change, after.change))
         })
         .await?;
-    dirdeleg::removed(dirdeleg::by(cx), &dir.key(), &gone, cookie);
+    directories::removed(dirdeleg::by(cx), &dir.key(), &gone, cookie);
     Ok(Remove4ResOk { cinfo })
 }

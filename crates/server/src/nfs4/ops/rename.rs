@@ -7,6 +7,7 @@
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::{check_name, Compound};
 use crate::nfs4::deleg;
@@ -40,12 +41,12 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     } else {
         NotifyType4::RemoveEntry
     };
-    dirdeleg::settle(dirdeleg::by(cx), &from, out).await?;
+    directories::settle(dirdeleg::by(cx), &from, out).await?;
     if !within {
-        dirdeleg::settle(dirdeleg::by(cx), &into, NotifyType4::AddEntry).await?;
+        directories::settle(dirdeleg::by(cx), &into, NotifyType4::AddEntry).await?;
     }
-    let _order = dirdeleg::order(dirdeleg::by(cx), &[&from, &into]).await;
-    let cookie = dirdeleg::cookie_of(dirdeleg::by(cx), &from, &oldname, out).await;
+    let _order = directories::order(dirdeleg::by(cx), &[&from, &into]).await;
+    let cookie = directories::cookie_of(dirdeleg::by(cx), &from, &oldname, out).await;
     let names = (oldname.clone(), newname.clone());
     let (sh, th) = (source.handle, target.handle.clone());
     let (source_cinfo, target_cinfo) = cx
@@ -87,10 +88,10 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     if source_cinfo.before != source_cinfo.after {
         let (old, new) = &names;
         if within {
-            dirdeleg::renamed(dirdeleg::by(cx), &from, old, cookie, new);
+            directories::renamed(dirdeleg::by(cx), &from, old, cookie, new);
         } else {
-            dirdeleg::removed(dirdeleg::by(cx), &from, old, cookie);
-            dirdeleg::added(dirdeleg::by(cx), &into, new);
+            directories::removed(dirdeleg::by(cx), &from, old, cookie);
+            directories::added(dirdeleg::by(cx), &into, new);
         }
     }
     Ok(Rename4ResOk {

@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::compound::{Compound, SlotUse};
-use crate::nfs4::persist::Dead;
+use crate::stable::sessions::Dead;
 use state::slots::{SlotDecision, SlotError};
 
 pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {

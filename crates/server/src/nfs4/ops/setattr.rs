@@ -2,11 +2,12 @@
 
 use proto::nfs4::*;
 
+use crate::conflicts::directories;
 use crate::nfs4::attrs;
 use crate::nfs4::compound::Compound;
 use crate::nfs4::deleg;
 use crate::nfs4::dirdeleg;
-use crate::nfs4::stable;
+use crate::stable::groups;
 
 pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
     match setattr(cx, args).await {
@@ -38,8 +39,8 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     // delegation whose holder sets them under its stateid.
     deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
     // A directory's: other clients' delegations of it (§10.9).
-    dirdeleg::settle(dirdeleg::by(cx), &fh.key(), NotifyType4::ChangeDirAttrs).await?;
-    let _order = dirdeleg::order(dirdeleg::by(cx), &[&fh.key()]).await;
+    directories::settle(dirdeleg::by(cx), &fh.key(), NotifyType4::ChangeDirAttrs).await?;
+    let _order = directories::order(dirdeleg::by(cx), &[&fh.key()]).await;
     let handle = fh.handle.clone();
     cx.vfs(fh.export, move |v, c| {
         let a = v.getattr(&handle)?;
@@ -62,7 +63,7 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     })
     .await??;
     if sized {
-        stable::barrier(cx, fh.export, &fh.handle).await?;
+        groups::barrier(cx, fh.export, &fh.handle).await?;
     }
     dirdeleg::attrs_changed_of(cx, &fh).await;
     Ok(mask)

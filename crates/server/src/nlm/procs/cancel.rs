@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use proto::nlm::*;
 
-use crate::nfs4::callback::notify_locks;
 use crate::nlm::{owner, Nlm, NlmCall};
 
 pub async fn run(nlm: &Arc<Nlm>, c: &NlmCall, a: Nlm4CancArgs) -> Nlm4Res {
@@ -25,9 +24,9 @@ fn cancel(nlm: &Nlm, c: &NlmCall, a: &Nlm4CancArgs) -> Result<(), Nlm4Stats> {
     let me = owner(&host, a.alock.svid, &a.alock.oh);
     let st = nlm.srv.state();
     let (queued, notes) = st.nlm_cancel(&me, &file);
-    notify_locks(notes);
+    nlm.srv.notify_locks(notes);
     if let Some((start, end)) = nlm.take_telling(&me, &file) {
-        notify_locks(st.nlm_unlock(&me, &file, start, end));
+        nlm.srv.notify_locks(st.nlm_unlock(&me, &file, start, end));
     }
     if queued {
         nlm.forget_blocked(&me, &file);

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use proto::nlm::*;
 
-use crate::nfs4::callback::notify_locks;
 use crate::nlm::{owner, range, Nlm, NlmCall};
 
 pub async fn run(nlm: &Arc<Nlm>, c: &NlmCall, a: Nlm4UnlockArgs) -> Nlm4Res {
@@ -25,6 +24,7 @@ fn unlock(nlm: &Nlm, c: &NlmCall, a: &Nlm4UnlockArgs) -> Result<(), Nlm4Stats> {
     };
     let me = owner(&host, a.alock.svid, &a.alock.oh);
     // NFSv4 clients waiting for the range are told (CB_NOTIFY_LOCK).
-    notify_locks(nlm.srv.state().nlm_unlock(&me, &file, start, end));
+    nlm.srv
+        .notify_locks(nlm.srv.state().nlm_unlock(&me, &file, start, end));
     Ok(())
 }

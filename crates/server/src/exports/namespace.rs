@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tracing::warn;
 
-use crate::export::Export;
+use crate::exports::export::Export;
 
 /// The export id pseudo filehandles carry in [`super::compound::Fh`]: no
 /// real export has it, so a backend call for a pseudo node answers
@@ -245,7 +245,7 @@ impl Namespace {
     }
 
     /// The mounted_on_fileid to report for the object `fileid` of
-    /// `export`, when it is that export's root and the export is mounted
+    /// `exports::export`, when it is that export's root and the export is mounted
     /// on something.
     pub fn root_mounted_on(&self, export: u16, fileid: u64) -> Option<u64> {
         if self.root_fileids.get(&export) == Some(&fileid) {
@@ -325,7 +325,7 @@ fn resolve(outer: &Export, comps: &[&str]) -> vfs::Result<(vfs::Handle, vfs::Att
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::ExportRules;
+    use crate::exports::export::ExportRules;
 
     fn export(id: u16, path: &str, dir: &std::path::Path) -> Arc<Export> {
         Arc::new(Export {

@@ -124,7 +124,7 @@ impl FhKey {
                 std::fs::rename(&tmp, &path)?;
                 // The name too: a power loss must not take the key, and
                 // with it every handle clients hold.
-                crate::nfs4::recovery::sync_dir(state_dir)?;
+                crate::stable::records::sync_dir(state_dir)?;
             }
             Err(e) => return Err(e),
         }
@@ -242,6 +242,14 @@ impl Mode0600 for std::fs::OpenOptions {
         use std::os::unix::fs::OpenOptionsExt;
         self.mode(0o600)
     }
+}
+
+/// The parent hint a filehandle for an object with attributes `attr`,
+/// reached in the directory `dir` of backend `fs`, carries: `dir` for a
+/// non-directory where the backend uses hints to check that objects the
+/// kernel no longer places lie inside the export ([`vfs::Vfs::note_parent`]).
+pub fn parent_hint(fs: &dyn vfs::Vfs, attr: &vfs::Attr, dir: &vfs::Handle) -> Option<vfs::Handle> {
+    (attr.ftype != vfs::FileType::Directory && fs.wants_parent_hints()).then(|| dir.clone())
 }
 
 #[cfg(test)]

@@ -7,12 +7,21 @@
 //! backend (open files, caches, write log), and its filehandles, which
 //! carry its id and its root's tag, stay valid.
 
+pub mod export;
+pub mod filehandle;
+pub mod namespace;
+
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::export::Export;
+use crate::exports::export::Export;
 
-use super::pseudo::{Child, Namespace};
+use namespace::{Child, Namespace};
+
+/// The cookie verifier READDIR hands out (RFC 8881 §18.23.3, RFC 1813
+/// §3.3.16): every export's directory cookies stay valid across restarts
+/// (its backend's cookies are stable), so it never changes.
+pub const COOKIEVERF: [u8; 8] = [0; 8];
 
 /// The exports and their namespace.
 pub struct Exports {

@@ -26,7 +26,7 @@ pub struct Export {
     /// Who may use it, and how.
     pub rules: ExportRules,
     /// Its write log, where stable WRITEs are made durable.
-    pub log: Option<std::sync::Arc<crate::writelog::WriteLog>>,
+    pub log: Option<std::sync::Arc<crate::stable::writelog::WriteLog>>,
     /// Whether delegations of its files are granted (read ones, and write
     /// ones unless `Nfs4Config::write_delegations` is off).
     pub delegations: bool,

@@ -49,7 +49,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::{NfsArgOp4, OpenFlag4, SessionId4};
 
-use crate::nfs4::recovery::sync_dir;
+use crate::stable::records::sync_dir;
 
 const MAGIC: &[u8; 8] = b"FRSESS\x00\x01";
 /// Bytes before slot 0.

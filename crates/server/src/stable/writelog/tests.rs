@@ -182,7 +182,7 @@ async fn concurrent_writes_share_log_syncs() {
             tokio::spawn(async move {
                 for j in 0..20u64 {
                     let (l, hh) = (log.clone(), h.clone());
-                    crate::nfs4::compound::off_thread(move || {
+                    crate::handoff::off_thread(move || {
                         l.write(&Creds::root(), &hh, (i * 20 + j) * 4096, &[i as u8; 4096])
                     })
                     .await

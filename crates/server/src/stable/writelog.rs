@@ -52,7 +52,7 @@ use std::time::Duration;
 use vfs::wal::{Wal, WalConfig, WalError};
 use vfs::{Creds, Errno, Handle, Stability, Vfs};
 
-use crate::nfs4::stable::Group;
+use crate::stable::groups::Group;
 
 /// How often logged files are synced and the log trimmed.
 pub const APPLY_EVERY: Duration = Duration::from_secs(1);
@@ -376,10 +376,8 @@ impl WriteLog {
             .stable(|| async {
                 let wal = self.wal.clone();
                 let upto = wal.next_seq();
-                match crate::nfs4::compound::off_thread_urgent(move || {
-                    wal.sync(upto.saturating_sub(1))
-                })
-                .await
+                match crate::handoff::off_thread_urgent(move || wal.sync(upto.saturating_sub(1)))
+                    .await
                 {
                     Ok(r) => r.map_err(io_err),
                     Err(_) => Err(Errno(libc::EIO)),

@@ -20,8 +20,9 @@ use std::sync::{Arc, Mutex};
 
 use proto::nfs4::NfsStat4;
 
-use crate::nfs4::compound::{off_thread_urgent, Compound, Fh};
-use crate::nfs4::errors;
+use crate::errors;
+use crate::handoff::off_thread_urgent;
+use crate::nfs4::compound::{Compound, Fh};
 use tokio::sync::watch;
 
 /// Groups at most, beyond those in use (a group is in use while a
@@ -151,7 +152,7 @@ pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
 /// before a COMMIT's answer): where the export's write log holds records
 /// of the file no mark covers, syncs it and logs that it did, so that
 /// replay after a crash never writes the older records over the change
-/// ([`crate::writelog::WriteLog::barrier`]). Whether it synced the file.
+/// ([`crate::stable::writelog::WriteLog::barrier`]). Whether it synced the file.
 pub async fn barrier(cx: &Compound, export: u16, handle: &vfs::Handle) -> Result<bool, NfsStat4> {
     let Some(log) = cx.export(export)?.log.clone() else {
         return Ok(false);
@@ -174,7 +175,7 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// The group of `handle` in `export`.
+    /// The group of `handle` in `exports::export`.
     pub fn of(&self, export: u16, handle: &vfs::Handle) -> Arc<Group> {
         let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(g) = m.get(&(export, handle.clone())) {

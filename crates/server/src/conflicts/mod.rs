@@ -1,0 +1,35 @@
+//! What one client's change does to another's state, whichever protocol
+//! the change comes by: delegations of the file recalled and waited for
+//! (`delegations`), directory delegations recalled or told of the change
+//! (`directories`). The callbacks themselves are NFSv4's (CB_RECALL,
+//! CB_NOTIFY, CB_NOTIFY_LOCK on a session's back channel); the NFSv4
+//! service installs them in the server instance as [`Callbacks`], so that
+//! a change by NFSv3 or NLM reaches NFSv4 clients without importing NFSv4.
+
+pub mod delegations;
+pub mod directories;
+pub mod exclusive;
+
+use std::sync::Arc;
+
+use proto::nfs4::{Bitmap4, Fattr4};
+use state::{DelegRecall, LockNotify, Session};
+
+use crate::exports::export::Export;
+use crate::instance::Server;
+
+/// Sends callbacks to clients, in the background (each returns at once),
+/// and encodes what they carry.
+pub trait Callbacks: Send + Sync {
+    /// CB_RECALL of a delegation (RFC 8881 §20.2); one that cannot be
+    /// delivered is revoked.
+    fn recall(&self, srv: &Arc<Server>, r: DelegRecall);
+    /// CB_NOTIFY_LOCK to waiters whose lock may now be granted (§20.11).
+    fn notify_locks(&self, notes: Vec<LockNotify>);
+    /// Starts the CB_NOTIFY sender of the directory delegation `other`
+    /// (§20.4), after a short wait when `wait` (to batch changes).
+    fn notify_dir(&self, srv: &Arc<Server>, session: Arc<Session>, other: [u8; 12], wait: bool);
+    /// The attributes `want` of a directory of `export` whose attributes
+    /// are now `a`, as NFSv4 clients see them (NOTIFY4_CHANGE_DIR_ATTRS).
+    fn dir_attrs(&self, srv: &Server, export: &Export, a: &vfs::Attr, want: &Bitmap4) -> Fattr4;
+}

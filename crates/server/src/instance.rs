@@ -1,0 +1,374 @@
+//! One running server instance, which every protocol serves from: its
+//! limits and timers ([`Nfs4Config`]: most are NFSv4's, the largest I/O is
+//! everyone's), exports, filehandle key, the state machine, stable
+//! storage (write verifier, group commit, client records, persistent
+//! sessions), statistics, and the callbacks a change may need
+//! ([`crate::conflicts::Callbacks`], installed by the NFSv4 service).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use crate::conflicts::directories;
+use crate::conflicts::Callbacks;
+use crate::exports::export::Export;
+use crate::exports::filehandle::FhKey;
+use crate::ids::IdMap;
+use state::clock::Clock;
+use state::slots::CacheMemory;
+use state::State;
+
+/// Limits and timers of the NFSv4 service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Nfs4Config {
+    /// Lease time (RFC 8881 §8.3).
+    pub lease: Duration,
+    /// The grace period after a restart (RFC 8881 §8.4.2.1); `None`: one
+    /// lease.
+    pub grace: Option<Duration>,
+    /// Client records held at most; a new client beyond them waits
+    /// (NFS4ERR_DELAY) until expired ones are reaped (courtesy clients,
+    /// the longest silent first, make room).
+    pub max_clients: usize,
+    /// How long a client whose lease ran out keeps its state while
+    /// nobody conflicts with it (`state::DEFAULT_COURTESY`).
+    pub courtesy: Duration,
+    /// Most slots granted per session (RFC 8881 §2.10.6.1).
+    pub max_slots: u32,
+    /// Largest COMPOUND request and reply, in bytes.
+    pub max_request: u32,
+    pub max_response: u32,
+    /// Largest reply kept in a slot's reply cache.
+    pub max_response_cached: u32,
+    /// Most operations in one COMPOUND.
+    pub max_ops: u32,
+    /// Reply-cache memory budget across all sessions.
+    pub drc_budget: usize,
+    /// Largest READ and WRITE.
+    pub max_io: u32,
+    /// Report owner and owner_group as numeric strings ("1000") rather
+    /// than names. RFC 8881 §5.9 allows this for AUTH_SYS, and it is what
+    /// makes ownership come out right on clients whose user database
+    /// differs from the server's (the Linux server does the same by
+    /// default). Names are always accepted on SETATTR.
+    pub numeric_owners: bool,
+    /// Delegations held at most (RFC 8881 §10.2), on the exports that grant
+    /// them (`Export::delegations`).
+    pub max_delegations: usize,
+    /// How long a request that conflicts with another client's delegation
+    /// waits for its return before it is answered NFS4ERR_DELAY
+    /// (§10.4.6): a few round trips of a client that answers.
+    pub recall_wait: Duration,
+    /// Grant write delegations (§10.4) too, on the exports that grant
+    /// delegations; read delegations only if false.
+    pub write_delegations: bool,
+}
+
+impl Nfs4Config {
+    /// The grace period after a restart: as configured, else one lease.
+    pub fn grace_period(&self) -> Duration {
+        self.grace.unwrap_or(self.lease)
+    }
+}
+
+impl Default for Nfs4Config {
+    fn default() -> Self {
+        Nfs4Config {
+            lease: Duration::from_secs(90),
+            grace: None,
+            max_clients: 65536,
+            courtesy: state::DEFAULT_COURTESY,
+            max_slots: 1024,
+            max_request: 1024 * 1024 + 16 * 1024,
+            max_response: 1024 * 1024 + 16 * 1024,
+            max_response_cached: 64 * 1024,
+            max_ops: 200,
+            drc_budget: 256 * 1024 * 1024,
+            max_io: 1024 * 1024,
+            numeric_owners: true,
+            max_delegations: 100_000,
+            recall_wait: Duration::from_millis(300),
+            write_delegations: true,
+        }
+    }
+}
+
+/// The server instance: configuration, exports, state and stable storage.
+pub struct Server {
+    pub cfg: Nfs4Config,
+    pub fh: FhKey,
+    /// The exports and the pseudo filesystem joining them (RFC 8881
+    /// §7.3), replaced whole by a reload ([`Server::replace_exports`]).
+    exports: ArcSwap<crate::exports::Exports>,
+    pub clock: Arc<dyn Clock>,
+    pub drc: Arc<CacheMemory>,
+    pub ids: IdMap,
+    /// WRITE/COMMIT verifier: differs for every server instance (RFC 8881 §18.32.3).
+    pub write_verf: Verifier4,
+    /// Group commit of stable WRITEs and COMMITs, per file.
+    pub stable: crate::stable::groups::Groups,
+    /// Who made recent files by exclusive create.
+    pub exclusive: crate::conflicts::exclusive::Creators,
+    pub server_owner: ServerOwner4,
+    pub server_scope: Bytes,
+    /// When this server instance started (since the epoch): the pseudo
+    /// directories' times.
+    pub started: Duration,
+    /// Persistent sessions' files, and the earlier instance's sessions.
+    pub sessions: crate::stable::sessions::Sessions,
+    /// Orders the changes to directories under delegation with their
+    /// notifications ([`directories::order`]).
+    pub dir_order: directories::Stripes,
+    /// Live statistics ([`crate::stats`]).
+    pub stats: Arc<crate::stats::Stats>,
+    /// Client records on stable storage (RFC 8881 §8.4.2.1).
+    pub records: crate::stable::records::Records,
+    /// Woken when delegations go (returned, revoked, freed with their
+    /// client): requests waiting for a recall look again. Register
+    /// (`enable`) before breaking delegations so that none is missed.
+    pub deleg_gone: tokio::sync::Notify,
+    /// Sends callbacks to NFSv4 clients (recalls, notifications), for
+    /// changes by any protocol; set once by the NFSv4 service
+    /// ([`Server::install_callbacks`]).
+    callbacks: OnceLock<Arc<dyn Callbacks>>,
+    state: State,
+}
+
+impl Server {
+    pub fn new(
+        cfg: Nfs4Config,
+        fh: FhKey,
+        exports: Vec<Export>,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<Self> {
+        Self::recovering(cfg, fh, exports, clock, Recovery::none())
+    }
+
+    /// A server that keeps client records as `recovery` says, in a grace
+    /// period for the clients it recorded before a restart.
+    pub fn recovering(
+        cfg: Nfs4Config,
+        fh: FhKey,
+        exports: Vec<Export>,
+        clock: Arc<dyn Clock>,
+        recovery: Recovery,
+    ) -> Arc<Self> {
+        let mut verf = [0u8; 8];
+        let _ = getrandom::getrandom(&mut verf);
+        let started = recovery.started;
+        // Tells this instance's client ids, session ids and stateids from
+        // an earlier one's, even one started in the same second (a crash
+        // and a quick restart): random, else the start time in ms.
+        let mut e = [0u8; 4];
+        let epoch = match getrandom::getrandom(&mut e) {
+            Ok(()) if e != [0; 4] => u32::from_be_bytes(e),
+            _ => (started.as_millis() as u32).max(1),
+        };
+        let host = hostname();
+        let exports: Vec<Arc<Export>> = exports.into_iter().map(Arc::new).collect();
+        let cfg_lease = cfg.lease;
+        let grace = cfg.grace_period();
+        let max_clients = cfg.max_clients;
+        let courtesy = cfg.courtesy;
+        let max_delegations = cfg.max_delegations;
+        let clock_for_state = clock.clone();
+        let record_queue = recovery.records.queue().clone();
+        let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
+        let srv = Arc::new(Server {
+            stats: crate::stats::Stats::new(exports.iter().map(|e| e.id)),
+            drc: CacheMemory::new(cfg.drc_budget),
+            cfg,
+            fh,
+            exports: ArcSwap::from_pointee(crate::exports::Exports::new(exports, None)),
+            clock,
+            ids: IdMap::default(),
+            write_verf: verf,
+            stable: crate::stable::groups::Groups::default(),
+            exclusive: crate::conflicts::exclusive::Creators::default(),
+            server_owner: ServerOwner4 {
+                minor_id: 0,
+                major_id: Bytes::from(format!("ferrite:{host}")),
+            },
+            server_scope: Bytes::from(format!("ferrite:{host}")),
+            started,
+            sessions: recovery.sessions,
+            dir_order: directories::Stripes::default(),
+            records: recovery.records,
+            deleg_gone: tokio::sync::Notify::new(),
+            callbacks: OnceLock::new(),
+            state: State::recovering(
+                epoch,
+                cfg_lease,
+                clock_for_state,
+                record_queue,
+                recovery.previous,
+                grace,
+            )
+            .with_max_clients(max_clients)
+            .with_courtesy(courtesy)
+            .with_max_delegations(max_delegations),
+        });
+        // A delegation that goes ends its guard against local writers;
+        // then requests waiting for a recall look again.
+        let weak = Arc::downgrade(&srv);
+        srv.state.on_delegation_ended(Box::new(move |files| {
+            let Some(srv) = weak.upgrade() else { return };
+            for (export, handle) in files {
+                if let Some(e) = srv.export(*export) {
+                    e.vfs.unguard_local_writes(&vfs::Handle(handle.clone()));
+                }
+            }
+            srv.deleg_gone.notify_waiters();
+        }));
+        srv
+    }
+
+    /// The exports now: a snapshot a reload does not change.
+    pub fn exports(&self) -> Arc<crate::exports::Exports> {
+        self.exports.load_full()
+    }
+
+    /// Serves `list` from now on instead of the exports before
+    /// (a reload): their namespace is laid out (blocking), their roots
+    /// bound into filehandles and their statistics counted. Calls under
+    /// way finish on the exports they started with.
+    pub fn replace_exports(&self, list: Vec<Arc<Export>>) -> Arc<crate::exports::Exports> {
+        let before = self.exports();
+        let next = Arc::new(crate::exports::Exports::new(list, Some(&before)));
+        self.stats.add_exports(next.iter().map(|e| e.id));
+        self.fh
+            .bind_roots(next.iter().map(|e| (e.id, e.vfs.root_identity())));
+        self.exports.store(next.clone());
+        next
+    }
+
+    /// Removes the records of purged clients from stable storage, if any
+    /// wait for it.
+    pub async fn settle_records(self: &Arc<Self>) {
+        if !self.records.has_pending() {
+            return;
+        }
+        let srv = self.clone();
+        match crate::handoff::off_thread(move || srv.records.settle()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("cannot remove client records: {e}"),
+            Err(e) => tracing::error!("removing client records: {e}"),
+        }
+    }
+
+    /// Ends the grace period if it is due (every recorded client has
+    /// reclaimed, or its time is up): the earlier instances' records go
+    /// first, durably, so that a restart from here on offers no reclaim
+    /// to a client that missed this grace period (RFC 8881 §8.4.3).
+    pub async fn end_grace_if_due(self: &Arc<Self>) {
+        if !self.state.grace_due() {
+            return;
+        }
+        let srv = self.clone();
+        match crate::handoff::off_thread(move || srv.records.forget_previous()).await {
+            Ok(Ok(())) => self.state.end_grace(),
+            Ok(Err(e)) => tracing::error!("cannot remove earlier client records: {e}"),
+            Err(e) => tracing::error!("removing earlier client records: {e}"),
+        }
+    }
+
+    /// The NFSv4 state (clients, sessions, opens, locks).
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    pub fn now(&self) -> Duration {
+        self.clock.now()
+    }
+
+    pub fn export(&self, id: u16) -> Option<Arc<Export>> {
+        self.exports.load().get(id).cloned()
+    }
+
+    /// Sets what sends callbacks to clients (once; later calls are
+    /// ignored).
+    pub fn install_callbacks(&self, c: Arc<dyn Callbacks>) {
+        let _ = self.callbacks.set(c);
+    }
+
+    /// Sends CB_NOTIFY_LOCKs to the NFSv4 waiters an unlock (any
+    /// protocol's) made grantable.
+    pub fn notify_locks(&self, notes: Vec<state::LockNotify>) {
+        if notes.is_empty() {
+            return;
+        }
+        if let Some(cb) = self.callbacks() {
+            cb.notify_locks(notes);
+        }
+    }
+
+    /// What sends callbacks to clients: none (every recall undelivered,
+    /// so a conflict waits out its delegation) until installed.
+    pub fn callbacks(&self) -> Option<&Arc<dyn Callbacks>> {
+        self.callbacks.get()
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// What a server keeps for reboot recovery (RFC 8881 §8.4.2).
+pub struct Recovery {
+    pub records: crate::stable::records::Records,
+    /// Where persistent sessions are kept (RFC 8881 §2.10.6.5).
+    pub sessions: crate::stable::sessions::Sessions,
+    /// Client owners recorded by earlier instances.
+    pub previous: std::collections::HashSet<Bytes>,
+    /// When this instance started (since the Unix epoch).
+    pub started: Duration,
+}
+
+impl Recovery {
+    /// Nothing kept: no records, no grace period.
+    pub fn none() -> Recovery {
+        Recovery {
+            records: crate::stable::records::Records::none(),
+            sessions: crate::stable::sessions::Sessions::none(),
+            previous: Default::default(),
+            started: Recovery::now(),
+        }
+    }
+
+    /// Client records and persistent sessions kept in `state_dir`. With
+    /// no grace period (`grace` zero) the earlier instances' records are
+    /// dropped at once: nobody reclaims. Their sessions are kept for two
+    /// leases (`lease`), for retries.
+    pub fn open(
+        state_dir: &std::path::Path,
+        grace: Duration,
+        lease: Duration,
+    ) -> std::io::Result<Recovery> {
+        let started = Recovery::now();
+        let (records, mut previous) =
+            crate::stable::records::Records::open(state_dir, started.as_nanos())?;
+        let sessions =
+            crate::stable::sessions::Sessions::open(state_dir, started.as_nanos(), lease * 2)?;
+        if grace.is_zero() && !previous.is_empty() {
+            records.forget_previous()?;
+            previous.clear();
+        }
+        Ok(Recovery {
+            records,
+            sessions,
+            previous,
+            started,
+        })
+    }
+
+    fn now() -> Duration {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::from_secs(1))
+    }
+}

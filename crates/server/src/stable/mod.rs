@@ -1,0 +1,9 @@
+//! What must survive a restart, and how it gets to stable storage: the
+//! group commit of stable writes (`groups`), the write log (`writelog`),
+//! client records for reboot recovery (`records`), persistent sessions'
+//! reply caches (`sessions`).
+
+pub mod groups;
+pub mod records;
+pub mod sessions;
+pub mod writelog;
