@@ -91,22 +91,24 @@ async fn fake_host() -> FakeHost {
     );
     tokio::spawn(rpc::serve(l, programs, Default::default(), rx.clone()));
     // Its port mapper, which knows the two.
-    let entry = |prog, vers| server::portmap::Entry {
+    let entry = |prog, vers| server::v3::portmap::Entry {
         prog,
         vers,
         netid: "tcp".into(),
         addr: at,
         owner: "fake".into(),
     };
-    let pm =
-        server::portmap::Portmap::new(vec![entry(NLM_PROG, NLM4_VERS), entry(SM_PROG, SM_VERS)]);
+    let pm = server::v3::portmap::Portmap::new(vec![
+        entry(NLM_PROG, NLM4_VERS),
+        entry(SM_PROG, SM_VERS),
+    ]);
     let pl = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let pmap = pl.local_addr().unwrap();
     let psvc: Arc<dyn Service> = Arc::new(rpc::Programs::new().add(
         proto::portmap::PMAP_PROG,
         2,
         4,
-        Arc::new(server::portmap::PortmapService(pm)),
+        Arc::new(server::v3::portmap::PortmapService(pm)),
     ));
     tokio::spawn(rpc::serve(pl, psvc, Default::default(), rx));
     FakeHost {
@@ -809,19 +811,19 @@ async fn bad_nlm_input() {
 #[tokio::test]
 async fn registration_with_a_system_port_mapper() {
     within(async {
-        let pm = server::portmap::Portmap::new(Vec::new());
+        let pm = server::v3::portmap::Portmap::new(Vec::new());
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let at = l.local_addr().unwrap();
         let svc: Arc<dyn Service> = Arc::new(rpc::Programs::new().add(
             proto::portmap::PMAP_PROG,
             2,
             4,
-            Arc::new(server::portmap::PortmapService(pm)),
+            Arc::new(server::v3::portmap::PortmapService(pm)),
         ));
         let (_stop, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(rpc::serve(l, svc, Default::default(), rx));
         let nfs: SocketAddr = "127.0.0.1:2049".parse().unwrap();
-        let entry = |prog, vers, netid: &str| server::portmap::Entry {
+        let entry = |prog, vers, netid: &str| server::v3::portmap::Entry {
             prog,
             vers,
             netid: netid.into(),
@@ -833,7 +835,10 @@ async fn registration_with_a_system_port_mapper() {
             entry(NLM_PROG, NLM4_VERS, "udp"),
             entry(SM_PROG, SM_VERS, "tcp"),
         ];
-        assert_eq!(server::portmap::register_with(at, &entries, false).await, 3);
+        assert_eq!(
+            server::v3::portmap::register_with(at, &entries, false).await,
+            3
+        );
         let mut got: Vec<(u32, u32)> = client::portmap::dump(at)
             .await
             .unwrap()
@@ -850,9 +855,12 @@ async fn registration_with_a_system_port_mapper() {
             ]
         );
         // Again (a restart): the same three, not duplicates.
-        assert_eq!(server::portmap::register_with(at, &entries, false).await, 3);
+        assert_eq!(
+            server::v3::portmap::register_with(at, &entries, false).await,
+            3
+        );
         assert_eq!(client::portmap::dump(at).await.unwrap().len(), 3);
-        server::portmap::register_with(at, &entries, true).await;
+        server::v3::portmap::register_with(at, &entries, true).await;
         assert!(client::portmap::dump(at).await.unwrap().is_empty());
     })
     .await;

@@ -222,7 +222,9 @@ async fn exports_and_rules_change_under_a_connected_client() {
         let counted = running.nfs4.stats.reloads();
         assert_eq!((counted.applied, counted.refused), (4, 2));
         assert!(counted.last_error.is_some_and(|e| e.contains("same id")));
-        let text = server::stats::prometheus::render(&server::stats::report::build(&running.nfs4));
+        let text = server::observe::stats::prometheus::render(
+            &server::observe::stats::report::build(&running.nfs4),
+        );
         for line in [
             "ferrite_config_reloads_total{result=\"applied\"} 4",
             "ferrite_config_reloads_total{result=\"refused\"} 2",

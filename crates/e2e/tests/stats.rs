@@ -10,12 +10,12 @@ use bytes::Bytes;
 use client::OpenOpts;
 use common::*;
 use proto::nfs4::*;
-use server::stats::report::{OpReport, Report};
+use server::observe::stats::report::{OpReport, Report};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn report(srv: &TestServer) -> Report {
-    let path = srv.state.path().join(server::admin::SOCKET);
-    let raw = server::admin::request(&path, "stat")
+    let path = srv.state.path().join(server::observe::admin::SOCKET);
+    let raw = server::observe::admin::request(&path, "stat")
         .await
         .expect("admin socket");
     serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{e}: {raw}"))
@@ -209,7 +209,7 @@ async fn nfsv3_procedures_are_counted() {
 async fn the_administration_socket_is_private_and_answers_errors() {
     within(async {
         let srv = TestServer::start().await;
-        let path = srv.state.path().join(server::admin::SOCKET);
+        let path = srv.state.path().join(server::observe::admin::SOCKET);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         // What is exported to whom (`ferrite exports`).
@@ -223,7 +223,9 @@ async fn the_administration_socket_is_private_and_answers_errors() {
             vec!["*(rw,no_root_squash,anonuid=65534,anongid=65534,insecure)".to_string()]
         );
         assert_eq!(e.sec, vec!["sys".to_string(), "none".to_string()]);
-        let raw = server::admin::request(&path, "reboot").await.unwrap();
+        let raw = server::observe::admin::request(&path, "reboot")
+            .await
+            .unwrap();
         let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
         assert!(
             v["error"].as_str().unwrap().contains("unknown command"),

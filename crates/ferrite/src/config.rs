@@ -362,7 +362,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         socket: match args.admin_socket.clone().or(file.admin_socket) {
             Some(p) if p.as_os_str() == "off" => None,
             Some(p) => Some(p),
-            None => Some(state_dir.join(server::admin::SOCKET)),
+            None => Some(state_dir.join(server::observe::admin::SOCKET)),
         },
         metrics: args.metrics.or(file.metrics),
         link_bytes_per_s: match args.link_mbps.or(file.link_mbps) {

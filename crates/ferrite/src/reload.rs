@@ -1,10 +1,10 @@
 //! `ferrite reload`, and what a server does on SIGHUP: the configuration
 //! read again and its exports and rules applied while serving
-//! (`server::reload`).
+//! (`server::observe::reload`).
 
 use std::fmt::Write;
 
-use server::reload::ReloadReport;
+use server::observe::reload::ReloadReport;
 use server::run::Running;
 use tracing::{error, info, warn};
 

@@ -1,5 +1,5 @@
 //! `ferrite stat`: a running server's statistics, read over its
-//! administration socket (`server::admin`), printed as tables, or every
+//! administration socket (`server::observe::admin`), printed as tables, or every
 //! few seconds for the interval just past (`--watch`, as nfsstat's
 //! interval mode), or as JSON.
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use server::stats::report::{OpReport, Report};
+use server::observe::stats::report::{OpReport, Report};
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "Examples:
@@ -46,14 +46,14 @@ impl ServerArg {
             self.state_dir
                 .clone()
                 .unwrap_or_else(crate::config::default_state_dir)
-                .join(server::admin::SOCKET)
+                .join(server::observe::admin::SOCKET)
         })
     }
 }
 
 /// Sends `cmd` over the administration socket at `path`; its answer.
 pub async fn ask(path: &std::path::Path, cmd: &str) -> anyhow::Result<String> {
-    server::admin::request(path, cmd).await.with_context(|| {
+    server::observe::admin::request(path, cmd).await.with_context(|| {
         format!(
             "no server answers at {} (is it running, with this state directory, and are you root or its user?)",
             path.display()
@@ -288,7 +288,7 @@ pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
     );
     for e in &r.exports {
         let b = since.and_then(|(b, _)| b.exports.iter().find(|x| x.id == e.id));
-        let d = |now: u64, f: fn(&server::stats::report::ExportReport) -> u64| {
+        let d = |now: u64, f: fn(&server::observe::stats::report::ExportReport) -> u64| {
             now - b.map_or(0, f).min(now)
         };
         let _ = writeln!(

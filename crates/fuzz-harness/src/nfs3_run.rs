@@ -129,13 +129,18 @@ async fn run(data: &[u8]) {
     let h = InProcess::new(fs, LEASE);
     let srv = h.srv.clone();
     // Callbacks go to port 0 of loopback: refused at once.
-    let nlm = server::nlm::Nlm::new(srv.clone(), Arc::new(server::nsm::Nsm::in_memory()), 0);
+    let nlm =
+        server::v3::nlm::Nlm::new(srv.clone(), Arc::new(server::v3::nsm::Nsm::in_memory()), 0);
     nlm.start();
-    let pm = server::portmap::Portmap::new(Vec::new());
-    use server::stats::{counted, Program};
+    let pm = server::v3::portmap::Portmap::new(Vec::new());
+    use server::observe::stats::{counted, Program};
     let stats = &srv.stats;
-    let nfs = server::nfs3::NfsVersions {
-        v3: counted(server::nfs3::Nfs3Service(srv.clone()), stats, Program::Nfs3),
+    let nfs = server::run::NfsVersions {
+        v3: counted(
+            server::v3::nfs3::Nfs3Service(srv.clone()),
+            stats,
+            Program::Nfs3,
+        ),
         v4: server::nfs4::Nfs4Service(srv.clone()),
     };
     let programs = rpc::Programs::new()
@@ -145,7 +150,7 @@ async fn run(data: &[u8]) {
             3,
             3,
             counted(
-                server::mount::MountService::new(srv.clone()),
+                server::v3::mount::MountService::new(srv.clone()),
                 stats,
                 Program::Mount,
             ),
@@ -154,19 +159,23 @@ async fn run(data: &[u8]) {
             NLM_PROG,
             NLM4_VERS,
             NLM4_VERS,
-            counted(server::nlm::NlmService(nlm.clone()), stats, Program::Nlm),
+            counted(
+                server::v3::nlm::NlmService(nlm.clone()),
+                stats,
+                Program::Nlm,
+            ),
         )
         .add(
             SM_PROG,
             SM_VERS,
             SM_VERS,
-            counted(server::nsm::NsmService(nlm), stats, Program::Nsm),
+            counted(server::v3::nsm::NsmService(nlm), stats, Program::Nsm),
         )
         .add(
             PMAP_PROG,
             PMAP_VERS,
             RPCBVERS4,
-            Arc::new(server::portmap::PortmapService(pm)),
+            Arc::new(server::v3::portmap::PortmapService(pm)),
         );
     let mut w = World {
         h,

@@ -122,8 +122,8 @@ pub struct Server {
     /// Orders the changes to directories under delegation with their
     /// notifications ([`directories::order`]).
     pub dir_order: directories::Stripes,
-    /// Live statistics ([`crate::stats`]).
-    pub stats: Arc<crate::stats::Stats>,
+    /// Live statistics ([`crate::observe::stats`]).
+    pub stats: Arc<crate::observe::stats::Stats>,
     /// Client records on stable storage (RFC 8881 §8.4.2.1).
     pub records: crate::stable::records::Records,
     /// Woken when delegations go (returned, revoked, freed with their
@@ -178,7 +178,7 @@ impl Server {
         let record_queue = recovery.records.queue().clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         let srv = Arc::new(Server {
-            stats: crate::stats::Stats::new(exports.iter().map(|e| e.id)),
+            stats: crate::observe::stats::Stats::new(exports.iter().map(|e| e.id)),
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,

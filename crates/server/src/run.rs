@@ -8,6 +8,8 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use rpc::{Call, ReplyFuture, Service};
+
 use crate::exports::export::{Export, ExportRules};
 use crate::exports::filehandle::FhKey;
 use crate::instance::{Nfs4Config, Server};
@@ -53,7 +55,7 @@ impl ExportConfig {
     }
 }
 
-/// Where the port mapper answers ([`crate::portmap`]).
+/// Where the port mapper answers ([`crate::v3::portmap`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortmapMode {
     Off,
@@ -94,14 +96,14 @@ impl Default for AuxConfig {
 /// How the server is watched and administered (issue 14).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AdminConfig {
-    /// The administration socket `ferrite stat` uses ([`crate::admin`]);
+    /// The administration socket `ferrite stat` uses ([`crate::observe::admin`]);
     /// none: not served.
     pub socket: Option<PathBuf>,
-    /// Where the Prometheus metrics are served ([`crate::metrics`]);
+    /// Where the Prometheus metrics are served ([`crate::observe::metrics`]);
     /// none: not served.
     pub metrics: Option<SocketAddr>,
     /// The network link's capacity in bytes a second, for the load model
-    /// ([`crate::load`]); none: the network is shown, never limiting.
+    /// ([`crate::observe::load`]); none: the network is shown, never limiting.
     pub link_bytes_per_s: Option<f64>,
 }
 
@@ -121,7 +123,7 @@ pub struct ServerConfig {
 pub struct Running {
     pub addr: SocketAddr,
     pub nfs4: Arc<Server>,
-    pub nlm: Arc<crate::nlm::Nlm>,
+    pub nlm: Arc<crate::v3::nlm::Nlm>,
     /// Where each program is, one line each, for the start-up message.
     pub programs: Vec<String>,
     /// The port mapper's address, if Ferrite answers as one.
@@ -129,7 +131,7 @@ pub struct Running {
     /// Where the Prometheus metrics are served, if they are.
     pub metrics: Option<SocketAddr>,
     /// The system port mapper Ferrite registered with, and what.
-    registered: Option<(SocketAddr, Vec<crate::portmap::Entry>)>,
+    registered: Option<(SocketAddr, Vec<crate::v3::portmap::Entry>)>,
     /// The configuration being served; held through a reload, so that
     /// reloads happen one at a time.
     applied: tokio::sync::Mutex<ServerConfig>,
@@ -141,7 +143,7 @@ pub struct Running {
 }
 
 /// A reload asked for over the administration socket: the answer (JSON,
-/// a [`crate::reload::ReloadReport`] or `{"error": ...}`) goes back here.
+/// a [`crate::observe::reload::ReloadReport`] or `{"error": ...}`) goes back here.
 pub type ReloadRequest = tokio::sync::oneshot::Sender<String>;
 
 /// Where reload requests go, once someone serves them.
@@ -149,10 +151,13 @@ pub type ReloadSlot = Arc<std::sync::Mutex<Option<tokio::sync::mpsc::Sender<Relo
 
 impl Running {
     /// Applies `new` to the exports and their rules while serving
-    /// ([`crate::reload`]): what changed, or why nothing did.
-    pub async fn reload(&self, new: ServerConfig) -> Result<crate::reload::ReloadReport, String> {
+    /// ([`crate::observe::reload`]): what changed, or why nothing did.
+    pub async fn reload(
+        &self,
+        new: ServerConfig,
+    ) -> Result<crate::observe::reload::ReloadReport, String> {
         let mut applied = self.applied.lock().await;
-        let outcome = crate::reload::apply(&self.nfs4, &applied, &new).await;
+        let outcome = crate::observe::reload::apply(&self.nfs4, &applied, &new).await;
         self.nfs4
             .stats
             .note_reload(outcome.as_ref().map(|_| ()).map_err(|e| e.as_str()));
@@ -195,7 +200,7 @@ impl Running {
             let _ = t.await;
         }
         if let Some((at, entries)) = &self.registered {
-            crate::portmap::register_with(*at, entries, true).await;
+            crate::v3::portmap::register_with(*at, entries, true).await;
         }
         let logs: Vec<_> = self
             .nfs4
@@ -236,12 +241,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         exports.push(open_export(e, id).await?);
     }
     // NLM hosts recorded before a restart reclaim in the grace period too.
-    let (nsm, nsm_previous) = crate::nsm::Nsm::open(&cfg.state_dir)?;
+    let (nsm, nsm_previous) = crate::v3::nsm::Nsm::open(&cfg.state_dir)?;
     let mut recovery =
         crate::instance::Recovery::open(&cfg.state_dir, cfg.nfs4.grace_period(), cfg.nfs4.lease)?;
     recovery
         .previous
-        .extend(nsm_previous.iter().map(crate::nsm::grace_owner));
+        .extend(nsm_previous.iter().map(crate::v3::nsm::grace_owner));
     let nfs4 = Server::recovering(
         cfg.nfs4.clone(),
         key,
@@ -252,17 +257,17 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     crate::nfs4::install(&nfs4);
     crate::nfs4::reaper::spawn(&nfs4);
     spawn_heap_trim();
-    let nlm = crate::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
+    let nlm = crate::v3::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
     nlm.start();
-    use crate::stats::{counted, Program};
+    use crate::observe::stats::{counted, Program};
     let stats = &nfs4.stats;
     let mount = counted(
-        crate::mount::MountService::new(nfs4.clone()),
+        crate::v3::mount::MountService::new(nfs4.clone()),
         stats,
         Program::Mount,
     );
-    let nlm_svc = counted(crate::nlm::NlmService(nlm.clone()), stats, Program::Nlm);
-    let nsm_svc = counted(crate::nsm::NsmService(nlm.clone()), stats, Program::Nsm);
+    let nlm_svc = counted(crate::v3::nlm::NlmService(nlm.clone()), stats, Program::Nlm);
+    let nsm_svc = counted(crate::v3::nsm::NsmService(nlm.clone()), stats, Program::Nsm);
     // MOUNT, NLM and NSM: on every port, over TCP and UDP.
     let aux = |p: rpc::Programs| {
         p.add(
@@ -285,8 +290,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         )
     };
     // NFS versions 3 and 4 on the NFS port, TCP only.
-    let nfs = crate::nfs3::NfsVersions {
-        v3: counted(crate::nfs3::Nfs3Service(nfs4.clone()), stats, Program::Nfs3),
+    let nfs = NfsVersions {
+        v3: counted(
+            crate::v3::nfs3::Nfs3Service(nfs4.clone()),
+            stats,
+            Program::Nfs3,
+        ),
         v4: Nfs4Service(nfs4.clone()),
     };
     let programs = aux(rpc::Programs::new()).add(
@@ -356,12 +365,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             for tcp in [true, false] {
                 if tcp || udp {
                     let a = SocketAddr::new(addr.ip(), port);
-                    own.push(crate::portmap::Entry {
+                    own.push(crate::v3::portmap::Entry {
                         prog,
                         vers,
-                        netid: crate::portmap::netid(tcp, &a),
+                        netid: crate::v3::portmap::netid(tcp, &a),
                         addr: a,
-                        owner: crate::portmap::OWNER.to_string(),
+                        owner: crate::v3::portmap::OWNER.to_string(),
                     });
                 }
             }
@@ -399,12 +408,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             ]
             .into_iter()
             .flat_map(move |vers| {
-                [true, false].map(|tcp| crate::portmap::Entry {
+                [true, false].map(|tcp| crate::v3::portmap::Entry {
                     prog: proto::portmap::PMAP_PROG,
                     vers,
-                    netid: crate::portmap::netid(tcp, &a),
+                    netid: crate::v3::portmap::netid(tcp, &a),
                     addr: a,
-                    owner: crate::portmap::OWNER.to_string(),
+                    owner: crate::v3::portmap::OWNER.to_string(),
                 })
             })
             .collect::<Vec<_>>()
@@ -414,12 +423,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
                 let a = l.local_addr()?;
                 let mut entries = own.clone();
                 entries.extend(pm_entries(a));
-                let pm = crate::portmap::Portmap::new(entries);
+                let pm = crate::v3::portmap::Portmap::new(entries);
                 let svc: Arc<dyn rpc::Service> = Arc::new(rpc::Programs::new().add(
                     proto::portmap::PMAP_PROG,
                     proto::portmap::PMAP_VERS,
                     proto::portmap::RPCBVERS4,
-                    Arc::new(crate::portmap::PortmapService(pm)),
+                    Arc::new(crate::v3::portmap::PortmapService(pm)),
                 ));
                 tasks.push(tokio::spawn(rpc::serve(
                     l,
@@ -444,7 +453,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
                     },
                     at.port(),
                 );
-                let n = crate::portmap::register_with(sys, &own, false).await;
+                let n = crate::v3::portmap::register_with(sys, &own, false).await;
                 if n > 0 {
                     lines.push(format!(
                         "programs registered with the port mapper on {sys} ({n} mappings)"
@@ -463,9 +472,9 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     }
     let reload_slot = ReloadSlot::default();
     if let Some(path) = &cfg.admin.socket {
-        match crate::admin::bind(path) {
+        match crate::observe::admin::bind(path) {
             Ok(l) => {
-                tasks.push(tokio::spawn(crate::admin::serve(
+                tasks.push(tokio::spawn(crate::observe::admin::serve(
                     l,
                     path.clone(),
                     nfs4.clone(),
@@ -485,15 +494,15 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     if let Some(at) = cfg.admin.metrics {
         let l = TcpListener::bind(at).await?;
         let at = l.local_addr()?;
-        tasks.push(tokio::spawn(crate::metrics::serve(
+        tasks.push(tokio::spawn(crate::observe::metrics::serve(
             l,
             nfs4.clone(),
             rx.clone(),
         )));
-        lines.push(crate::metrics::describe(at));
+        lines.push(crate::observe::metrics::describe(at));
         metrics = Some(at);
     }
-    crate::nsm::notify_all(
+    crate::v3::nsm::notify_all(
         nlm.nsm.clone(),
         nsm_previous,
         cfg.aux.client_portmap_port,
@@ -580,13 +589,13 @@ fn spawn_load_sampler(
 ) -> JoinHandle<()> {
     let stats = nfs4.stats.clone();
     *stats.load.lock().unwrap_or_else(|e| e.into_inner()) =
-        crate::load::Model::new(cfg.admin.link_bytes_per_s);
+        crate::observe::load::Model::new(cfg.admin.link_bytes_per_s);
     // The disks under the exports: found on the pool at the first tick,
     // and again after a reload.
     fn devices_of(exports: &crate::exports::Exports) -> Arc<Vec<String>> {
         let mut d: Vec<String> = exports
             .iter()
-            .filter_map(|e| crate::load::device_of(&e.vfs.local_dir()?))
+            .filter_map(|e| crate::observe::load::device_of(&e.vfs.local_dir()?))
             .collect();
         d.sort();
         d.dedup();
@@ -617,8 +626,13 @@ fn spawn_load_sampler(
                 let devices = changed.map_or(known, |now| devices_of(&now));
                 let (bytes, ops) = stats.totals();
                 let pool = crate::handoff::iopool::Pool::global();
-                let s =
-                    crate::load::sample(base.elapsed().as_secs_f64(), pool, &devices, bytes, ops);
+                let s = crate::observe::load::sample(
+                    base.elapsed().as_secs_f64(),
+                    pool,
+                    &devices,
+                    bytes,
+                    ops,
+                );
                 stats
                     .load
                     .lock()
@@ -650,4 +664,25 @@ fn spawn_heap_trim() {
             let _ = trim.await;
         }
     });
+}
+
+/// The NFS program, both versions on one port: 3 to NFSv3, 4 to NFSv4.
+pub struct NfsVersions {
+    /// NFSv3 (counted: [`crate::observe::stats::counted`]).
+    pub v3: Arc<dyn Service>,
+    pub v4: Nfs4Service,
+}
+
+impl Service for NfsVersions {
+    fn call(&self, call: Call) -> ReplyFuture {
+        if call.vers == proto::nfs3::NFS_V3 {
+            self.v3.call(call)
+        } else {
+            self.v4.call(call)
+        }
+    }
+
+    fn disconnected(&self, conn: &Arc<rpc::Connection>) {
+        self.v4.disconnected(conn);
+    }
 }

@@ -69,7 +69,7 @@ fn config(
         rpc: Default::default(),
         aux: aux.clone(),
         admin: server::run::AdminConfig {
-            socket: Some(state.path().join(server::admin::SOCKET)),
+            socket: Some(state.path().join(server::observe::admin::SOCKET)),
             metrics: Some("127.0.0.1:0".parse().expect("address")),
             link_bytes_per_s: None,
         },

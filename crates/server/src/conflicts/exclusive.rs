@@ -52,7 +52,7 @@ impl Default for Creators {
 }
 
 impl Creators {
-    /// The lock of `name` in directory `dir` of `exports::export`, held by an
+    /// The lock of `name` in directory `dir` of `export`, held by an
     /// exclusive create across its create and [`Creators::record`] or
     /// [`Creators::may_retransmit`]. It blocks: take it on the blocking
     /// pool.
@@ -63,7 +63,7 @@ impl Creators {
         stripe.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `client` made `handle` of `exports::export` by exclusive create.
+    /// `client` made `handle` of `export` by exclusive create.
     pub fn record(&self, export: u16, handle: &vfs::Handle, client: ClientId4) {
         self.made.insert((export, handle.clone()), client);
     }

@@ -245,7 +245,7 @@ impl Namespace {
     }
 
     /// The mounted_on_fileid to report for the object `fileid` of
-    /// `exports::export`, when it is that export's root and the export is mounted
+    /// `export`, when it is that export's root and the export is mounted
     /// on something.
     pub fn root_mounted_on(&self, export: u16, fileid: u64) -> Option<u64> {
         if self.root_fileids.get(&export) == Some(&fileid) {

@@ -43,7 +43,7 @@ struct Job {
 }
 
 /// What the pool has done since it started, for the load model
-/// ([`crate::load`]).
+/// ([`crate::observe::load`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Calls run.

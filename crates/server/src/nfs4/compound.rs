@@ -31,7 +31,7 @@ use crate::instance::Server;
 use state::session::Session;
 
 /// The current (or saved) filehandle: an object of an export, or a node
-/// of the pseudo filesystem (`pseudo` set, `exports::export` = [`PSEUDO_EXPORT`],
+/// of the pseudo filesystem (`pseudo` set, `export` = [`PSEUDO_EXPORT`],
 /// empty `handle`).
 #[derive(Debug, Clone)]
 pub struct Fh {
@@ -379,9 +379,9 @@ pub async fn run(srv: Arc<Server>, call: Call) -> Reply {
     let request_size = call.args.remaining();
     let (reply, nanos) = run_timed(srv, call).await;
     stats.compounds.record(
-        crate::stats::reply_status(&reply, true),
+        crate::observe::stats::reply_status(&reply, true),
         request_size,
-        crate::stats::reply_len(&reply),
+        crate::observe::stats::reply_len(&reply),
         nanos,
     );
     reply
@@ -521,7 +521,7 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> (Reply,
     // An operation ran whose reply a persistent session keeps.
     let mut persists = false;
     let stats = cx.srv.stats.clone();
-    let nfs4 = stats.program(crate::stats::Program::Nfs4);
+    let nfs4 = stats.program(crate::observe::stats::Program::Nfs4);
     // Each operation's time runs from the end of the one before: one
     // clock read per operation.
     let mut t0 = std::time::Instant::now();
@@ -660,19 +660,17 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> (Reply,
 /// and WRITE: their results and arguments).
 fn count_op(
     cx: &Compound,
-    stats: &crate::stats::Stats,
+    stats: &crate::observe::stats::Stats,
     opnum: u32,
     status: NfsStat4,
     arg_size: u32,
     result_size: usize,
     nanos: u64,
 ) {
-    stats.program(crate::stats::Program::Nfs4).op(opnum).record(
-        status as u32,
-        arg_size as usize,
-        result_size,
-        nanos,
-    );
+    stats
+        .program(crate::observe::stats::Program::Nfs4)
+        .op(opnum)
+        .record(status as u32, arg_size as usize, result_size, nanos);
     if let Some(fh) = cx.cfh.as_ref().filter(|fh| fh.pseudo.is_none()) {
         let ok = status == NfsStat4::Nfs4Ok;
         let (read, written) = match opnum {
@@ -865,7 +863,7 @@ impl Compound {
         }
     }
 
-    /// The client rule this compound's client is under for `exports::export`:
+    /// The client rule this compound's client is under for `export`:
     /// NFS4ERR_ACCESS without one, NFS4ERR_PERM from an unprivileged port
     /// when the rule asks for a privileged one.
     pub fn admit(&self, export: u16) -> Result<&ClientRule, NfsStat4> {
@@ -910,7 +908,7 @@ impl Compound {
         Ok(())
     }
 
-    /// The identity backend calls on `exports::export` act with: the credential's,
+    /// The identity backend calls on `export` act with: the credential's,
     /// squashed as the client's rule says.
     pub fn creds_for(&self, export: u16) -> Result<vfs::Creds, NfsStat4> {
         let rule = self.admit(export)?;
@@ -923,7 +921,7 @@ impl Compound {
     /// Runs a backend call that never blocks ([`vfs::Vfs::read_nowait`]
     /// and the like) right here, on the async thread, with the identity
     /// [`Compound::vfs`] would use; `None` if the backend cannot answer
-    /// without blocking (or `exports::export` is a pseudo node), for the caller to
+    /// without blocking (or `export` is a pseudo node), for the caller to
     /// go through [`Compound::vfs`].
     pub fn vfs_nowait<T, F>(&self, export: u16, f: F) -> Option<Result<T, NfsStat4>>
     where

@@ -45,6 +45,6 @@ pub async fn space(
         }
     })
     .await??;
-    groups::barrier(cx, fh.export, &fh.handle).await?;
+    groups::barrier(cx.export(fh.export)?, &fh.handle).await?;
     Ok(())
 }

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use proto::nfs4::NfsStat4;
 
 use crate::errors;
+use crate::exports::export::Export;
 use crate::handoff::off_thread_urgent;
-use crate::nfs4::compound::{Compound, Fh};
 use tokio::sync::watch;
 
 /// Groups at most, beyond those in use (a group is in use while a
@@ -124,22 +124,26 @@ impl<E: Copy> Group<E> {
     }
 }
 
-/// Makes everything written to `fh` before this call stable, sharing the
+/// Makes everything written to `handle` of `export` before this call stable, sharing the
 /// sync with the other stable requests to the file in flight (COMMIT's
 /// sync: data and metadata, `Vfs::commit`).
 ///
 /// The sync goes to the pool as an urgent call: COMPOUNDs running whole on
 /// the pool may be the ones waiting for it.
-pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
-    if barrier(cx, fh.export, &fh.handle).await? {
+pub async fn make_stable(
+    groups: &Groups,
+    export: &Export,
+    handle: &vfs::Handle,
+) -> Result<(), NfsStat4> {
+    if barrier(export, handle).await? {
         // The barrier synced the file.
         return Ok(());
     }
-    let fs = cx.export(fh.export)?.vfs.clone();
-    let group = cx.srv.stable.of(fh.export, &fh.handle);
+    let fs = export.vfs.clone();
+    let group = groups.of(export.id, handle);
     group
         .stable(|| async {
-            let handle = fh.handle.clone();
+            let handle = handle.clone();
             match off_thread_urgent(move || fs.commit(&handle)).await {
                 Ok(r) => r.map_err(errors::from_errno),
                 Err(_) => Err(NfsStat4::Nfs4errServerfault),
@@ -148,13 +152,13 @@ pub async fn make_stable(cx: &Compound, fh: &Fh) -> Result<(), NfsStat4> {
         .await
 }
 
-/// After a change of `fh`'s data or size other than a logged WRITE (or
+/// After a change of `handle`'s data or size other than a logged WRITE (or
 /// before a COMMIT's answer): where the export's write log holds records
 /// of the file no mark covers, syncs it and logs that it did, so that
 /// replay after a crash never writes the older records over the change
 /// ([`crate::stable::writelog::WriteLog::barrier`]). Whether it synced the file.
-pub async fn barrier(cx: &Compound, export: u16, handle: &vfs::Handle) -> Result<bool, NfsStat4> {
-    let Some(log) = cx.export(export)?.log.clone() else {
+pub async fn barrier(export: &Export, handle: &vfs::Handle) -> Result<bool, NfsStat4> {
+    let Some(log) = export.log.clone() else {
         return Ok(false);
     };
     if !log.is_logged(handle) {
@@ -175,7 +179,7 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// The group of `handle` in `exports::export`.
+    /// The group of `handle` in `export`.
     pub fn of(&self, export: u16, handle: &vfs::Handle) -> Arc<Group> {
         let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(g) = m.get(&(export, handle.clone())) {

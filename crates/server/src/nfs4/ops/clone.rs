@@ -33,6 +33,6 @@ async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
         }
     })
     .await??;
-    groups::barrier(cx, dst.export, &dst.handle).await?;
+    groups::barrier(cx.export(dst.export)?, &dst.handle).await?;
     Ok(())
 }

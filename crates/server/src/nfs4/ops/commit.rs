@@ -19,7 +19,7 @@ async fn commit(cx: &mut Compound, args: Commit4Args) -> Result<Commit4ResOk, Nf
     regular(&cx.attr_of(&fh).await?)?;
     // With the other stable requests to the file in flight: one sync
     // begun after this request arrived covers every earlier write.
-    groups::make_stable(cx, &fh).await?;
+    groups::make_stable(&cx.srv.stable, cx.export(fh.export)?, &fh.handle).await?;
     Ok(Commit4ResOk {
         writeverf: cx.srv.write_verf,
     })

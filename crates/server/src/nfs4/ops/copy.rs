@@ -50,6 +50,6 @@ async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
             v.copy(c, &sh, so, &dh, dof, n).map(Ok)
         })
         .await??;
-    groups::barrier(cx, dst.export, &dst.handle).await?;
+    groups::barrier(cx.export(dst.export)?, &dst.handle).await?;
     Ok(copied)
 }

@@ -175,20 +175,20 @@ pub fn desc(opnum: u32) -> Option<&'static OpDesc> {
 /// The operation number of `OPS[0]`.
 const FIRST_OP: u32 = OpNum4::Access as u32;
 
-const fn op(num: OpNum4, name: &'static str, h: Handler, facts: u16, size: Size) -> OpDesc {
+const fn op(num: OpNum4, h: Handler, facts: u16, size: Size) -> OpDesc {
     OpDesc {
         num,
-        name,
+        name: num.name(),
         handler: Some(h),
         facts,
         size,
     }
 }
 
-const fn no(num: OpNum4, name: &'static str, facts: u16, size: Size) -> OpDesc {
+const fn no(num: OpNum4, facts: u16, size: Size) -> OpDesc {
     OpDesc {
         num,
-        name,
+        name: num.name(),
         handler: None,
         facts,
         size,
@@ -289,79 +289,79 @@ fn test_stateid_size(_: &Compound, op: &NfsArgOp4) -> usize {
 /// COMMIT, LOCKT and TEST_STATEID change nothing a client could lose.
 #[rustfmt::skip]
 pub static OPS: [OpDesc; 73] = [
-    op(N::Access, "ACCESS", h::access, NEEDS_FH, fixed(RES + 8)),
-    op(N::Close, "CLOSE", h::close, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
-    op(N::Commit, "COMMIT", h::commit, NEEDS_FH, fixed(RES + VERF)),
-    op(N::Create, "CREATE", h::create, NEEDS_FH | MODIFIES, fixed(RES + CINFO + BITMAP)),
-    op(N::DelegPurge, "DELEGPURGE", h::delegpurge, MODIFIES | QUICK, fixed(RES)),
-    op(N::DelegReturn, "DELEGRETURN", h::delegreturn, NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
-    op(N::GetAttr, "GETATTR", h::getattr, NEEDS_FH | QUICK, Size::Of(getattr_size)),
-    op(N::GetFh, "GETFH", h::getfh, NEEDS_FH | QUICK, fixed(RES + 4 + NFS4_FHSIZE)),
-    op(N::Link, "LINK", h::link, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
-    op(N::Lock, "LOCK", h::lock, NEEDS_FH | MODIFIES | QUICK, fixed(RES + DENIED)),
-    op(N::LockT, "LOCKT", h::lockt, NEEDS_FH, fixed(RES + DENIED)),
-    op(N::LockU, "LOCKU", h::locku, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
-    op(N::Lookup, "LOOKUP", h::lookup, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
-    op(N::LookupP, "LOOKUPP", h::lookupp, NEEDS_FH | OWN_SEC, fixed(RES)),
-    op(N::NVerify, "NVERIFY", h::nverify, NEEDS_FH, fixed(RES)),
-    op(N::Open, "OPEN", h::open, NEEDS_FH | OWN_SEC | MODIFIES, fixed(RES + OPEN_OK)),
-    no(N::OpenAttr, "OPENATTR", NEEDS_FH | MODIFIES, fixed(RES)),
-    no(N::OpenConfirm, "OPEN_CONFIRM", NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
-    op(N::OpenDowngrade, "OPEN_DOWNGRADE", h::open_downgrade, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
-    op(N::PutFh, "PUTFH", h::putfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
-    op(N::PutPubFh, "PUTPUBFH", h::putpubfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
-    op(N::PutRootFh, "PUTROOTFH", h::putrootfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
-    op(N::Read, "READ", h::read, NEEDS_FH | BULK | QUICK, Size::Of(read_size)),
-    op(N::ReadDir, "READDIR", h::readdir, NEEDS_FH | BULK, Size::Of(maxcount_size)),
-    op(N::ReadLink, "READLINK", h::readlink, NEEDS_FH | BULK, fixed(RES + LINK_TEXT)),
-    op(N::Remove, "REMOVE", h::remove, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
-    op(N::Rename, "RENAME", h::rename, NEEDS_FH | MODIFIES, fixed(RES + 2 * CINFO)),
-    no(N::Renew, "RENEW", 0, fixed(RES)),
-    op(N::RestoreFh, "RESTOREFH", h::restorefh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
-    op(N::SaveFh, "SAVEFH", h::savefh, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
-    op(N::SecInfo, "SECINFO", h::secinfo, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
-    op(N::SetAttr, "SETATTR", h::setattr, NEEDS_FH | MODIFIES, fixed(RES + BITMAP)),
-    no(N::SetClientId, "SETCLIENTID", MODIFIES, fixed(RES + 8 + VERF)),
-    no(N::SetClientIdConfirm, "SETCLIENTID_CONFIRM", MODIFIES, fixed(RES)),
-    op(N::Verify, "VERIFY", h::verify, NEEDS_FH, fixed(RES)),
-    op(N::Write, "WRITE", h::write, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + VERF)),
-    no(N::ReleaseLockOwner, "RELEASE_LOCKOWNER", MODIFIES, fixed(RES)),
-    op(N::BackchannelCtl, "BACKCHANNEL_CTL", h::backchannel_ctl, MODIFIES | QUICK, fixed(RES)),
-    op(N::BindConnToSession, "BIND_CONN_TO_SESSION", h::bind_conn_to_session, ALONE | MODIFIES | QUICK, fixed(RES + BIND_CONN_OK)),
-    op(N::ExchangeId, "EXCHANGE_ID", h::exchange_id, ALONE | MODIFIES | QUICK, fixed(RES + EXCHANGE_ID)),
-    op(N::CreateSession, "CREATE_SESSION", h::create_session, ALONE | MODIFIES, fixed(RES + CREATE_SESSION_OK)),
-    op(N::DestroySession, "DESTROY_SESSION", h::destroy_session, ALONE | MODIFIES | QUICK, fixed(RES)),
-    op(N::FreeStateId, "FREE_STATEID", h::free_stateid, MODIFIES | QUICK, fixed(RES)),
-    op(N::GetDirDelegation, "GET_DIR_DELEGATION", h::get_dir_delegation, NEEDS_FH | MODIFIES, fixed(RES + GDD_OK)),
-    no(N::GetDeviceInfo, "GETDEVICEINFO", 0, fixed(RES + PNFS)),
-    no(N::GetDeviceList, "GETDEVICELIST", NEEDS_FH, fixed(RES + PNFS)),
-    no(N::LayoutCommit, "LAYOUTCOMMIT", NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + 8)),
-    no(N::LayoutGet, "LAYOUTGET", NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
-    no(N::LayoutReturn, "LAYOUTRETURN", MODIFIES, fixed(RES + 4 + STATEID)),
-    op(N::SecInfoNoName, "SECINFO_NO_NAME", h::secinfo_no_name, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
-    op(N::Sequence, "SEQUENCE", h::sequence, QUICK, fixed(RES + SESSIONID + 5 * 4)),
-    no(N::SetSsv, "SET_SSV", MODIFIES, fixed(RES + 4 + 64)),
-    op(N::TestStateId, "TEST_STATEID", h::test_stateid, QUICK, Size::Of(test_stateid_size)),
-    no(N::WantDelegation, "WANT_DELEGATION", MODIFIES, fixed(RES + PNFS)),
-    op(N::DestroyClientId, "DESTROY_CLIENTID", h::destroy_clientid, ALONE | MODIFIES | QUICK, fixed(RES)),
-    op(N::ReclaimComplete, "RECLAIM_COMPLETE", h::reclaim_complete, MODIFIES, fixed(RES)),
-    op(N::Allocate, "ALLOCATE", h::allocate, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
-    op(N::Copy, "COPY", h::copy, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE + 4 + 4)),
-    no(N::CopyNotify, "COPY_NOTIFY", V42 | NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
-    op(N::Deallocate, "DEALLOCATE", h::deallocate, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
-    no(N::IoAdvise, "IO_ADVISE", V42 | NEEDS_FH, fixed(RES + BITMAP)),
-    no(N::LayoutError, "LAYOUTERROR", V42 | NEEDS_FH, fixed(RES)),
-    no(N::LayoutStats, "LAYOUTSTATS", V42 | NEEDS_FH, fixed(RES)),
-    op(N::OffloadCancel, "OFFLOAD_CANCEL", h::offload_cancel, V42 | NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
-    op(N::OffloadStatus, "OFFLOAD_STATUS", h::offload_status, V42 | NEEDS_FH | QUICK, fixed(RES + 8 + 4 + 4)),
-    no(N::ReadPlus, "READ_PLUS", V42 | NEEDS_FH | BULK, Size::Of(read_size)),
-    op(N::Seek, "SEEK", h::seek, V42 | NEEDS_FH, fixed(RES + 4 + 8)),
-    no(N::WriteSame, "WRITE_SAME", V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE)),
-    op(N::Clone, "CLONE", h::clone, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES)),
-    op(N::GetXattr, "GETXATTR", h::getxattr, V42 | NEEDS_FH | BULK, fixed(RES + XATTR)),
-    op(N::SetXattr, "SETXATTR", h::setxattr, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
-    op(N::ListXattrs, "LISTXATTRS", h::listxattrs, V42 | NEEDS_FH | BULK, Size::Of(maxcount_size)),
-    op(N::RemoveXattr, "REMOVEXATTR", h::removexattr, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
+    op(N::Access, h::access, NEEDS_FH, fixed(RES + 8)),
+    op(N::Close, h::close, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
+    op(N::Commit, h::commit, NEEDS_FH, fixed(RES + VERF)),
+    op(N::Create, h::create, NEEDS_FH | MODIFIES, fixed(RES + CINFO + BITMAP)),
+    op(N::DelegPurge, h::delegpurge, MODIFIES | QUICK, fixed(RES)),
+    op(N::DelegReturn, h::delegreturn, NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
+    op(N::GetAttr, h::getattr, NEEDS_FH | QUICK, Size::Of(getattr_size)),
+    op(N::GetFh, h::getfh, NEEDS_FH | QUICK, fixed(RES + 4 + NFS4_FHSIZE)),
+    op(N::Link, h::link, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
+    op(N::Lock, h::lock, NEEDS_FH | MODIFIES | QUICK, fixed(RES + DENIED)),
+    op(N::LockT, h::lockt, NEEDS_FH, fixed(RES + DENIED)),
+    op(N::LockU, h::locku, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
+    op(N::Lookup, h::lookup, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::LookupP, h::lookupp, NEEDS_FH | OWN_SEC, fixed(RES)),
+    op(N::NVerify, h::nverify, NEEDS_FH, fixed(RES)),
+    op(N::Open, h::open, NEEDS_FH | OWN_SEC | MODIFIES, fixed(RES + OPEN_OK)),
+    no(N::OpenAttr, NEEDS_FH | MODIFIES, fixed(RES)),
+    no(N::OpenConfirm, NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
+    op(N::OpenDowngrade, h::open_downgrade, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
+    op(N::PutFh, h::putfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::PutPubFh, h::putpubfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::PutRootFh, h::putrootfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::Read, h::read, NEEDS_FH | BULK | QUICK, Size::Of(read_size)),
+    op(N::ReadDir, h::readdir, NEEDS_FH | BULK, Size::Of(maxcount_size)),
+    op(N::ReadLink, h::readlink, NEEDS_FH | BULK, fixed(RES + LINK_TEXT)),
+    op(N::Remove, h::remove, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
+    op(N::Rename, h::rename, NEEDS_FH | MODIFIES, fixed(RES + 2 * CINFO)),
+    no(N::Renew, 0, fixed(RES)),
+    op(N::RestoreFh, h::restorefh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::SaveFh, h::savefh, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
+    op(N::SecInfo, h::secinfo, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
+    op(N::SetAttr, h::setattr, NEEDS_FH | MODIFIES, fixed(RES + BITMAP)),
+    no(N::SetClientId, MODIFIES, fixed(RES + 8 + VERF)),
+    no(N::SetClientIdConfirm, MODIFIES, fixed(RES)),
+    op(N::Verify, h::verify, NEEDS_FH, fixed(RES)),
+    op(N::Write, h::write, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + VERF)),
+    no(N::ReleaseLockOwner, MODIFIES, fixed(RES)),
+    op(N::BackchannelCtl, h::backchannel_ctl, MODIFIES | QUICK, fixed(RES)),
+    op(N::BindConnToSession, h::bind_conn_to_session, ALONE | MODIFIES | QUICK, fixed(RES + BIND_CONN_OK)),
+    op(N::ExchangeId, h::exchange_id, ALONE | MODIFIES | QUICK, fixed(RES + EXCHANGE_ID)),
+    op(N::CreateSession, h::create_session, ALONE | MODIFIES, fixed(RES + CREATE_SESSION_OK)),
+    op(N::DestroySession, h::destroy_session, ALONE | MODIFIES | QUICK, fixed(RES)),
+    op(N::FreeStateId, h::free_stateid, MODIFIES | QUICK, fixed(RES)),
+    op(N::GetDirDelegation, h::get_dir_delegation, NEEDS_FH | MODIFIES, fixed(RES + GDD_OK)),
+    no(N::GetDeviceInfo, 0, fixed(RES + PNFS)),
+    no(N::GetDeviceList, NEEDS_FH, fixed(RES + PNFS)),
+    no(N::LayoutCommit, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + 8)),
+    no(N::LayoutGet, NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
+    no(N::LayoutReturn, MODIFIES, fixed(RES + 4 + STATEID)),
+    op(N::SecInfoNoName, h::secinfo_no_name, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
+    op(N::Sequence, h::sequence, QUICK, fixed(RES + SESSIONID + 5 * 4)),
+    no(N::SetSsv, MODIFIES, fixed(RES + 4 + 64)),
+    op(N::TestStateId, h::test_stateid, QUICK, Size::Of(test_stateid_size)),
+    no(N::WantDelegation, MODIFIES, fixed(RES + PNFS)),
+    op(N::DestroyClientId, h::destroy_clientid, ALONE | MODIFIES | QUICK, fixed(RES)),
+    op(N::ReclaimComplete, h::reclaim_complete, MODIFIES, fixed(RES)),
+    op(N::Allocate, h::allocate, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
+    op(N::Copy, h::copy, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE + 4 + 4)),
+    no(N::CopyNotify, V42 | NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
+    op(N::Deallocate, h::deallocate, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
+    no(N::IoAdvise, V42 | NEEDS_FH, fixed(RES + BITMAP)),
+    no(N::LayoutError, V42 | NEEDS_FH, fixed(RES)),
+    no(N::LayoutStats, V42 | NEEDS_FH, fixed(RES)),
+    op(N::OffloadCancel, h::offload_cancel, V42 | NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
+    op(N::OffloadStatus, h::offload_status, V42 | NEEDS_FH | QUICK, fixed(RES + 8 + 4 + 4)),
+    no(N::ReadPlus, V42 | NEEDS_FH | BULK, Size::Of(read_size)),
+    op(N::Seek, h::seek, V42 | NEEDS_FH, fixed(RES + 4 + 8)),
+    no(N::WriteSame, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + WRITE_RESPONSE)),
+    op(N::Clone, h::clone, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES)),
+    op(N::GetXattr, h::getxattr, V42 | NEEDS_FH | BULK, fixed(RES + XATTR)),
+    op(N::SetXattr, h::setxattr, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
+    op(N::ListXattrs, h::listxattrs, V42 | NEEDS_FH | BULK, Size::Of(maxcount_size)),
+    op(N::RemoveXattr, h::removexattr, V42 | NEEDS_FH | MODIFIES | WRITES_FH, fixed(RES + CINFO)),
 ];
 
 /// Defines `h::<module>` for each operation module: unpacks the
@@ -453,6 +453,23 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+
+    /// The statistics name every operation as its table does (both from
+    /// `OpNum4::name`), and the table is in operation-number order.
+    #[test]
+    fn statistics_name_operations_as_the_table_does() {
+        use crate::observe::stats::{names::proc_name, Program};
+        for (i, d) in OPS.iter().enumerate() {
+            let n = d.num as u32;
+            assert_eq!(n, FIRST_OP + i as u32);
+            assert_eq!(proc_name(Program::Nfs4, n), d.name);
+        }
+        assert_eq!(
+            proc_name(Program::Nfs4, OpNum4::OpenDowngrade as u32),
+            "OPEN_DOWNGRADE"
+        );
+        assert_eq!(proc_name(Program::Nfs4, 9999), "PROC9999");
+    }
 
     #[test]
     fn table_is_in_operation_number_order() {

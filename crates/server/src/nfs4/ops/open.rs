@@ -191,7 +191,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             }
             return Err(e);
         }
-        groups::barrier(cx, fh.export, &target.handle).await?;
+        groups::barrier(cx.export(fh.export)?, &target.handle).await?;
         attrset.insert(FATTR4_SIZE);
     }
     // Opened by name: the file's handle, naming the directory; by

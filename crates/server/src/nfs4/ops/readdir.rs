@@ -299,7 +299,7 @@ async fn listed(
 }
 
 /// The attributes of the root of the export mounted on `junction`, a
-/// directory of `exports::export` (read inside a backend call).
+/// directory of `export` (read inside a backend call).
 fn mounted(
     srv: &Server,
     exports: &Exports,

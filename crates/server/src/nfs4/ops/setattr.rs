@@ -63,7 +63,7 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     })
     .await??;
     if sized {
-        groups::barrier(cx, fh.export, &fh.handle).await?;
+        groups::barrier(cx.export(fh.export)?, &fh.handle).await?;
     }
     dirdeleg::attrs_changed_of(cx, &fh).await;
     Ok(mask)

@@ -83,7 +83,7 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
             vfs::Stability::FileSync
         }
         (vfs::Stability::Unstable, vfs::Stability::DataSync | vfs::Stability::FileSync, None) => {
-            groups::make_stable(cx, &fh).await?;
+            groups::make_stable(&cx.srv.stable, cx.export(fh.export)?, &fh.handle).await?;
             // COMMIT's sync is the whole file's, data and metadata.
             vfs::Stability::FileSync
         }

@@ -1,9 +1,0 @@
-//! RMDIR (RFC 1813 §3.3.13): an empty directory.
-
-use proto::nfs3::*;
-
-use crate::nfs3::{remove_entry, Ctx};
-
-pub async fn run(cx: &Ctx, args: RmDir3Args) -> RmDir3Res {
-    remove_entry(cx, &args.object, true).await
-}

@@ -1,0 +1,325 @@
+//! The statistics as one document: what `ferrite stat` prints (it gets
+//! this as JSON over the administration socket) and what the metrics
+//! endpoint turns into Prometheus text.
+
+use std::sync::atomic::Ordering;
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use super::hist;
+use super::names::{proc_name, status_name};
+use super::{OpCounters, Program};
+use crate::instance::Server;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub version: String,
+    pub pid: u32,
+    /// Seconds since the epoch.
+    pub started: u64,
+    pub uptime_s: f64,
+    pub process: Process,
+    pub programs: Vec<ProgramReport>,
+    /// Whole NFSv4 COMPOUNDs.
+    pub compounds: OpReport,
+    pub exports: Vec<ExportReport>,
+    pub clients: Vec<ClientReport>,
+    /// Hosts seen over NFSv3, MOUNT, NLM and NSM.
+    pub hosts: Vec<HostReport>,
+    /// The load model: utilization per resource, and what limits.
+    pub load: crate::observe::load::LoadReport,
+    /// Configuration reloads (SIGHUP, `ferrite reload`).
+    #[serde(default)]
+    pub reloads: Reloads,
+}
+
+/// Configuration reloads since the server started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Reloads {
+    pub applied: u64,
+    pub refused: u64,
+    /// Seconds since the epoch of the last one applied (0: none).
+    pub last_applied: u64,
+    /// Seconds since the epoch of the last one refused (0: none).
+    pub last_refused: u64,
+    /// Why the last reload was refused, when it was (none once one
+    /// is applied after it).
+    pub last_error: Option<String>,
+}
+
+/// The server process, from /proc/self.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Process {
+    /// User and system CPU time.
+    pub cpu_s: f64,
+    pub resident_bytes: u64,
+    pub open_fds: u64,
+    pub max_fds: u64,
+    pub threads: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProgramReport {
+    pub name: String,
+    /// The operations (procedures) used, in number order.
+    pub ops: Vec<OpReport>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OpReport {
+    pub name: String,
+    pub count: u64,
+    pub errors: u64,
+    /// Statuses other than OK, by name.
+    pub statuses: Vec<(String, u64)>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Total time, nanoseconds.
+    pub nanos: u64,
+    /// Non-empty latency buckets ([`hist`]): (bucket, count).
+    pub latency: Vec<(u16, u64)>,
+}
+
+impl OpReport {
+    fn of(name: String, c: &OpCounters, p: Program) -> Self {
+        OpReport {
+            name,
+            count: c.count(),
+            errors: c.errors.load(Ordering::Relaxed),
+            statuses: c
+                .statuses()
+                .into_iter()
+                .map(|(s, n)| (status_name(p, s), n))
+                .collect(),
+            bytes_in: c.bytes_in.load(Ordering::Relaxed),
+            bytes_out: c.bytes_out.load(Ordering::Relaxed),
+            nanos: c.nanos.load(Ordering::Relaxed),
+            latency: c.latency.sparse(),
+        }
+    }
+
+    pub fn mean_us(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.nanos as f64 / self.count as f64 / 1e3)
+    }
+
+    /// The `q` quantile of latency in µs.
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        hist::quantile(&self.latency, q).map(|ns| ns / 1e3)
+    }
+
+    /// What was counted since `before` (the same operation, earlier).
+    pub fn since(&self, before: &OpReport) -> OpReport {
+        let statuses = self
+            .statuses
+            .iter()
+            .filter_map(|(s, n)| {
+                let old = before
+                    .statuses
+                    .iter()
+                    .find(|(t, _)| t == s)
+                    .map_or(0, |x| x.1);
+                (*n > old).then(|| (s.clone(), n - old))
+            })
+            .collect();
+        OpReport {
+            name: self.name.clone(),
+            count: self.count.saturating_sub(before.count),
+            errors: self.errors.saturating_sub(before.errors),
+            statuses,
+            bytes_in: self.bytes_in.saturating_sub(before.bytes_in),
+            bytes_out: self.bytes_out.saturating_sub(before.bytes_out),
+            nanos: self.nanos.saturating_sub(before.nanos),
+            latency: hist::since(&self.latency, &before.latency),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExportReport {
+    pub id: u16,
+    pub path: String,
+    /// The local directory, or "(in memory)" for another backend.
+    pub dir: String,
+    /// Its client rules in order, exports(5)-style: the first that
+    /// matches a client is the one that applies.
+    pub clients: Vec<String>,
+    /// Security flavors accepted, preferred first ("sys", "none").
+    pub sec: Vec<String>,
+    /// Options: "async", "delegations", "log".
+    pub options: Vec<String>,
+    pub ops: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClientReport {
+    /// The client id, hexadecimal.
+    pub id: String,
+    pub owner: String,
+    pub address: Option<String>,
+    /// "4.1" or "4.2".
+    pub version: String,
+    pub confirmed: bool,
+    pub sessions: u64,
+    pub opens: u64,
+    pub locks: u64,
+    pub delegations: u64,
+    /// Seconds since its lease was last renewed.
+    pub since_renewal_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostReport {
+    pub address: String,
+    pub programs: Vec<String>,
+    pub calls: u64,
+    /// Seconds since its last call.
+    pub idle_s: u64,
+}
+
+/// The report of `srv` now.
+pub fn build(srv: &Server) -> Report {
+    let st = &srv.stats;
+    let started = st
+        .started
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let uptime_s = st.started.elapsed().map_or(0.0, |d| d.as_secs_f64());
+    let programs = Program::ALL
+        .iter()
+        .map(|&p| ProgramReport {
+            name: p.name().to_string(),
+            ops: st
+                .program(p)
+                .used()
+                .map(|(n, c)| OpReport::of(proc_name(p, n), c, p))
+                .collect(),
+        })
+        .collect();
+    let exports = srv
+        .exports()
+        .iter()
+        .map(|e| {
+            let c = st.export(e.id);
+            let get = |f: fn(&super::ExportCounters) -> &std::sync::atomic::AtomicU64| {
+                c.as_ref().map_or(0, |c| f(c).load(Ordering::Relaxed))
+            };
+            let mut options = Vec::new();
+            if e.delegations {
+                options.push("delegations".to_string());
+            }
+            if let Some(l) = &e.log {
+                options.push(format!("log={}", l.dir().display()));
+            }
+            ExportReport {
+                id: e.id,
+                path: e.path.clone(),
+                dir: e.vfs.describe(),
+                clients: e.rules.clients.iter().map(|r| r.to_string()).collect(),
+                sec: e
+                    .rules
+                    .sec
+                    .iter()
+                    .map(|f| match f {
+                        crate::exports::export::Flavor::Sys => "sys".to_string(),
+                        crate::exports::export::Flavor::None => "none".to_string(),
+                    })
+                    .collect(),
+                options,
+                ops: get(|c| &c.ops),
+                errors: get(|c| &c.errors),
+                bytes_read: get(|c| &c.bytes_read),
+                bytes_written: get(|c| &c.bytes_written),
+            }
+        })
+        .collect();
+    let clients = srv
+        .state()
+        .client_summaries()
+        .into_iter()
+        .map(|c| ClientReport {
+            id: format!("{:016x}", c.id),
+            owner: c.owner,
+            address: c.address.map(|a| a.to_string()),
+            version: format!("4.{}", c.minorversion),
+            confirmed: c.confirmed,
+            sessions: c.sessions as u64,
+            opens: c.opens as u64,
+            locks: c.locks as u64,
+            delegations: c.delegations as u64,
+            since_renewal_s: c.since_renewal.as_secs_f64(),
+        })
+        .collect();
+    let now = super::unix_now();
+    let mut hosts: Vec<HostReport> = st
+        .hosts()
+        .into_iter()
+        .map(|(a, h)| HostReport {
+            address: a.to_string(),
+            programs: Program::ALL
+                .iter()
+                .filter(|&&p| h.programs & (1 << p as u8) != 0)
+                .map(|p| p.name().to_string())
+                .collect(),
+            calls: h.calls,
+            idle_s: now.saturating_sub(h.last),
+        })
+        .collect();
+    hosts.sort_by(|a, b| a.address.cmp(&b.address));
+    Report {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        started,
+        uptime_s,
+        process: process(),
+        programs,
+        compounds: OpReport::of("COMPOUND".into(), &st.compounds, Program::Nfs4),
+        exports,
+        clients,
+        hosts,
+        load: st.load_report(),
+        reloads: st.reloads(),
+    }
+}
+
+/// This process's figures from /proc/self (zeros where unreadable).
+pub fn process() -> Process {
+    // SAFETY: sysconf has no preconditions.
+    let (tck, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK).max(1) as f64,
+            libc::sysconf(libc::_SC_PAGESIZE).max(1) as u64,
+        )
+    };
+    let mut p = Process::default();
+    if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+        // After the command's closing parenthesis: state is field 3, so
+        // utime (14), stime (15) and num_threads (20) are at 11, 12, 17.
+        if let Some((_, rest)) = stat.rsplit_once(')') {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            p.cpu_s = (num(11) + num(12)) as f64 / tck;
+            p.threads = num(17);
+        }
+    }
+    if let Ok(statm) = std::fs::read_to_string("/proc/self/statm") {
+        let rss = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok());
+        p.resident_bytes = rss.unwrap_or(0) * page;
+    }
+    p.open_fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        p.max_fds = lim.rlim_cur;
+    }
+    p
+}
