@@ -6,8 +6,9 @@ use std::time::Duration;
 use bench::record::PhaseTable;
 use bench::workload::{Overrides, Params, Workload};
 use bench::{runner, Results};
+use server::config::{ExportConfig, ServerConfig};
 use server::instance::Nfs4Config;
-use server::run::{ExportConfig, Running, ServerConfig};
+use server::run::Running;
 use tempfile::TempDir;
 
 struct Srv {

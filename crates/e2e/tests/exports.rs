@@ -13,10 +13,11 @@ use bytes::Bytes;
 use client::{Client, OpenOpts};
 use common::*;
 use proto::nfs4::*;
+use server::config::{ExportConfig, ServerConfig};
 use server::exports::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash};
 use server::exports::filehandle::FhTarget;
 use server::instance::Nfs4Config;
-use server::run::{ExportConfig, Running, ServerConfig};
+use server::run::Running;
 use tempfile::TempDir;
 
 /// The exports of these tests, by path.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use client::{Client, ClientOptions};
 use proto::nfs4::{NFS_PROGRAM, NFS_V4};
-use server::run::{ExportConfig, ServerConfig};
+use server::config::{ExportConfig, ServerConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

@@ -21,7 +21,7 @@ use proto::nfs4::*;
 use proto::nlm::*;
 use proto::nsm::*;
 use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
-use server::run::{AuxConfig, PortmapMode};
+use server::config::{AuxConfig, PortmapMode};
 use tokio::sync::mpsc;
 use xdr::{Pack, Unpack};
 

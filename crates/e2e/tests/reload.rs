@@ -15,9 +15,10 @@ use client::{Client, OpenOpts};
 use common::*;
 use proto::nfs3::{NfsStat3, StableHow};
 use proto::nfs4::*;
+use server::config::{ExportConfig, ServerConfig};
 use server::exports::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash};
 use server::instance::Nfs4Config;
-use server::run::{ExportConfig, Running, ServerConfig};
+use server::run::Running;
 use tempfile::TempDir;
 
 fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {

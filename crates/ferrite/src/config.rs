@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
+use server::config::{ExportConfig, ServerConfig};
 use server::exports::export::{ClientMatch, ClientRule, ExportRules, Flavor, Squash, NOBODY};
-use server::run::{ExportConfig, ServerConfig};
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "Examples:
@@ -341,13 +341,13 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         None => DEFAULT_LISTEN.parse().context("default listen address")?,
     };
     let portmap = match args.portmap.as_deref().or(file.portmap.as_deref()) {
-        None | Some("auto") => server::run::PortmapMode::Auto,
-        Some("off") => server::run::PortmapMode::Off,
-        Some(a) => server::run::PortmapMode::At(a.parse().with_context(|| {
+        None | Some("auto") => server::config::PortmapMode::Auto,
+        Some("off") => server::config::PortmapMode::Off,
+        Some(a) => server::config::PortmapMode::At(a.parse().with_context(|| {
             format!("portmap {a:?}: expected \"auto\", \"off\" or an address such as 127.0.0.1:111")
         })?),
     };
-    let aux = server::run::AuxConfig {
+    let aux = server::config::AuxConfig {
         portmap,
         mount_port: args.mount_port.or(file.mount_port),
         nlm_port: args.nlm_port.or(file.nlm_port),
@@ -358,7 +358,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         .clone()
         .or(file.state_dir)
         .unwrap_or_else(default_state_dir);
-    let admin = server::run::AdminConfig {
+    let admin = server::config::AdminConfig {
         socket: match args.admin_socket.clone().or(file.admin_socket) {
             Some(p) if p.as_os_str() == "off" => None,
             Some(p) => Some(p),
@@ -475,7 +475,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             delegations: e.delegations.unwrap_or(delegations),
         });
     }
-    server::run::export_ids(&out).map_err(|e| anyhow::anyhow!("{e}"))?;
+    server::config::export_ids(&out).map_err(|e| anyhow::anyhow!("{e}"))?;
     if out.len() > 1 && out.iter().any(|e| e.path == "/") {
         bail!(
             "an export at \"/\" is the whole namespace and cannot be combined with other \
@@ -551,7 +551,7 @@ mod tests {
              [[export]]\npath = \"/b\"\ndir = \"/tmp/b\"\n",
         )
         .unwrap();
-        assert_eq!(server::run::export_ids(&e).unwrap(), vec![7, 1]);
+        assert_eq!(server::config::export_ids(&e).unwrap(), vec![7, 1]);
         let twice = parse(
             "[[export]]\nid = 3\npath = \"/a\"\ndir = \"/tmp/a\"\n\
              [[export]]\nid = 3\npath = \"/b\"\ndir = \"/tmp/b\"\n",
@@ -763,7 +763,7 @@ mod tests {
     #[test]
     fn portmap_option() {
         let cfg = load(&quick()).unwrap();
-        assert_eq!(cfg.aux.portmap, server::run::PortmapMode::Auto);
+        assert_eq!(cfg.aux.portmap, server::config::PortmapMode::Auto);
         assert_eq!(cfg.aux.client_portmap_port, 111);
         let with = |p: &str| {
             load(&ServeArgs {
@@ -773,11 +773,11 @@ mod tests {
         };
         assert_eq!(
             with("off").unwrap().aux.portmap,
-            server::run::PortmapMode::Off
+            server::config::PortmapMode::Off
         );
         assert_eq!(
             with("127.0.0.1:1111").unwrap().aux.portmap,
-            server::run::PortmapMode::At("127.0.0.1:1111".parse().unwrap())
+            server::config::PortmapMode::At("127.0.0.1:1111".parse().unwrap())
         );
         let e = with("sometimes").unwrap_err().to_string();
         assert!(e.contains("auto"), "{e}");

@@ -169,7 +169,11 @@ async fn run(data: &[u8]) {
             SM_PROG,
             SM_VERS,
             SM_VERS,
-            counted(server::v3::nsm::NsmService(nlm), stats, Program::Nsm),
+            counted(
+                server::v3::nsm::service::NsmService(nlm),
+                stats,
+                Program::Nsm,
+            ),
         )
         .add(
             PMAP_PROG,

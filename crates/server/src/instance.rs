@@ -12,7 +12,6 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use crate::conflicts::directories;
 use crate::conflicts::Callbacks;
 use crate::exports::export::Export;
 use crate::exports::filehandle::FhKey;
@@ -120,8 +119,8 @@ pub struct Server {
     /// Persistent sessions' files, and the earlier instance's sessions.
     pub sessions: crate::stable::sessions::Sessions,
     /// Orders the changes to directories under delegation with their
-    /// notifications ([`directories::order`]).
-    pub dir_order: directories::Stripes,
+    /// notifications ([`crate::conflicts::directories::order`]).
+    pub dir_order: crate::conflicts::order::Stripes,
     /// Live statistics ([`crate::observe::stats`]).
     pub stats: Arc<crate::observe::stats::Stats>,
     /// Client records on stable storage (RFC 8881 §8.4.2.1).
@@ -195,7 +194,7 @@ impl Server {
             server_scope: Bytes::from(format!("ferrite:{host}")),
             started,
             sessions: recovery.sessions,
-            dir_order: directories::Stripes::default(),
+            dir_order: crate::conflicts::order::Stripes::default(),
             records: recovery.records,
             deleg_gone: tokio::sync::Notify::new(),
             callbacks: OnceLock::new(),

@@ -1,6 +1,7 @@
 //! Ferrite's protocol logic: the NFSv4.1/4.2 server over the vfs backends.
 
 mod cache;
+pub mod config;
 pub mod conflicts;
 pub mod errors;
 pub mod exports;

@@ -10,8 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use client::{Client, ClientOptions};
 use proto::nfs4::*;
+use server::config::{ExportConfig, ServerConfig};
 use server::instance::Nfs4Config;
-use server::run::{ExportConfig, Running, ServerConfig};
+use server::run::Running;
 use tempfile::TempDir;
 
 /// A running server over a temporary export directory.
@@ -28,7 +29,7 @@ pub struct TestServer {
     pub delegations: bool,
     pub max_delegations: usize,
     /// MOUNT, NLM, NSM and port mapper settings.
-    pub aux: server::run::AuxConfig,
+    pub aux: server::config::AuxConfig,
 }
 
 fn config(
@@ -38,7 +39,7 @@ fn config(
     log: bool,
     delegations: bool,
     max_delegations: usize,
-    aux: &server::run::AuxConfig,
+    aux: &server::config::AuxConfig,
 ) -> ServerConfig {
     let mut e = ExportConfig::open("/", export.path());
     e.delegations = delegations;
@@ -68,7 +69,7 @@ fn config(
         },
         rpc: Default::default(),
         aux: aux.clone(),
-        admin: server::run::AdminConfig {
+        admin: server::config::AdminConfig {
             socket: Some(state.path().join(server::observe::admin::SOCKET)),
             metrics: Some("127.0.0.1:0".parse().expect("address")),
             link_bytes_per_s: None,
@@ -115,12 +116,12 @@ impl TestServer {
 
     /// A server with these MOUNT, NLM, NSM and port mapper settings and a
     /// grace period of `grace` after each restart.
-    pub async fn start_aux(grace: Duration, aux: server::run::AuxConfig) -> TestServer {
+    pub async fn start_aux(grace: Duration, aux: server::config::AuxConfig) -> TestServer {
         Self::start_all(grace, false, None, aux).await
     }
 
     /// [`TestServer::start_aux`] granting delegations.
-    pub async fn start_aux_delegating(aux: server::run::AuxConfig) -> TestServer {
+    pub async fn start_aux_delegating(aux: server::config::AuxConfig) -> TestServer {
         Self::start_all(Duration::ZERO, false, Some(100_000), aux).await
     }
 
@@ -133,7 +134,7 @@ impl TestServer {
         grace: Duration,
         log: bool,
         delegations: Option<usize>,
-        aux: server::run::AuxConfig,
+        aux: server::config::AuxConfig,
     ) -> TestServer {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");

@@ -76,7 +76,7 @@ pub async fn wait_out(
         let b = breaking();
         if let Some(cb) = srv.callbacks() {
             for r in b.recalls {
-                cb.recall(srv, r);
+                cb.recall(r);
             }
         }
         if !b.pending {

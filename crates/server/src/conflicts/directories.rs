@@ -25,6 +25,7 @@ use proto::nfs4::*;
 use state::{DirWatch, FileKey};
 
 use super::delegations;
+pub use super::order::{Order, Stripes};
 use crate::instance::Server;
 
 /// The notification types granted (those asked for, of these).
@@ -50,23 +51,6 @@ pub const DIR_ATTRS: [u32; 6] = [
 /// later ones, whatever the client asked.
 pub const MAX_ATTR_DELAY: Duration = Duration::from_secs(10);
 
-/// Locks ordering the changes to a directory under delegation with their
-/// notifications, by the directory's handle.
-pub struct Stripes(Vec<Arc<tokio::sync::Mutex<()>>>);
-
-const STRIPES: usize = 64;
-
-impl Default for Stripes {
-    fn default() -> Self {
-        Stripes((0..STRIPES).map(|_| Arc::default()).collect())
-    }
-}
-
-/// Held from before a change to directories under delegation until its
-/// notifications are queued: two clients' changes to one directory are
-/// then told in the order they were made.
-pub struct Order(#[allow(dead_code)] Vec<tokio::sync::OwnedMutexGuard<()>>);
-
 /// Who makes a change to a directory: the server, and the NFSv4 client
 /// making it ([`NFSV3`] for an NFSv3 client, whose changes every holder
 /// is told of, or recalled for).
@@ -84,24 +68,14 @@ pub const NFSV3: ClientId4 = 0;
 pub async fn order(who: Changer<'_>, dirs: &[&FileKey]) -> Order {
     let state = who.srv.state();
     if !state.delegations_outstanding() {
-        return Order(Vec::new());
+        return Order::none();
     }
-    let mut stripes: Vec<usize> = dirs
+    let delegated: Vec<&FileKey> = dirs
         .iter()
+        .copied()
         .filter(|d| state.dir_delegated(d))
-        .map(|d| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(d, &mut h);
-            std::hash::Hasher::finish(&h) as usize % STRIPES
-        })
         .collect();
-    stripes.sort_unstable();
-    stripes.dedup();
-    let mut held = Vec::with_capacity(stripes.len());
-    for i in stripes {
-        held.push(who.srv.dir_order.0[i].clone().lock_owned().await);
-    }
-    Order(held)
+    who.srv.dir_order.lock(&delegated).await
 }
 
 /// Before a change of `kind` to the directory `dir` by `who`: recalls
@@ -211,7 +185,7 @@ pub fn attrs_changed(who: Changer<'_>, dir: &FileKey, a: &vfs::Attr) {
         return;
     };
     let want = Bitmap4::from_attrs(&DIR_ATTRS);
-    let now = cb.dir_attrs(who.srv, &e, a, &want);
+    let now = cb.dir_attrs(&e, a, &want);
     let Ok(now) = Attrs::decode(&now) else {
         return;
     };
@@ -232,13 +206,13 @@ fn notify(who: Changer<'_>, dir: &FileKey, kind: NotifyType4, note: &dyn Fn(&Dir
     let (senders, recalls) = who.srv.state().notify_dir(dir, who.client, kind, note);
     for r in recalls {
         if let Some(cb) = who.srv.callbacks() {
-            cb.recall(who.srv, r);
+            cb.recall(r);
         }
     }
     let wait = kind == NotifyType4::ChangeDirAttrs;
     for (session, other) in senders {
         if let Some(cb) = who.srv.callbacks() {
-            cb.notify_dir(who.srv, session, other, wait);
+            cb.notify_dir(session, other, wait);
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod delegations;
 pub mod directories;
 pub mod exclusive;
+pub mod order;
 
 use std::sync::Arc;
 
@@ -16,20 +17,20 @@ use proto::nfs4::{Bitmap4, Fattr4};
 use state::{DelegRecall, LockNotify, Session};
 
 use crate::exports::export::Export;
-use crate::instance::Server;
 
-/// Sends callbacks to clients, in the background (each returns at once),
-/// and encodes what they carry.
+/// Sends callbacks to the clients of one server instance (it holds its
+/// own reference to it), in the background: each returns at once. And
+/// encodes what they carry.
 pub trait Callbacks: Send + Sync {
     /// CB_RECALL of a delegation (RFC 8881 §20.2); one that cannot be
     /// delivered is revoked.
-    fn recall(&self, srv: &Arc<Server>, r: DelegRecall);
+    fn recall(&self, r: DelegRecall);
     /// CB_NOTIFY_LOCK to waiters whose lock may now be granted (§20.11).
     fn notify_locks(&self, notes: Vec<LockNotify>);
     /// Starts the CB_NOTIFY sender of the directory delegation `other`
     /// (§20.4), after a short wait when `wait` (to batch changes).
-    fn notify_dir(&self, srv: &Arc<Server>, session: Arc<Session>, other: [u8; 12], wait: bool);
+    fn notify_dir(&self, session: Arc<Session>, other: [u8; 12], wait: bool);
     /// The attributes `want` of a directory of `export` whose attributes
     /// are now `a`, as NFSv4 clients see them (NOTIFY4_CHANGE_DIR_ATTRS).
-    fn dir_attrs(&self, srv: &Server, export: &Export, a: &vfs::Attr, want: &Bitmap4) -> Fattr4;
+    fn dir_attrs(&self, export: &Export, a: &vfs::Attr, want: &Bitmap4) -> Fattr4;
 }

@@ -18,7 +18,7 @@ use tracing::warn;
 
 use crate::exports::export::Export;
 
-/// The export id pseudo filehandles carry in [`super::compound::Fh`]: no
+/// The export id pseudo filehandles carry in [`super::compound::context::Fh`]: no
 /// real export has it, so a backend call for a pseudo node answers
 /// NFS4ERR_STALE rather than reaching an export.
 pub const PSEUDO_EXPORT: u16 = u16::MAX;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::compound::{Compound, Fh};
+use super::compound::context::{Compound, Fh};
 use crate::exports::export::Export;
 use crate::instance::Server;
 

@@ -325,30 +325,38 @@ pub fn recall(srv: &std::sync::Arc<Server>, r: DelegRecall) {
     });
 }
 
-/// NFSv4's callbacks, as the server instance hands them to every
+/// NFSv4's callbacks for one server instance, as it hands them to every
 /// protocol's changes ([`crate::conflicts::Callbacks`]).
-pub struct Nfs4Callbacks;
+pub struct Nfs4Callbacks {
+    pub srv: std::sync::Weak<Server>,
+}
 
 impl crate::conflicts::Callbacks for Nfs4Callbacks {
-    fn recall(&self, srv: &Arc<Server>, r: DelegRecall) {
-        recall(srv, r);
+    fn recall(&self, r: DelegRecall) {
+        if let Some(srv) = self.srv.upgrade() {
+            recall(&srv, r);
+        }
     }
 
     fn notify_locks(&self, notes: Vec<LockNotify>) {
         notify_locks(notes);
     }
 
-    fn notify_dir(&self, srv: &Arc<Server>, session: Arc<Session>, other: [u8; 12], wait: bool) {
-        notify_dir(srv, session, other, wait);
+    fn notify_dir(&self, session: Arc<Session>, other: [u8; 12], wait: bool) {
+        if let Some(srv) = self.srv.upgrade() {
+            notify_dir(&srv, session, other, wait);
+        }
     }
 
     fn dir_attrs(
         &self,
-        srv: &Server,
         export: &crate::exports::export::Export,
         a: &vfs::Attr,
         want: &Bitmap4,
     ) -> Fattr4 {
-        super::attrs::build(srv, 1, export, &bytes::Bytes::new(), a, None, want)
+        match self.srv.upgrade() {
+            Some(srv) => super::attrs::build(&srv, 1, export, &bytes::Bytes::new(), a, None, want),
+            None => Fattr4::default(),
+        }
     }
 }

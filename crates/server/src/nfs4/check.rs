@@ -3,7 +3,7 @@
 
 use proto::nfs4::*;
 
-use super::compound::{Compound, Fh};
+use super::compound::context::{Compound, Fh};
 use state::locks::{self, Held, LockKind};
 use state::OwnerKey;
 

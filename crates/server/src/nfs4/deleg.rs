@@ -8,7 +8,7 @@
 use proto::nfs4::*;
 
 use super::callback;
-use super::compound::{Compound, Fh};
+use super::compound::context::{Compound, Fh};
 use crate::conflicts::delegations;
 use state::{Breaker, CbSeen, FileKey, WriteDeleg};
 
@@ -184,7 +184,7 @@ pub fn unguard(cx: &Compound, file: &FileKey) {
 /// (REMOVE, RENAME): looked up only when some delegation is held.
 pub async fn settle_name(
     cx: &Compound,
-    dir: &super::compound::Fh,
+    dir: &super::compound::context::Fh,
     name: &bytes::Bytes,
 ) -> Result<(), NfsStat4> {
     if !cx.srv.state().delegations_outstanding() {

@@ -5,7 +5,7 @@
 use crate::conflicts::directories::{attrs_changed, watched, Changer, NFSV3};
 use proto::nfs4::NotifyType4;
 
-use super::compound::{Compound, Fh};
+use super::compound::context::{Compound, Fh};
 
 /// The changer of this compound.
 pub fn by(cx: &Compound) -> Changer<'_> {

@@ -4,7 +4,7 @@
 use proto::nfs4::*;
 
 use super::check::need_dir;
-use super::compound::{Compound, Fh};
+use super::compound::context::{Compound, Fh};
 use crate::exports::namespace::{Child, Parent};
 
 /// A `change_info4` from a directory's change attribute before and after

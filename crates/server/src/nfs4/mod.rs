@@ -22,8 +22,10 @@ use crate::instance::Server;
 
 /// Makes `srv` an NFSv4 server too: its callbacks (recalls and
 /// notifications for every protocol's changes) are NFSv4's.
-pub fn install(srv: &Server) {
-    srv.install_callbacks(Arc::new(callback::Nfs4Callbacks));
+pub fn install(srv: &Arc<Server>) {
+    srv.install_callbacks(Arc::new(callback::Nfs4Callbacks {
+        srv: Arc::downgrade(srv),
+    }));
 }
 
 /// The RPC face of the NFSv4 server: program 100003 version 4.

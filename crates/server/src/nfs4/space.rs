@@ -3,9 +3,9 @@
 use proto::nfs4::*;
 
 use super::check::regular;
-use super::compound::Compound;
+use super::compound::context::Compound;
 use super::deleg;
-use crate::stable::groups;
+use crate::stable::durable;
 
 /// ALLOCATE (`punch` false) and DEALLOCATE (`punch` true) of
 /// `[offset, offset + length)`: NFSv4.2 only, checked like a WRITE.
@@ -45,6 +45,6 @@ pub async fn space(
         }
     })
     .await??;
-    groups::barrier(cx.export(fh.export)?, &fh.handle).await?;
+    durable::barrier(cx.export(fh.export)?, &fh.handle).await?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::compound::{Compound, Fh};
+use super::compound::context::{Compound, Fh};
 use super::deleg;
 use super::dirs::change_info;
 

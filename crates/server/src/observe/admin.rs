@@ -24,7 +24,13 @@ use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tracing::{debug, warn};
 
 use crate::instance::Server;
-use crate::run::ReloadSlot;
+
+/// A reload asked for over the administration socket: the answer (JSON,
+/// a [`crate::observe::reload::ReloadReport`] or `{"error": ...}`) goes back here.
+pub type ReloadRequest = tokio::sync::oneshot::Sender<String>;
+
+/// Where reload requests go, once someone serves them.
+pub type ReloadSlot = Arc<std::sync::Mutex<Option<tokio::sync::mpsc::Sender<ReloadRequest>>>>;
 
 /// The socket's name in the state directory.
 pub const SOCKET: &str = "admin.sock";

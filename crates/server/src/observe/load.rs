@@ -274,7 +274,7 @@ pub fn sample(
     net_bytes: u64,
     ops: u64,
 ) -> Sample {
-    let process = crate::observe::stats::report::process();
+    let process = crate::observe::process::process();
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let mut disks = BTreeMap::new();
     if let Ok(text) = std::fs::read_to_string("/proc/diskstats") {

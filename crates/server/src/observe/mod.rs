@@ -8,5 +8,6 @@
 pub mod admin;
 pub mod load;
 pub mod metrics;
+pub mod process;
 pub mod reload;
 pub mod stats;

@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::{export_ids, open_export, ExportConfig, ServerConfig};
 use crate::exports::export::Export;
 use crate::instance::Server;
-use crate::run::{export_ids, open_export, ExportConfig, ServerConfig};
 
 /// What a reload changed, and what waits for a restart.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

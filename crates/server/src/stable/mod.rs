@@ -3,6 +3,7 @@
 //! client records for reboot recovery (`records`), persistent sessions'
 //! reply caches (`sessions`).
 
+pub mod durable;
 pub mod groups;
 pub mod records;
 pub mod sessions;

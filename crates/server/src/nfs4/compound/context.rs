@@ -3,7 +3,22 @@
 //! the exports snapshot, the client's rule and identity) and the backend
 //! calls made through it.
 
-use super::*;
+use crate::exports::export::{ClientRule, Export, Flavor};
+use crate::exports::filehandle::parent_hint;
+use crate::exports::filehandle::{FhError, FhTarget};
+use crate::exports::namespace::PSEUDO_EXPORT;
+use crate::exports::Exports;
+use crate::handoff::off_thread;
+use crate::instance::Server;
+use bytes::Bytes;
+use proto::nfs4::*;
+use rpc::Connection;
+use state::session::Session;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tracing::warn;
+
+use super::slot::{now_and_then, SlotUse};
 
 /// The current (or saved) filehandle: an object of an export, or a node
 /// of the pseudo filesystem (`pseudo` set, `export` = [`PSEUDO_EXPORT`],

@@ -8,21 +8,20 @@
 //! operation runs comes from its entry in the operation table
 //! ([`ops::OPS`]). Each result is encoded once, straight into the reply.
 
-use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::Bytes;
 use proto::nfs4::*;
-use rpc::{Call, Connection, Reply};
+use rpc::{Call, Reply};
 use tracing::{debug, error, warn};
-use xdr::{Encoder, Pack, Piece, Unpack};
+use xdr::{Encoder, Pack, Unpack};
 
-mod context;
-mod reply;
-mod slot;
+pub mod context;
+pub mod reply;
+pub mod slot;
 
 use context::*;
 pub use context::{check_name, Compound, Fh};
@@ -32,14 +31,7 @@ pub use slot::SlotUse;
 use slot::*;
 
 use super::ops::{self, OpDesc, OpFuture};
-use crate::exports::export::{ClientRule, Export, Flavor};
-use crate::exports::filehandle::parent_hint;
-use crate::exports::filehandle::{FhError, FhTarget};
-use crate::exports::namespace::PSEUDO_EXPORT;
-use crate::exports::Exports;
-use crate::handoff::off_thread;
 use crate::instance::Server;
-use state::session::Session;
 
 /// Checks an operation must pass before it runs, in this order: its place
 /// in the compound (RFC 8881 §16.2.3, §18.46.3), then what its table entry
@@ -424,20 +416,6 @@ fn count_op(
     }
 }
 
-/// True at most once every ten seconds per `last` (the time it was last
-/// true), to keep what a client can provoke from flooding the log.
-fn now_and_then(last: &AtomicU64) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let then = last.load(Ordering::Relaxed);
-    now >= then + 10
-        && last
-            .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicBool, AtomicU32};
@@ -445,6 +423,7 @@ mod tests {
 
     use super::*;
     use state::session::BackChannel;
+    use state::session::Session;
     use state::slots::{CacheMemory, SlotDecision, SlotError, SlotTable};
 
     fn session() -> Arc<Session> {

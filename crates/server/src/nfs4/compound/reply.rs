@@ -1,7 +1,12 @@
 //! A COMPOUND's reply (RFC 8881 §16.2.3): operation results encoded once,
 //! the fore channel's size limits, and the header and status before them.
 
-use super::*;
+use crate::handoff::off_thread;
+use bytes::Bytes;
+use proto::nfs4::*;
+use xdr::{Encoder, Pack, Piece};
+
+use super::context::Compound;
 
 /// The result of one operation: typed, or just an opcode and error status
 /// (for an operation that could not be decoded or was refused before it

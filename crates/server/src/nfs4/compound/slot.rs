@@ -2,7 +2,13 @@
 //! end, the digest that tells a retry from a false one, and the replies
 //! a persistent session keeps across restarts (§2.10.6.5).
 
-use super::*;
+use crate::handoff::off_thread;
+use bytes::Bytes;
+use state::session::Session;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tracing::warn;
 
 /// The slot SEQUENCE took for this compound (RFC 8881 §2.10.6.1).
 ///
@@ -109,4 +115,18 @@ pub(crate) async fn keep_across_restarts(slot: &SlotUse, out: &[Bytes]) {
             warn!("persistent session: a reply could not be kept: {e}");
         }
     }
+}
+
+/// True at most once every ten seconds per `last` (the time it was last
+/// true), to keep what a client can provoke from flooding the log.
+pub(crate) fn now_and_then(last: &AtomicU64) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let then = last.load(Ordering::Relaxed);
+    now >= then + 10
+        && last
+            .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
 }

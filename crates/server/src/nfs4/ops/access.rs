@@ -4,7 +4,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 /// The NFSv4.1 access bits (RFC 8881 §18.1.1).
 const ACCESS4_ALL: u32 = ACCESS4_READ

@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::callback::probe_back_channel;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::session_io::CbConn;
 
 pub async fn run(cx: &mut Compound, args: BindConnToSession4Args) -> BindConnToSession4Res {

@@ -5,9 +5,9 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::{both_regular, copy_endpoints};
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::deleg;
-use crate::stable::groups;
+use crate::stable::durable;
 
 pub async fn run(cx: &mut Compound, args: Clone4Args) -> Clone4Res {
     clone(cx, args).await.into()
@@ -33,6 +33,6 @@ async fn clone(cx: &mut Compound, args: Clone4Args) -> Result<(), NfsStat4> {
         }
     })
     .await??;
-    groups::barrier(cx.export(dst.export)?, &dst.handle).await?;
+    durable::barrier(cx.export(dst.export)?, &dst.handle).await?;
     Ok(())
 }

@@ -3,8 +3,8 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
-use crate::nfs4::compound::Compound;
-use crate::stable::groups;
+use crate::nfs4::compound::context::Compound;
+use crate::stable::durable;
 
 pub async fn run(cx: &mut Compound, args: Commit4Args) -> Commit4Res {
     commit(cx, args).await.into()
@@ -19,7 +19,7 @@ async fn commit(cx: &mut Compound, args: Commit4Args) -> Result<Commit4ResOk, Nf
     regular(&cx.attr_of(&fh).await?)?;
     // With the other stable requests to the file in flight: one sync
     // begun after this request arrived covers every earlier write.
-    groups::make_stable(&cx.srv.stable, cx.export(fh.export)?, &fh.handle).await?;
+    durable::make_stable(&cx.srv.stable, cx.export(fh.export)?, &fh.handle).await?;
     Ok(Commit4ResOk {
         writeverf: cx.srv.write_verf,
     })

@@ -7,9 +7,9 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::{both_regular, copy_endpoints};
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::deleg;
-use crate::stable::groups;
+use crate::stable::durable;
 
 pub async fn run(cx: &mut Compound, args: Copy4Args) -> Copy4Res {
     match copy(cx, args).await {
@@ -50,6 +50,6 @@ async fn copy(cx: &mut Compound, args: Copy4Args) -> Result<u64, NfsStat4> {
             v.copy(c, &sh, so, &dh, dof, n).map(Ok)
         })
         .await??;
-    groups::barrier(cx.export(dst.export)?, &dst.handle).await?;
+    durable::barrier(cx.export(dst.export)?, &dst.handle).await?;
     Ok(copied)
 }

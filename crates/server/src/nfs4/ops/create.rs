@@ -8,7 +8,7 @@ use proto::nfs4::*;
 use crate::conflicts::directories;
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::compound::context::{check_name, Compound};
 use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::change_info;
 

@@ -4,7 +4,7 @@ use proto::nfs4::*;
 
 use crate::handoff::off_thread;
 use crate::nfs4::callback::probe_back_channel;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::session_io::{io, CbConn, SessionIo};
 use state::NewSession;
 

@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::space::space;
 
 pub async fn run(cx: &mut Compound, args: Deallocate4Args) -> Deallocate4Res {

@@ -5,7 +5,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, _args: DelegPurge4Args) -> DelegPurge4Res {
     delegpurge(cx).into()

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 /// EXCHANGE_IDs refused for a full client table (the state's only
 /// NFS4ERR_DELAY here), logged at most this often.

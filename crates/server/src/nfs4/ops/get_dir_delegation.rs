@@ -12,7 +12,7 @@ use proto::nfs4::*;
 use crate::conflicts::directories;
 use crate::exports::COOKIEVERF;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use state::DirWatch;
 
 pub async fn run(cx: &mut Compound, args: GetDirDelegation4Args) -> GetDirDelegation4Res {

@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::attrs;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::deleg;
 
 /// What a write delegation's holder may have changed in its cache.

@@ -6,7 +6,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::xattr;
 
 pub async fn run(cx: &mut Compound, args: ListXattrs4Args) -> ListXattrs4Res {

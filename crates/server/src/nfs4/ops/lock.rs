@@ -7,7 +7,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::{lock_denied, lock_kind};
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use state::locks;
 use state::{LockError, LockRequest};
 

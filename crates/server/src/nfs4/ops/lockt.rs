@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::{lock_denied as denied, lock_kind as kind, regular};
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use state::locks;
 
 pub async fn run(cx: &mut Compound, args: LockT4Args) -> LockT4Res {

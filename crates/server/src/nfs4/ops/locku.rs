@@ -4,7 +4,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::callback;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use state::locks;
 
 pub async fn run(cx: &mut Compound, args: LockU4Args) -> LockU4Res {

@@ -10,7 +10,7 @@ use proto::nfs4::*;
 
 use crate::exports::namespace::Child;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::{check_name, Compound, Fh};
+use crate::nfs4::compound::context::{check_name, Compound, Fh};
 use crate::nfs4::dirs::pseudo_child;
 
 pub async fn run(cx: &mut Compound, args: Lookup4Args) -> Lookup4Res {

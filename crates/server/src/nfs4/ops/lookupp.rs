@@ -5,7 +5,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::dirs::parent_fh;
 
 pub async fn run(cx: &mut Compound) -> LookupP4Res {

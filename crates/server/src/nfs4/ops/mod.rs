@@ -12,7 +12,7 @@ use std::pin::Pin;
 use proto::nfs4::*;
 
 use super::attrs;
-use super::compound::{Compound, OpResult};
+use super::compound::{context::Compound, reply::OpResult};
 use OpNum4 as N;
 
 pub mod access;

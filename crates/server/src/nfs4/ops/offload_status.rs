@@ -4,7 +4,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::no_offloads;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, _args: OffloadStatus4Args) -> OffloadStatus4Res {
     match no_offloads(cx) {

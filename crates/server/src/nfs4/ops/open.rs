@@ -26,11 +26,11 @@ use proto::nfs4::*;
 use crate::conflicts::directories;
 use crate::nfs4::attrs;
 use crate::nfs4::check::{regular, share_bits};
-use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::compound::context::{check_name, Compound};
 use crate::nfs4::deleg;
 use crate::nfs4::dirdeleg;
 use crate::nfs4::dirs::pseudo_child;
-use crate::stable::groups;
+use crate::stable::durable;
 
 pub async fn run(cx: &mut Compound, args: Open4Args) -> Open4Res {
     open(cx, args).await.into()
@@ -191,7 +191,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
             }
             return Err(e);
         }
-        groups::barrier(cx.export(fh.export)?, &target.handle).await?;
+        durable::barrier(cx.export(fh.export)?, &target.handle).await?;
         attrset.insert(FATTR4_SIZE);
     }
     // Opened by name: the file's handle, naming the directory; by
@@ -409,7 +409,7 @@ fn check_existing(
 /// permission (RFC 8881 §18.16.3).
 fn existing_nowait(
     cx: &Compound,
-    fh: &crate::nfs4::compound::Fh,
+    fh: &crate::nfs4::compound::context::Fh,
     name: Option<&bytes::Bytes>,
 ) -> Option<Result<Target, NfsStat4>> {
     let r = cx.vfs_nowait(fh.export, |v, c| {
@@ -465,7 +465,7 @@ fn existing_nowait(
 /// CLAIM_FH and CLAIM_PREVIOUS: the current filehandle is the file.
 async fn by_fh(
     cx: &Compound,
-    fh: &crate::nfs4::compound::Fh,
+    fh: &crate::nfs4::compound::context::Fh,
     access: u32,
 ) -> Result<Target, NfsStat4> {
     let handle = fh.handle.clone();
@@ -530,7 +530,7 @@ async fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
 /// asked to.
 async fn by_name(
     cx: &Compound,
-    dir: &crate::nfs4::compound::Fh,
+    dir: &crate::nfs4::compound::context::Fh,
     name: bytes::Bytes,
     openhow: &OpenFlag4,
     access: u32,

@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::share_bits;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: OpenDowngrade4Args) -> OpenDowngrade4Res {
     downgrade(cx, args).into()

@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: PutFh4Args) -> PutFh4Res {
     match cx.parse_fh(&args.object.0) {

@@ -4,7 +4,7 @@ use proto::nfs4::*;
 
 use crate::handoff::SEND_FROM_FILE_MIN;
 use crate::nfs4::check::regular;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::deleg;
 
 pub async fn run(cx: &mut Compound, args: Read4Args) -> Read4Res {

@@ -24,7 +24,7 @@ use crate::exports::COOKIEVERF;
 use crate::instance::Server;
 use crate::nfs4::attrs;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 /// The fixed part of `READDIR4resok`: the verifier, the list's final
 /// "no more entries" and `eof`.

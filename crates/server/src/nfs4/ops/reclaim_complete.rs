@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::handoff::off_thread;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComplete4Res {
     let id = match cx.clientid() {

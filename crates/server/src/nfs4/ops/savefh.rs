@@ -3,7 +3,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound) -> SaveFh4Res {
     match cx.cfh() {

@@ -7,7 +7,7 @@ use proto::nfs4::*;
 
 use crate::exports::namespace::Child;
 use crate::nfs4::check::need_dir;
-use crate::nfs4::compound::{check_name, Compound};
+use crate::nfs4::compound::context::{check_name, Compound};
 use crate::nfs4::dirs::pseudo_child;
 
 pub async fn run(cx: &mut Compound, args: SecInfo4Args) -> SecInfo4Res {

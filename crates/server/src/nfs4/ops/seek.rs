@@ -3,7 +3,7 @@
 use proto::nfs4::*;
 
 use crate::nfs4::check::regular;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: Seek4Args) -> Seek4Res {
     seek(cx, args).await.into()

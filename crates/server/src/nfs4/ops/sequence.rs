@@ -2,7 +2,7 @@
 
 use proto::nfs4::*;
 
-use crate::nfs4::compound::{Compound, SlotUse};
+use crate::nfs4::compound::{context::Compound, slot::SlotUse};
 use crate::stable::sessions::Dead;
 use state::slots::{SlotDecision, SlotError};
 

@@ -4,10 +4,10 @@ use proto::nfs4::*;
 
 use crate::conflicts::directories;
 use crate::nfs4::attrs;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::deleg;
 use crate::nfs4::dirdeleg;
-use crate::stable::groups;
+use crate::stable::durable;
 
 pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
     match setattr(cx, args).await {
@@ -63,7 +63,7 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     })
     .await??;
     if sized {
-        groups::barrier(cx.export(fh.export)?, &fh.handle).await?;
+        durable::barrier(cx.export(fh.export)?, &fh.handle).await?;
     }
     dirdeleg::attrs_changed_of(cx, &fh).await;
     Ok(mask)

@@ -4,9 +4,9 @@ use proto::nfs4::*;
 
 use crate::errors;
 use crate::nfs4::check::regular;
-use crate::nfs4::compound::Compound;
+use crate::nfs4::compound::context::Compound;
 use crate::nfs4::deleg;
-use crate::stable::groups;
+use crate::stable::durable;
 
 pub async fn run(cx: &mut Compound, args: Write4Args) -> Write4Res {
     write(cx, args).await.into()
@@ -83,7 +83,7 @@ async fn write(cx: &mut Compound, args: Write4Args) -> Result<Write4ResOk, NfsSt
             vfs::Stability::FileSync
         }
         (vfs::Stability::Unstable, vfs::Stability::DataSync | vfs::Stability::FileSync, None) => {
-            groups::make_stable(&cx.srv.stable, cx.export(fh.export)?, &fh.handle).await?;
+            durable::make_stable(&cx.srv.stable, cx.export(fh.export)?, &fh.handle).await?;
             // COMMIT's sync is the whole file's, data and metadata.
             vfs::Stability::FileSync
         }
