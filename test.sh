@@ -44,7 +44,21 @@ clippy() {
     cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 }
 
+# The server's house (docs/architecture.md, "The server crate's folders"):
+# no circle of imports between files of different folders, no file over
+# 800 lines of logic, no protocol folder importing another protocol's, no
+# shared folder importing a protocol's; the state crate likewise.
+layout() {
+    local deny=(--deny v3/:nfs4/ --deny nfs4/:v3/)
+    for shared in conflicts/ exports/ stable/ observe/ handoff/ instance.rs errors.rs ids.rs cache.rs; do
+        deny+=(--deny "$shared:nfs4/" --deny "$shared:v3/")
+    done
+    python3 tools/imports.py --crate crates/server --check "${deny[@]}"
+    python3 tools/imports.py --crate crates/state --check
+}
+
 stage "rustfmt" fmt
+stage "the server's folders and imports (tools/imports.py --check)" layout
 stage "clippy (warnings denied)" clippy
 stage "unit and end-to-end tests (cargo test --workspace)" cargo test --workspace
 # Builds the targets (about 2 minutes on 2 cores, 1.5 more the first time

@@ -9,7 +9,7 @@ use proto::nfs4::*;
 
 use super::lease::Lease;
 use super::stateid::StateEntry;
-use super::FileKey;
+use crate::types::FileKey;
 
 /// Who a client is, as its RPC credential says (RFC 8881 §2.4.3).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::FileKey;
+use crate::types::FileKey;
 
 /// What a stateid stands for.
 #[derive(Debug, Clone)]

@@ -7,6 +7,7 @@ mod clients;
 mod delegs;
 mod dirdelegs;
 mod locking;
+mod nlm;
 mod opens;
 
 use std::collections::{HashMap, HashSet};
@@ -22,8 +23,8 @@ use crate::locks::{FileLocks, Held, LockKind};
 use crate::stateid::{
     check_seqid, client_of, make_other, next_seqid, CbSeen, DirWatch, StateEntry, StateKind,
 };
+use crate::types::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 use crate::waiters::{LockWaiters, Waiter};
-use crate::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 
 /// The state attached to one file.
 #[derive(Debug, Default)]

@@ -6,4 +6,5 @@ use super::*;
 
 mod clients;
 mod delegations;
+mod nlm;
 mod opens;

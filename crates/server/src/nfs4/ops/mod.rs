@@ -369,13 +369,13 @@ pub static OPS: [OpDesc; 73] = [
 macro_rules! handlers {
     ($($module:ident: $variant:ident $(($args:ident))?,)*) => {
         mod h {
-            use super::*;
+            use crate::nfs4::ops::*;
             $(
                 pub(super) fn $module(cx: &mut Compound, op: NfsArgOp4) -> OpFuture<'_> {
                     Box::pin(async move {
                         match op {
                             NfsArgOp4::$variant $(($args))? => OpResult::Typed(NfsResOp4::$variant(
-                                super::$module::run(cx $(, $args)?).await,
+                                crate::nfs4::ops::$module::run(cx $(, $args)?).await,
                             )),
                             other => mismatch(&other),
                         }

@@ -15,6 +15,8 @@ pub mod names;
 pub mod prometheus;
 pub mod report;
 
+pub use names::Program;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,48 +30,6 @@ use hist::Histogram;
 
 /// NFSv3 hosts remembered at most.
 pub const MAX_HOSTS: usize = 4096;
-
-/// The programs counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Program {
-    Nfs4,
-    Nfs3,
-    Mount,
-    Nlm,
-    Nsm,
-}
-
-impl Program {
-    pub const ALL: [Program; 5] = [
-        Program::Nfs4,
-        Program::Nfs3,
-        Program::Mount,
-        Program::Nlm,
-        Program::Nsm,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Program::Nfs4 => "NFSv4",
-            Program::Nfs3 => "NFSv3",
-            Program::Mount => "MOUNT",
-            Program::Nlm => "NLM",
-            Program::Nsm => "NSM",
-        }
-    }
-
-    /// One past the highest procedure (operation) number.
-    fn procs(self) -> usize {
-        match self {
-            // OP_ILLEGAL is 10044: operations past 80 are counted there.
-            Program::Nfs4 => 80,
-            Program::Nfs3 => 22,
-            Program::Mount => 6,
-            Program::Nlm => 24,
-            Program::Nsm => 7,
-        }
-    }
-}
 
 /// One operation's (or procedure's) counters. How many were counted is
 /// the latency histogram's total ([`OpCounters::count`]): one atomic
@@ -183,7 +143,7 @@ pub struct Stats {
     /// The load model ([`crate::observe::load`]), fed once a second.
     pub load: Mutex<crate::observe::load::Model>,
     /// Configuration reloads applied and refused.
-    reloads: Mutex<report::Reloads>,
+    reloads: Mutex<Reloads>,
 }
 
 impl Stats {
@@ -198,7 +158,7 @@ impl Stats {
             ),
             hosts: Mutex::new(HashMap::new()),
             load: Mutex::new(crate::observe::load::Model::default()),
-            reloads: Mutex::new(report::Reloads::default()),
+            reloads: Mutex::new(Reloads::default()),
         })
     }
 
@@ -240,7 +200,7 @@ impl Stats {
         }
     }
 
-    pub fn reloads(&self) -> report::Reloads {
+    pub fn reloads(&self) -> Reloads {
         self.reloads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -417,6 +377,20 @@ impl<S: Service> Service for Counted<S> {
     fn disconnected(&self, conn: &Arc<rpc::Connection>) {
         self.inner.disconnected(conn);
     }
+}
+
+/// Configuration reloads since the server started.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Reloads {
+    pub applied: u64,
+    pub refused: u64,
+    /// Seconds since the epoch of the last one applied (0: none).
+    pub last_applied: u64,
+    /// Seconds since the epoch of the last one refused (0: none).
+    pub last_refused: u64,
+    /// Why the last reload was refused, when it was (none once one
+    /// is applied after it).
+    pub last_error: Option<String>,
 }
 
 #[cfg(test)]

@@ -2,7 +2,47 @@
 //! RFCs' own (RFC 8881 §15.1 and §16.2, RFC 1813 §2.6 and §3, the MOUNT
 //! and NSM appendices, XNFS for NLM).
 
-use super::Program;
+/// The programs counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    Nfs4,
+    Nfs3,
+    Mount,
+    Nlm,
+    Nsm,
+}
+
+impl Program {
+    pub const ALL: [Program; 5] = [
+        Program::Nfs4,
+        Program::Nfs3,
+        Program::Mount,
+        Program::Nlm,
+        Program::Nsm,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Nfs4 => "NFSv4",
+            Program::Nfs3 => "NFSv3",
+            Program::Mount => "MOUNT",
+            Program::Nlm => "NLM",
+            Program::Nsm => "NSM",
+        }
+    }
+
+    /// One past the highest procedure (operation) number.
+    pub(crate) fn procs(self) -> usize {
+        match self {
+            // OP_ILLEGAL is 10044: operations past 80 are counted there.
+            Program::Nfs4 => 80,
+            Program::Nfs3 => 22,
+            Program::Mount => 6,
+            Program::Nlm => 24,
+            Program::Nsm => 7,
+        }
+    }
+}
 
 /// The name of procedure (or NFSv4 operation) `n` of `p`.
 pub fn proc_name(p: Program, n: u32) -> String {

@@ -7,6 +7,7 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::Reloads;
 pub use crate::observe::process::{process, Process};
 
 use super::hist;
@@ -34,20 +35,6 @@ pub struct Report {
     /// Configuration reloads (SIGHUP, `ferrite reload`).
     #[serde(default)]
     pub reloads: Reloads,
-}
-
-/// Configuration reloads since the server started.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Reloads {
-    pub applied: u64,
-    pub refused: u64,
-    /// Seconds since the epoch of the last one applied (0: none).
-    pub last_applied: u64,
-    /// Seconds since the epoch of the last one refused (0: none).
-    pub last_refused: u64,
-    /// Why the last reload was refused, when it was (none once one
-    /// is applied after it).
-    pub last_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use proto::nfs3::*;
-use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
+use rpc::{Call, Reply, ReplyError};
 use tracing::warn;
 use xdr::Unpack;
 
@@ -299,18 +299,6 @@ pub fn args<T: Unpack>(call: &mut Call) -> Result<T, Reply> {
         }
         Reply::Error(ReplyError::GarbageArgs)
     })
-}
-
-impl Service for Nfs3Service {
-    fn call(&self, mut call: Call) -> ReplyFuture {
-        let cx = Ctx {
-            exports: self.0.exports(),
-            srv: self.0.clone(),
-            auth: call.auth.clone(),
-            peer: call.conn.peer(),
-        };
-        Box::pin(async move { procs::run(&cx, &mut call).await })
-    }
 }
 
 impl Ctx {

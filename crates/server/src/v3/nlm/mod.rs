@@ -35,7 +35,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use proto::nfs3::{NfsFh3, NfsStat3, NFS3_FHSIZE};
 use proto::nlm::*;
-use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
+use rpc::{Call, Reply, ReplyError};
 use tracing::{debug, info, warn};
 use xdr::{Pack, Unpack};
 
@@ -444,20 +444,6 @@ fn hostname() -> String {
 
 /// The NLM program's service.
 pub struct NlmService(pub Arc<Nlm>);
-
-impl Service for NlmService {
-    fn call(&self, mut call: Call) -> ReplyFuture {
-        let nlm = self.0.clone();
-        Box::pin(async move {
-            let c = NlmCall {
-                auth: call.auth.clone(),
-                peer: call.conn.peer(),
-                local: call.conn.local(),
-            };
-            procs::run(&nlm, &c, &mut call).await
-        })
-    }
-}
 
 /// Decodes a call's arguments: GARBAGE_ARGS, logged, if they do not.
 pub fn args<T: Unpack>(call: &mut Call) -> Result<T, Reply> {

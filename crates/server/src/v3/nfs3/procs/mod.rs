@@ -24,9 +24,23 @@ pub mod symlink;
 pub mod write;
 
 use proto::nfs3::*;
-use rpc::{Call, Reply, ReplyError};
+use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 
-use super::{args, Ctx};
+use super::{args, Ctx, Nfs3Service};
+
+/// The NFSv3 program: each call runs with its context (the exports as
+/// it began, the caller).
+impl Service for Nfs3Service {
+    fn call(&self, mut call: Call) -> ReplyFuture {
+        let cx = Ctx {
+            exports: self.0.exports(),
+            srv: self.0.clone(),
+            auth: call.auth.clone(),
+            peer: call.conn.peer(),
+        };
+        Box::pin(async move { run(&cx, &mut call).await })
+    }
+}
 
 /// Runs procedure `call.proc_` (NULL is answered by the RPC layer).
 pub async fn run(cx: &Ctx, call: &mut Call) -> Reply {

@@ -14,9 +14,24 @@ pub mod unshare;
 use std::sync::Arc;
 
 use proto::nlm::*;
-use rpc::{Call, Reply, ReplyError};
+use rpc::{Call, Reply, ReplyError, ReplyFuture, Service};
 
-use super::{args, Nlm, NlmCall};
+use super::{args, Nlm, NlmCall, NlmService};
+
+/// The NLM program: each call runs with its caller.
+impl Service for NlmService {
+    fn call(&self, mut call: Call) -> ReplyFuture {
+        let nlm = self.0.clone();
+        Box::pin(async move {
+            let c = NlmCall {
+                auth: call.auth.clone(),
+                peer: call.conn.peer(),
+                local: call.conn.local(),
+            };
+            run(&nlm, &c, &mut call).await
+        })
+    }
+}
 
 /// Runs procedure `call.proc_` (NULL is answered by the RPC layer).
 pub async fn run(nlm: &Arc<Nlm>, c: &NlmCall, call: &mut Call) -> Reply {
