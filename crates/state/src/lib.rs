@@ -16,12 +16,14 @@
 //! the end of the transition, outside the lock. Connections and per-session
 //! I/O are the driver's, opaque here ([`session::BackConn`],
 //! [`Session::io`]). Time comes from an injected [`clock::Clock`], so the
-//! rules are unit-tested on a manual clock without a server (`tests.rs`).
+//! rules are unit-tested on a manual clock without a server (`tests/`).
 //!
 //! Partitioning: sessions are in their own map behind a read-write lock,
 //! and a client's lease is renewed with an atomic store, so SEQUENCE never
 //! waits for the tables' lock that OPEN, CLOSE and LOCK take. Behind that
-//! lock every lookup is indexed (see `tables.rs`).
+//! lock every lookup is indexed (see `tables/`). Where things are: the
+//! transitions by concern in `transitions/`, what is behind the lock in
+//! `tables/`, the values they take and return in [`types`].
 
 pub mod client;
 pub mod clock;

@@ -15,7 +15,7 @@ use crate::session::{BackConn, Session};
 use crate::slots::CacheMemory;
 use crate::stateid::CbSeen;
 
-pub use crate::client::Principal;
+use crate::client::Principal;
 
 /// An object that state attaches to: export id and the backend's handle
 /// of the object (opaque bytes).
