@@ -49,6 +49,9 @@ clippy() {
 # 800 lines of logic, no protocol folder importing another protocol's, no
 # shared folder importing a protocol's; the state crate likewise.
 layout() {
+    command -v python3 >/dev/null ||
+        { apt-get install -y -q python3 >/dev/null && command -v python3 >/dev/null; } ||
+        { echo "test.sh: python3 is needed to read the import graph and could not be installed" >&2; return 1; }
     local deny=(--deny v3/:nfs4/ --deny nfs4/:v3/)
     for shared in conflicts/ exports/ stable/ observe/ handoff/ instance.rs errors.rs ids.rs cache.rs; do
         deny+=(--deny "$shared:nfs4/" --deny "$shared:v3/")
