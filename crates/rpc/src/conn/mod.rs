@@ -1,0 +1,27 @@
+//! One TCP connection carrying RPC in both directions (RFC 5531; RFC 8881
+//! §2.9.3.1 for the NFSv4.1 back channel sharing the fore connection).
+//!
+//! Incoming CALLs are handed to a [`Service`] as concurrent tasks and
+//! answered in whatever order they finish; incoming REPLYs complete the
+//! matching outgoing [`Connection::call`]. Server and client use the same
+//! type: the server calls back over it, the client serves callbacks on it.
+//!
+//! Where things are: `message.rs` the RPC messages (the header of a call,
+//! a reply and its errors), `service.rs` what serves the calls received,
+//! `limits.rs` the limits and byte budgets of a connection and a listener,
+//! `connection.rs` the [`Connection`] and what it sends, `tasks.rs` its
+//! reader and writer tasks (dispatching calls, writing replies).
+
+mod connection;
+mod limits;
+mod message;
+mod service;
+mod tasks;
+
+pub use connection::Connection;
+pub use limits::ConnConfig;
+pub(crate) use limits::Shared;
+pub use message::{parse_call, parse_reply, reply_message, Auth, CallError, Reply, MAX_AUTH_BYTES};
+pub use service::{Call, ReplyFuture, Service};
+pub(crate) use tasks::start_shared;
+pub use tasks::{connect, start};

@@ -1,0 +1,31 @@
+//! What serves the calls a connection receives: the [`Service`] and the
+//! [`Call`] handed to it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use xdr::Decoder;
+
+use super::connection::Connection;
+use super::message::{Auth, Reply};
+
+/// A call received from the peer, with its arguments not yet decoded.
+pub struct Call {
+    pub xid: u32,
+    pub prog: u32,
+    pub vers: u32,
+    pub proc_: u32,
+    pub auth: Auth,
+    pub args: Decoder,
+    pub conn: Arc<Connection>,
+}
+
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send + 'static>>;
+
+/// A program (or several) served on a connection.
+pub trait Service: Send + Sync + 'static {
+    fn call(&self, call: Call) -> ReplyFuture;
+    /// The connection has closed.
+    fn disconnected(&self, _conn: &Arc<Connection>) {}
+}
