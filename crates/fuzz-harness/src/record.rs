@@ -91,7 +91,7 @@ fn poll_once<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
     f.poll(&mut Context::from_waker(Waker::noop()))
 }
 
-/// One record as the connection's reader takes it (`conn.rs`): xid and
+/// One record as the connection's reader takes it (`conn/tasks.rs`): xid and
 /// message type, then a call's header and credential or a reply's
 /// status.
 fn message(rec: Bytes) {

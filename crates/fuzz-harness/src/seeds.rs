@@ -366,13 +366,13 @@ fn compound_decode() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 // ---------------------------------------------------------------------------
-// compound_run: programs in the byte order `run.rs` reads them
+// compound_run: programs in the byte order `run/` reads them
 // ---------------------------------------------------------------------------
 
 /// Stateid picks (`World::sid`).
 const SID_CURRENT: u8 = 0xff;
 const SID_ANONYMOUS: u8 = 0xfc;
-/// Name picks (`run::name`): "a", "b", "c", "d", "sub".
+/// Name picks (`run::args::name`): "a", "b", "c", "d", "sub".
 const A: u8 = 0;
 const B: u8 = 1;
 const SUB: u8 = 196;
