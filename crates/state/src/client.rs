@@ -44,6 +44,8 @@ pub struct Client {
     pub locks_by_owner: HashMap<(Bytes, FileKey), [u8; 12]>,
     /// Its delegation of each file (at most one; revoked ones included).
     pub delegs_by_file: HashMap<FileKey, [u8; 12]>,
+    /// Its layout stateid of each file (at most one, RFC 8881 §12.5.3).
+    pub layouts_by_file: HashMap<FileKey, [u8; 12]>,
     /// Files where one of its lock owners waits for a blocking lock, and
     /// the filehandle it asked with (CB_NOTIFY_LOCK names the file so).
     pub waiting_on: HashMap<FileKey, Bytes>,
@@ -75,6 +77,7 @@ impl Client {
             opens_by_owner: HashMap::new(),
             locks_by_owner: HashMap::new(),
             delegs_by_file: HashMap::new(),
+            layouts_by_file: HashMap::new(),
             waiting_on: HashMap::new(),
             last_serial: 0,
             deadline: Duration::ZERO,

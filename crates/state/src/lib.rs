@@ -28,6 +28,7 @@
 pub mod client;
 pub mod clock;
 pub mod grace;
+pub mod layouts;
 pub mod lease;
 pub mod locks;
 pub mod nlm;
@@ -110,6 +111,12 @@ pub struct State {
     nlm_granted: std::sync::OnceLock<NlmGranted>,
     /// A share reservation with a deny mode was granted (set once).
     deny_seen: AtomicBool,
+    /// Layouts held (a copy of the tables' count, read without their
+    /// lock).
+    layouts_live: AtomicUsize,
+    /// Called with the layouts that ended without being returned: the
+    /// driver fences them.
+    layouts_lost: std::sync::OnceLock<LayoutsLost>,
 }
 
 impl std::fmt::Debug for State {
@@ -152,6 +159,8 @@ impl State {
             deleg_ended: std::sync::OnceLock::new(),
             nlm_granted: std::sync::OnceLock::new(),
             deny_seen: AtomicBool::new(false),
+            layouts_live: AtomicUsize::new(0),
+            layouts_lost: std::sync::OnceLock::new(),
         }
     }
 
@@ -232,6 +241,8 @@ impl State {
         // Kept ones too: a read must forget kept write delegations.
         self.wdelegs_live
             .store(t.wdelegs + t.prev_count, Ordering::Relaxed);
+        self.layouts_live.store(t.layouts, Ordering::Relaxed);
+        let lost = std::mem::take(&mut t.layouts_lost);
         let ended = std::mem::take(&mut t.delegs_ended);
         let granted = std::mem::take(&mut t.nlm_granted);
         if !t.dead_records.is_empty() {
@@ -251,6 +262,12 @@ impl State {
         if !ended.is_empty() {
             if let Some(hook) = self.deleg_ended.get() {
                 hook(&ended);
+            }
+        }
+        if !lost.is_empty() {
+            match self.layouts_lost.get() {
+                Some(hook) => hook(lost),
+                None => tracing::warn!("layouts lost with no driver to fence them"),
             }
         }
         r

@@ -51,6 +51,9 @@ pub enum StateKind {
         /// until the client frees it with FREE_STATEID.
         revoked: bool,
     },
+    /// A pNFS layout of the file (RFC 8881 §12.5.3): one per client and
+    /// file, whatever ranges and modes it holds.
+    Layout(Box<crate::layouts::LayoutState>),
 }
 
 /// The attributes other clients are shown of a file under a write
@@ -109,7 +112,7 @@ impl StateEntry {
     pub fn owner(&self) -> Option<&Bytes> {
         match &self.kind {
             StateKind::Open { owner, .. } | StateKind::Lock { owner, .. } => Some(owner),
-            StateKind::Deleg { .. } => None,
+            StateKind::Deleg { .. } | StateKind::Layout(_) => None,
         }
     }
 }

@@ -20,6 +20,8 @@ pub struct ClientSummary {
     pub opens: usize,
     pub locks: usize,
     pub delegations: usize,
+    /// Layout stateids (one per file it holds a layout of).
+    pub layouts: usize,
     /// Since its lease was last renewed.
     pub since_renewal: Duration,
 }
@@ -43,12 +45,13 @@ impl State {
             .clients
             .values()
             .map(|c| {
-                let (mut opens, mut locks, mut delegations) = (0, 0, 0);
+                let (mut opens, mut locks, mut delegations, mut layouts) = (0, 0, 0, 0);
                 for e in c.states.values() {
                     match e.kind {
                         StateKind::Open { .. } => opens += 1,
                         StateKind::Lock { .. } => locks += 1,
                         StateKind::Deleg { revoked, .. } => delegations += usize::from(!revoked),
+                        StateKind::Layout(_) => layouts += 1,
                     }
                 }
                 ClientSummary {
@@ -61,6 +64,7 @@ impl State {
                     opens,
                     locks,
                     delegations,
+                    layouts,
                     since_renewal: now.saturating_sub(c.lease.last()),
                 }
             })

@@ -153,5 +153,8 @@ pub struct SessionCreated {
     pub probe: Option<Arc<Session>>,
 }
 
+/// Called with the layouts that ended without being returned.
+pub type LayoutsLost = Box<dyn Fn(Vec<crate::layouts::LayoutLost>) + Send + Sync>;
+
 /// Called with blocked NLM requests just granted.
 pub type NlmGranted = Box<dyn Fn(Vec<NlmGrant>) + Send + Sync>;

@@ -128,8 +128,22 @@ impl Tables {
                     }
                     self.recalls.remove(other);
                 }
+                StateKind::Layout(l) => {
+                    if f.layouts.remove(other) {
+                        self.layouts -= 1;
+                    }
+                    self.layout_recalls.remove(other);
+                    if !l.segs.is_empty() {
+                        self.layouts_lost.push(crate::layouts::LayoutLost {
+                            file: e.file.clone(),
+                            client: id,
+                            rw: l.has_rw(),
+                        });
+                    }
+                }
             }
         }
+        self.layout_clients.remove(&id);
         let touched = c
             .states
             .values()

@@ -129,6 +129,7 @@ impl Tables {
         match &e.kind {
             StateKind::Open { owner, .. } | StateKind::Deleg { owner, .. } => Some(owner.clone()),
             StateKind::Lock { open, .. } => self.entry(open).ok()?.1.owner().cloned(),
+            StateKind::Layout(_) => None,
         }
     }
 

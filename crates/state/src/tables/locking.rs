@@ -159,6 +159,8 @@ impl Tables {
             StateKind::Deleg { revoked: true, .. } => return Err(NfsStat4::Nfs4errDelegRevoked),
             StateKind::Deleg { write: true, .. } => OPEN4_SHARE_ACCESS_BOTH,
             StateKind::Deleg { .. } => OPEN4_SHARE_ACCESS_READ,
+            // Not for I/O through the metadata server (RFC 8881 §12.5.3).
+            StateKind::Layout(_) => return Err(NfsStat4::Nfs4errBadStateid),
         };
         if access == OPEN4_SHARE_ACCESS_WRITE && open & OPEN4_SHARE_ACCESS_WRITE == 0 {
             return Err(NfsStat4::Nfs4errOpenmode);

@@ -6,6 +6,7 @@
 mod clients;
 mod delegs;
 mod dirdelegs;
+mod layouts;
 mod locking;
 mod nlm;
 mod opens;
@@ -41,6 +42,8 @@ pub(super) struct FileState {
     pub wdeleg: Option<[u8; 12]>,
     /// NLM share reservations: owner, access and deny (NFSv4's bits).
     pub nlm_shares: Vec<(OwnerKey, u32, u32)>,
+    /// Layout stateids of the file (of any client).
+    pub layouts: HashSet<[u8; 12]>,
 }
 
 impl FileState {
@@ -50,6 +53,7 @@ impl FileState {
             && self.locks.is_empty()
             && self.waiters.is_empty()
             && self.delegs.is_empty()
+            && self.layouts.is_empty()
     }
 }
 
@@ -69,6 +73,10 @@ pub const DEFAULT_COURTESY: Duration = Duration::from_secs(24 * 60 * 60);
 /// Notifications queued at most per directory delegation; past it a
 /// change notifies that holder of nothing more (its sender catches up).
 pub(super) const MAX_QUEUED_NOTES: usize = 1024;
+
+/// Layout stateids the server holds at most unless configured (one per
+/// client and file).
+pub const DEFAULT_MAX_LAYOUTS: usize = 1 << 20;
 
 /// How often CB_RECALL_ANY goes out while delegations are scarce.
 pub(super) const RECALL_ANY_EVERY: Duration = Duration::from_secs(10);
@@ -144,6 +152,19 @@ pub(super) struct Tables {
     /// Blocked NLM requests granted since the caller last looked, for
     /// their hosts to be told.
     pub nlm_granted: Vec<crate::nlm::NlmGrant>,
+    /// Layout stateids held, and the most there may be (LAYOUTGET beyond
+    /// it: NFS4ERR_LAYOUTTRYLATER).
+    pub layouts: usize,
+    pub max_layouts: usize,
+    /// Layouts being recalled, and their client.
+    layout_recalls: HashMap<[u8; 12], ClientId4>,
+    /// Clients holding a layout.
+    layout_clients: HashSet<ClientId4>,
+    /// Layouts ended without being returned since the caller last looked
+    /// (to fence, [`crate::layouts::LayoutLost`]).
+    pub layouts_lost: Vec<crate::layouts::LayoutLost>,
+    /// When CB_RECALL_ANY for layouts last went out.
+    last_layout_recall_any: Option<Duration>,
 }
 
 /// A delegation kept for its client's next instance.
@@ -183,6 +204,12 @@ impl Tables {
             prev_count: 0,
             nlm_files: HashMap::new(),
             nlm_granted: Vec::new(),
+            layouts: 0,
+            max_layouts: DEFAULT_MAX_LAYOUTS,
+            layout_recalls: HashMap::new(),
+            layout_clients: HashSet::new(),
+            layouts_lost: Vec::new(),
+            last_layout_recall_any: None,
         }
     }
 
@@ -277,6 +304,12 @@ impl Tables {
                     self.wdelegs += 1;
                 }
             }
+            StateKind::Layout(_) => {
+                c.layouts_by_file.insert(file.clone(), other);
+                self.layout_clients.insert(client);
+                self.files.entry(file).or_default().layouts.insert(other);
+                self.layouts += 1;
+            }
         }
         c.states.insert(other, e);
         Ok(sid)
@@ -319,6 +352,7 @@ impl Tables {
                 }
                 self.recalls.remove(other);
             }
+            StateKind::Layout(_) => self.unlist_layout(client, &e.file, other),
         }
         if self.files.get(&e.file).is_some_and(FileState::is_empty) {
             self.files.remove(&e.file);

@@ -165,6 +165,12 @@ impl Tables {
                 self.drop_state(client, &sid.other);
                 Ok(())
             }
+            // A layout stateid is freed by returning its layouts (§12.5.3).
+            StateKind::Layout(l) if !l.segs.is_empty() => Err(NfsStat4::Nfs4errLocksHeld),
+            StateKind::Layout(_) => {
+                self.drop_state(client, &sid.other);
+                Ok(())
+            }
             StateKind::Lock { owner, .. } => {
                 let key = (cid, owner.clone());
                 if self

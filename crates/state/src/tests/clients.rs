@@ -216,9 +216,9 @@ fn courtesy_clients_keep_their_state_until_someone_conflicts() {
 
 /// A back-channel connection as a driver would hand it over.
 #[derive(Debug)]
-struct FakeConn {
-    id: u64,
-    closed: std::sync::atomic::AtomicBool,
+pub(super) struct FakeConn {
+    pub(super) id: u64,
+    pub(super) closed: std::sync::atomic::AtomicBool,
 }
 
 impl BackConn for FakeConn {

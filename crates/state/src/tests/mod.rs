@@ -14,6 +14,7 @@ use crate::locks::LockKind;
 mod clients;
 mod delegations;
 mod grace;
+mod layouts;
 mod nlm;
 mod opens;
 

@@ -261,8 +261,13 @@ impl State {
 
     /// Removes clients whose lease ran out more than a lease ago, and
     /// unconfirmed ones older than a lease; returns how many.
+    /// Layouts whose recall went unanswered for a lease, and those of
+    /// clients whose lease ran out, are lost then (to be fenced).
     pub fn reap(&self) -> usize {
-        self.with(|t, now| t.reap(now))
+        self.with(|t, now| {
+            t.reap_layouts(now);
+            t.reap(now)
+        })
     }
 
     pub fn client_count(&self) -> usize {

@@ -6,5 +6,6 @@ use super::*;
 
 mod clients;
 mod delegations;
+mod layouts;
 mod nlm;
 mod opens;
