@@ -15,6 +15,13 @@ fn decode_all(b: &[u8]) {
     let _ = xdr::from_bytes::<CbCompound4Args>(bytes.clone());
     let _ = xdr::from_bytes::<CbCompound4Res>(bytes.clone());
     let _ = xdr::from_bytes::<Fattr4>(bytes.clone());
+    // The flexible file layout's bodies (RFC 8435).
+    let _ = FfLayout4::decode_body(&bytes);
+    let _ = FfDeviceAddr4::decode_body(&bytes);
+    let _ = FfLayoutReturn4::decode_body(&bytes);
+    let _ = FfLayoutUpdate4::decode_body(&bytes);
+    let _ = FfIoStats4::decode_body(&bytes);
+    let _ = FfLayoutHint4::decode_body(&bytes);
     // Operation by operation, as the server reads a COMPOUND.
     let mut d = Decoder::new(bytes.clone());
     if Compound4ArgsHeader::unpack(&mut d).is_ok() {

@@ -1,8 +1,10 @@
-//! NFSv4.1 (RFC 8881) and NFSv4.2 (RFC 7862) wire types.
+//! NFSv4.1 (RFC 8881) and NFSv4.2 (RFC 7862) wire types, and those of the
+//! pNFS flexible file layout (RFC 8435).
 
 mod attr;
 mod callback;
 mod compound;
+mod flexfiles;
 mod ops;
 mod res;
 mod types;
@@ -10,6 +12,7 @@ mod types;
 pub use attr::*;
 pub use callback::*;
 pub use compound::*;
+pub use flexfiles::*;
 pub use ops::*;
 pub use res::*;
 pub use types::*;

@@ -168,7 +168,8 @@ pub const LAYOUT4_NFSV4_1_FILES: LayoutType4 = 0x1;
 pub const LAYOUT4_OSD2_OBJECTS: LayoutType4 = 0x2;
 /// RFC 8881 §3.3.13: `LAYOUT4_BLOCK_VOLUME`.
 pub const LAYOUT4_BLOCK_VOLUME: LayoutType4 = 0x3;
-/// RFC 8435 §2: `LAYOUT4_FLEX_FILES`.
+/// RFC 8435 §5 (registered in §16): `LAYOUT4_FLEX_FILES`; its wire
+/// types are in `flexfiles.rs`.
 pub const LAYOUT4_FLEX_FILES: LayoutType4 = 0x4;
 /// RFC 8154 §2: `LAYOUT4_SCSI`.
 pub const LAYOUT4_SCSI: LayoutType4 = 0x5;
