@@ -43,6 +43,7 @@ pub struct CallbackState {
     recalls: Mutex<Vec<Recall>>,
     lock_notices: Mutex<Vec<CbNotifyLock4Args>>,
     recall_anys: Mutex<Vec<CbRecallAny4Args>>,
+    layout_recalls: Mutex<Vec<CbLayoutRecall4Args>>,
     /// What CB_GETATTR answers, per filehandle.
     attrs: Mutex<std::collections::HashMap<NfsFh4, Attrs>>,
     getattrs: Mutex<Vec<CbGetattr4Args>>,
@@ -63,6 +64,7 @@ impl CallbackState {
             recalls: Mutex::new(Vec::new()),
             lock_notices: Mutex::new(Vec::new()),
             recall_anys: Mutex::new(Vec::new()),
+            layout_recalls: Mutex::new(Vec::new()),
             attrs: Mutex::new(Default::default()),
             getattrs: Mutex::new(Vec::new()),
             notifies: Mutex::new(Vec::new()),
@@ -83,6 +85,15 @@ impl CallbackState {
     /// Every CB_RECALL_ANY received so far (RFC 8881 §20.6).
     pub fn recall_anys(&self) -> Vec<CbRecallAny4Args> {
         self.recall_anys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Every CB_LAYOUTRECALL received so far (RFC 8881 §20.3). Answered
+    /// NFS4_OK: returning the layouts (LAYOUTRETURN) is the caller's.
+    pub fn layout_recalls(&self) -> Vec<CbLayoutRecall4Args> {
+        self.layout_recalls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -242,6 +253,14 @@ impl CallbackState {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(a);
                 NfsCbResOp4::CbRecallAny(Res4::Ok(()))
+            }
+            (_, NfsCbArgOp4::CbLayoutRecall(a)) => {
+                debug!(recall = ?a.recall, "CB_LAYOUTRECALL");
+                self.layout_recalls
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(a);
+                NfsCbResOp4::CbLayoutRecall(Res4::Ok(()))
             }
             (_, NfsCbArgOp4::CbGetattr(a)) => {
                 debug!(fh = ?a.fh, "CB_GETATTR");

@@ -84,6 +84,7 @@ impl Exports {
             metadata_async: false,
             log: None,
             delegations: false,
+            pnfs: None,
         };
         let exports = vec![
             export(DATA, rules(vec![rule(false, Squash::Root)], all.clone())),
@@ -896,6 +897,7 @@ async fn owner_names_when_not_numeric() {
             metadata_async: false,
             log: None,
             delegations: false,
+            pnfs: None,
             rules: rules(
                 vec![rule(false, Squash::None)],
                 vec![Flavor::Sys, Flavor::None],
@@ -976,6 +978,7 @@ async fn export_ids_survive_reordering() {
             metadata_async: false,
             log: None,
             delegations: false,
+            pnfs: None,
             rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
         };
         let start = |exports: Vec<ExportConfig>| {

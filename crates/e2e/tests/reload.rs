@@ -38,6 +38,7 @@ fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {
         metadata_async: false,
         log: None,
         delegations: false,
+        pnfs: None,
     }
 }
 

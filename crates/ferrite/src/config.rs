@@ -57,6 +57,24 @@ pub struct ServeArgs {
     /// one sync, and reach DIR in the background.
     #[arg(long, requires = "dir")]
     pub log: Option<PathBuf>,
+    /// With DIR: be a pNFS metadata server (RFC 8881 §12) handing out
+    /// flexible-file layouts (RFC 8435): the files' bytes live on these
+    /// NFSv3 data servers (another `ferrite serve DIR`, NFS-Ganesha, the
+    /// Linux server), which clients with a layout read and write
+    /// directly. ADDR:PORT[/PATH], comma-separated; PATH is the data
+    /// server's export (default "/"). Each must let this server in as
+    /// root (no root squashing).
+    #[arg(long, requires = "dir", value_name = "ADDR:PORT[,...]")]
+    pub data_servers: Option<String>,
+    /// With --data-servers: bytes per stripe (4k, 1m, ...; a multiple of
+    /// 4 KiB) [default: 1m]. A file's stripes go round the data servers.
+    #[arg(long, requires = "data_servers", value_name = "SIZE")]
+    pub stripe_unit: Option<String>,
+    /// With --data-servers: copies of every stripe, each on another data
+    /// server [default: 1]. With 2 or more, a client carries on reading
+    /// from another copy when a data server fails.
+    #[arg(long, requires = "data_servers", value_name = "N")]
+    pub mirrors: Option<usize>,
     /// With --log: the most the log may hold, in MiB (default 1024);
     /// writers wait while it is full.
     #[arg(long, requires = "log")]
@@ -195,6 +213,15 @@ pub struct FileExport {
     /// Grant delegations of its files (default: the top-level
     /// `delegations`).
     pub delegations: Option<bool>,
+    /// pNFS: the NFSv3 data servers its files' bytes live on
+    /// ("ADDR:PORT[/PATH]" each); the export hands out flexible-file
+    /// layouts over them.
+    pub data_servers: Option<Vec<String>>,
+    /// With data_servers: bytes per stripe ("1m", "64k" or a number;
+    /// default 1m).
+    pub stripe_unit: Option<toml::Value>,
+    /// With data_servers: copies of every stripe (default 1).
+    pub mirrors: Option<usize>,
 }
 
 /// One client rule of an export (the fields of exports(5) that apply).
@@ -245,6 +272,15 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             rule.secure = args.secure;
             e.metadata_async = args.metadata_async;
             e.log = log_config(&e.path, &e.dir, args.log.as_ref(), args.log_mib)?;
+            e.pnfs = match &args.data_servers {
+                Some(list) => Some(pnfs_config(
+                    &e.path,
+                    list_of(list)?,
+                    args.stripe_unit.as_deref(),
+                    args.mirrors,
+                )?),
+                None => None,
+            };
             vec![e]
         }
         None => exports_of(&file.export, file.delegations.unwrap_or(false))?,
@@ -417,6 +453,39 @@ fn log_config(
     }))
 }
 
+/// `--data-servers`' list as given.
+fn list_of(s: &str) -> anyhow::Result<String> {
+    if s.trim().is_empty() {
+        bail!("--data-servers: no data server given");
+    }
+    Ok(s.to_owned())
+}
+
+/// An export's pNFS configuration from its data servers, stripe unit and
+/// mirrors as written, checked.
+fn pnfs_config(
+    path: &str,
+    servers: String,
+    stripe_unit: Option<&str>,
+    mirrors: Option<usize>,
+) -> anyhow::Result<server::pnfs::PnfsConfig> {
+    let servers = server::pnfs::dataserver::parse_list(&servers)
+        .map_err(|e| anyhow::anyhow!("export {path}: {e}"))?;
+    let stripe_unit = match stripe_unit {
+        Some(s) => bench::cli::parse_size(s)
+            .map_err(|e| anyhow::anyhow!("export {path}: stripe unit: {e}"))?,
+        None => server::pnfs::DEFAULT_STRIPE_UNIT,
+    };
+    let c = server::pnfs::PnfsConfig {
+        servers,
+        stripe_unit,
+        mirrors: mirrors.unwrap_or(1),
+    };
+    c.check()
+        .map_err(|e| anyhow::anyhow!("export {path}: {e}"))?;
+    Ok(c)
+}
+
 /// Checks and converts the `[[export]]` tables.
 /// The exports of the configuration file; `delegations` is the default of
 /// those that do not say.
@@ -465,6 +534,29 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
                 );
             }
         }
+        let pnfs = match &e.data_servers {
+            Some(list) => {
+                let su = match &e.stripe_unit {
+                    None => None,
+                    Some(toml::Value::Integer(n)) => Some(n.to_string()),
+                    Some(toml::Value::String(s)) => Some(s.clone()),
+                    Some(other) => bail!("export {path}: stripe_unit = {other}: a size (\"1m\") or a number of bytes"),
+                };
+                Some(pnfs_config(
+                    &path,
+                    list.join(","),
+                    su.as_deref(),
+                    e.mirrors,
+                )?)
+            }
+            None if e.stripe_unit.is_some() || e.mirrors.is_some() => {
+                bail!("export {path}: stripe_unit and mirrors need data_servers")
+            }
+            None => None,
+        };
+        if pnfs.is_some() && log.is_some() {
+            bail!("export {path}: a write log and data servers together (the data servers keep the bytes; drop one)");
+        }
         out.push(ExportConfig {
             id: e.id,
             path,
@@ -473,6 +565,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             metadata_async: e.metadata_async.unwrap_or(false),
             log,
             delegations: e.delegations.unwrap_or(delegations),
+            pnfs,
         });
     }
     server::config::export_ids(&out).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -730,6 +823,9 @@ mod tests {
             metadata_async: false,
             log: None,
             log_mib: None,
+            data_servers: None,
+            stripe_unit: None,
+            mirrors: None,
             max_connections: None,
             max_connections_per_address: None,
             idle_timeout: None,

@@ -32,6 +32,9 @@ pub struct ExportConfig {
     pub log: Option<crate::stable::writelog::LogConfig>,
     /// Grant delegations of its files (RFC 8881 §10.2, §10.4).
     pub delegations: bool,
+    /// Data servers: the export is a pNFS metadata server handing out
+    /// flexible-file layouts, its files' bytes on them (`crate::pnfs`).
+    pub pnfs: Option<crate::pnfs::PnfsConfig>,
 }
 
 impl ExportConfig {
@@ -46,6 +49,7 @@ impl ExportConfig {
             metadata_async: false,
             log: None,
             delegations: false,
+            pnfs: None,
         }
     }
 }
@@ -121,7 +125,30 @@ pub(crate) async fn open_export(e: &ExportConfig, id: u16) -> std::io::Result<Ex
     vfs::durable::create_dir_all(&e.dir)?;
     let fs = vfs::local::LocalFs::new(&e.dir)?;
     fs.set_async(e.metadata_async);
-    let vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
+    let mut vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let pnfs = match &e.pnfs {
+        Some(p) => {
+            p.check()
+                .map_err(|why| invalid(format!("export {}: {why}", e.path)))?;
+            if e.log.is_some() {
+                return Err(invalid(format!(
+                    "export {}: a write log and data servers together (the data servers keep the bytes; drop one)",
+                    e.path
+                )));
+            }
+            let pnfs = Arc::new(crate::pnfs::Pnfs::new(
+                id,
+                vfs.clone(),
+                p,
+                tokio::runtime::Handle::current(),
+            ));
+            tokio::spawn(pnfs.clone().probe_loop());
+            vfs = Arc::new(crate::pnfs::vfs::DataVfs::new(vfs, pnfs.clone()));
+            Some(pnfs)
+        }
+        None => None,
+    };
     let log = match e.log.clone() {
         Some(l) => {
             let fs = vfs.clone();
@@ -142,6 +169,7 @@ pub(crate) async fn open_export(e: &ExportConfig, id: u16) -> std::io::Result<Ex
         rules: e.rules.clone(),
         log,
         delegations: e.delegations,
+        pnfs,
     })
 }
 

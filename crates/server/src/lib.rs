@@ -15,6 +15,7 @@ pub mod ids;
 pub mod instance;
 pub mod nfs4;
 pub mod observe;
+pub mod pnfs;
 pub mod run;
 pub mod stable;
 pub mod v3;

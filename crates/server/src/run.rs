@@ -145,6 +145,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         recovery,
     );
     crate::nfs4::install(&nfs4);
+    crate::pnfs::fence::install(&nfs4);
     crate::nfs4::reaper::spawn(&nfs4);
     spawn_heap_trim();
     let nlm = crate::v3::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);

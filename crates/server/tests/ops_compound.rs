@@ -240,10 +240,6 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
         clientid,
         owner: b("o"),
     };
-    let update = LayoutUpdate4 {
-        layout_type: LAYOUT4_NFSV4_1_FILES,
-        body: Bytes::new(),
-    };
     vec![
         NfsArgOp4::OpenAttr(OpenAttr4Args { createdir: false }),
         NfsArgOp4::OpenConfirm(OpenConfirm4Args {
@@ -272,43 +268,6 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
         NfsArgOp4::ReleaseLockOwner(ReleaseLockOwner4Args {
             lock_owner: owner.clone(),
         }),
-        NfsArgOp4::GetDeviceInfo(GetDeviceInfo4Args {
-            device_id: [1; 16],
-            layout_type: LAYOUT4_NFSV4_1_FILES,
-            maxcount: 1024,
-            notify_types: Bitmap4::default(),
-        }),
-        NfsArgOp4::GetDeviceList(GetDeviceList4Args {
-            layout_type: LAYOUT4_NFSV4_1_FILES,
-            maxdevices: 1,
-            cookie: 0,
-            cookieverf: [0; 8],
-        }),
-        NfsArgOp4::LayoutCommit(LayoutCommit4Args {
-            offset: 0,
-            length: 1,
-            reclaim: false,
-            stateid: sid,
-            last_write_offset: None,
-            time_modify: None,
-            layoutupdate: update.clone(),
-        }),
-        NfsArgOp4::LayoutGet(LayoutGet4Args {
-            signal_layout_avail: false,
-            layout_type: LAYOUT4_NFSV4_1_FILES,
-            iomode: LayoutIoMode4::Read,
-            offset: 0,
-            length: 1,
-            minlength: 1,
-            stateid: sid,
-            maxcount: 1024,
-        }),
-        NfsArgOp4::LayoutReturn(LayoutReturn4Args {
-            reclaim: false,
-            layout_type: LAYOUT4_NFSV4_1_FILES,
-            iomode: LayoutIoMode4::Any,
-            layoutreturn: LayoutReturn4::All,
-        }),
         NfsArgOp4::SetSsv(SetSsv4Args {
             ssv: b("ssv"),
             digest: b("digest"),
@@ -326,21 +285,6 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
             offset: 0,
             count: 1,
             hints: Bitmap4::default(),
-        }),
-        NfsArgOp4::LayoutError(LayoutError4Args {
-            offset: 0,
-            length: 1,
-            stateid: sid,
-            errors: vec![],
-        }),
-        NfsArgOp4::LayoutStats(LayoutStats4Args {
-            offset: 0,
-            length: 1,
-            stateid: sid,
-            read: IoInfo4::default(),
-            write: IoInfo4::default(),
-            deviceid: [1; 16],
-            layoutupdate: update,
         }),
         NfsArgOp4::ReadPlus(ReadPlus4Args {
             stateid: sid,
@@ -361,6 +305,98 @@ fn unsupported(sid: StateId4, clientid: ClientId4) -> Vec<NfsArgOp4> {
             },
         }),
     ]
+}
+
+/// The pNFS operations (RFC 8881 §18.40-§18.44, RFC 7862 §15.6-§15.7),
+/// each with what it answers on an export without data servers (or, for
+/// one naming a layout, a stateid that is not a layout's).
+fn pnfs_ops(sid: StateId4) -> Vec<(NfsArgOp4, NfsStat4)> {
+    let update = LayoutUpdate4 {
+        layout_type: LAYOUT4_FLEX_FILES,
+        body: Bytes::new(),
+    };
+    let expect = [
+        NfsStat4::Nfs4errNoent,
+        NfsStat4::Nfs4errLayoutunavailable,
+        NfsStat4::Nfs4errBadlayout,
+        NfsStat4::Nfs4errLayoutunavailable,
+        NfsStat4::Nfs4Ok,
+        NfsStat4::Nfs4errBadStateid,
+        // An empty body is no ff_layoutupdate4.
+        NfsStat4::Nfs4errBadxdr,
+    ];
+    let ops = vec![
+        NfsArgOp4::GetDeviceInfo(GetDeviceInfo4Args {
+            device_id: [1; 16],
+            layout_type: LAYOUT4_FLEX_FILES,
+            maxcount: 1024,
+            notify_types: Bitmap4::default(),
+        }),
+        NfsArgOp4::GetDeviceList(GetDeviceList4Args {
+            layout_type: LAYOUT4_FLEX_FILES,
+            maxdevices: 1,
+            cookie: 0,
+            cookieverf: [0; 8],
+        }),
+        NfsArgOp4::LayoutCommit(LayoutCommit4Args {
+            offset: 0,
+            length: 1,
+            reclaim: false,
+            stateid: sid,
+            last_write_offset: None,
+            time_modify: None,
+            layoutupdate: update.clone(),
+        }),
+        NfsArgOp4::LayoutGet(LayoutGet4Args {
+            signal_layout_avail: false,
+            layout_type: LAYOUT4_FLEX_FILES,
+            iomode: LayoutIoMode4::Read,
+            offset: 0,
+            length: 1,
+            minlength: 1,
+            stateid: sid,
+            maxcount: 1024,
+        }),
+        NfsArgOp4::LayoutReturn(LayoutReturn4Args {
+            reclaim: false,
+            layout_type: LAYOUT4_FLEX_FILES,
+            iomode: LayoutIoMode4::Any,
+            layoutreturn: LayoutReturn4::All,
+        }),
+        NfsArgOp4::LayoutError(LayoutError4Args {
+            offset: 0,
+            length: 1,
+            stateid: sid,
+            errors: vec![],
+        }),
+        NfsArgOp4::LayoutStats(LayoutStats4Args {
+            offset: 0,
+            length: 1,
+            stateid: sid,
+            read: IoInfo4::default(),
+            write: IoInfo4::default(),
+            deviceid: [1; 16],
+            layoutupdate: update,
+        }),
+    ];
+    ops.into_iter().zip(expect).collect()
+}
+
+/// On an export without data servers, each pNFS operation gives the
+/// protocol's answer and changes nothing (RFC 8881 §18.43.3: LAYOUTGET is
+/// NFS4ERR_LAYOUTUNAVAILABLE; a device id that is not the server's is
+/// NFS4ERR_NOENT; an open stateid is no layout stateid).
+#[tokio::test]
+async fn pnfs_operations_without_data_servers() {
+    let h = server();
+    let s = client42(&h, "c").await;
+    let (fh, sid) = open_new(&h, &s, "f", 0o644, b"abcd").await;
+    for (op, want) in pnfs_ops(sid) {
+        let num = op.opnum();
+        let r = h.seq(&s, &[putfh(&fh), op]).await;
+        assert_eq!(r.status, want, "{num}: {r:?}");
+    }
+    assert_eq!(&content(&h, &s, &fh).await[..], b"abcd", "nothing written");
 }
 
 #[tokio::test]

@@ -32,8 +32,11 @@ use state::{Breaker, FileKey};
 
 use crate::instance::Server;
 
-/// Recalls the delegations of `file` that conflict with `breaker` and
-/// waits.
+/// Recalls the delegations of `file` that conflict with `breaker`, and
+/// the pNFS layouts of other clients its I/O or change conflicts with
+/// (RFC 8881 §12.5.5: a read through the metadata server conflicts with
+/// RW layouts, a write or a change with every layout; an OPEN with
+/// none), and waits.
 pub async fn settle(
     srv: &Arc<Server>,
     file: &FileKey,
@@ -46,10 +49,32 @@ pub async fn settle(
     } else {
         !state.delegations_outstanding()
     };
-    if quiet {
+    let layouts = state.layouts_outstanding() && !matches!(breaker, Breaker::Opener(_));
+    if quiet && !layouts {
         return Ok(());
     }
-    wait_out(srv, || state.break_delegations(file, &breaker, reads)).await
+    let client = match &breaker {
+        Breaker::Anyone => None,
+        Breaker::Opener((c, _)) | Breaker::Io(c, _) => Some(*c),
+    };
+    wait_out(srv, || {
+        let mut b = if quiet {
+            state::Breaking::default()
+        } else {
+            state.break_delegations(file, &breaker, reads)
+        };
+        if layouts {
+            let lb = state.break_layouts(file, client, reads);
+            if let Some(cb) = srv.callbacks() {
+                for r in lb.recalls {
+                    cb.recall_layout(r);
+                }
+            }
+            b.pending |= lb.pending;
+        }
+        b
+    })
+    .await
 }
 
 /// [`settle`] for a change of `file` by a client with no NFSv4 state

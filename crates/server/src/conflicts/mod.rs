@@ -25,6 +25,9 @@ pub trait Callbacks: Send + Sync {
     /// CB_RECALL of a delegation (RFC 8881 §20.2); one that cannot be
     /// delivered is revoked.
     fn recall(&self, r: DelegRecall);
+    /// CB_LAYOUTRECALL of layouts (RFC 8881 §20.3); one that cannot be
+    /// delivered, or is refused, loses the layouts (fenced).
+    fn recall_layout(&self, r: state::layouts::LayoutRecall);
     /// CB_NOTIFY_LOCK to waiters whose lock may now be granted (§20.11).
     fn notify_locks(&self, notes: Vec<LockNotify>);
     /// Starts the CB_NOTIFY sender of the directory delegation `other`

@@ -336,6 +336,7 @@ mod tests {
             rules: ExportRules::open(),
             log: None,
             delegations: false,
+            pnfs: None,
         })
     }
 

@@ -60,6 +60,9 @@ pub const SUPPORTED: &[u32] = &[
     FATTR4_TIME_MODIFY,
     FATTR4_TIME_MODIFY_SET,
     FATTR4_MOUNTED_ON_FILEID,
+    FATTR4_FS_LAYOUT_TYPES,
+    FATTR4_LAYOUT_TYPES,
+    FATTR4_LAYOUT_BLKSIZE,
     FATTR4_SUPPATTR_EXCLCREAT,
 ];
 
@@ -232,6 +235,10 @@ pub fn build(
         fsid: export.fsid,
         mounted_on,
         xattrs: export.vfs.xattrs(),
+        layout_blksize: export
+            .pnfs
+            .as_ref()
+            .map(|p| p.geometry.stripe_unit.min(u32::MAX as u64) as u32),
     };
     build_full(srv, minorversion, place, fh, a, fs, want)
 }
@@ -280,6 +287,7 @@ pub fn build_pseudo(
         fsid: crate::exports::namespace::PSEUDO_FSID,
         mounted_on: None,
         xattrs: false,
+        layout_blksize: None,
     };
     Ok(build_full(
         srv,
@@ -300,6 +308,10 @@ pub struct Place {
     pub mounted_on: Option<u64>,
     /// The file system keeps extended attributes (xattr_support).
     pub xattrs: bool,
+    /// The file system hands out flexible-file layouts (RFC 8435) whose
+    /// stripes are this many bytes (`fs_layout_types`, `layout_types`,
+    /// `layout_blksize`; RFC 8881 §5.12).
+    pub layout_blksize: Option<u32>,
 }
 
 /// [`build`] for an object at `place`.
@@ -316,6 +328,7 @@ pub fn build_full(
         fsid,
         mounted_on,
         xattrs,
+        layout_blksize,
     } = place;
     let w = |n| want.contains(n);
     let mut r = Attrs::default();
@@ -334,6 +347,19 @@ pub fn build_full(
         minor: fsid.1,
     });
     r.unique_handles = Some(true);
+    let layouts: Vec<LayoutType4> = layout_blksize
+        .map(|_| LAYOUT4_FLEX_FILES)
+        .into_iter()
+        .collect();
+    if w(FATTR4_FS_LAYOUT_TYPES) {
+        r.fs_layout_types = Some(layouts.clone());
+    }
+    if w(FATTR4_LAYOUT_TYPES) && a.ftype == vfs::FileType::Regular {
+        r.layout_types = Some(layouts);
+    }
+    if let (true, Some(b)) = (w(FATTR4_LAYOUT_BLKSIZE), layout_blksize) {
+        r.layout_blksize = Some(b);
+    }
     r.lease_time = Some(srv.cfg.lease.as_secs() as u32);
     r.rdattr_error = Some(NfsStat4::Nfs4Ok);
     r.aclsupport = Some(0);

@@ -325,6 +325,100 @@ pub fn recall(srv: &std::sync::Arc<Server>, r: DelegRecall) {
     });
 }
 
+/// Sends CB_LAYOUTRECALL (RFC 8881 §20.3) in the background, of the
+/// whole file (or file system, or everything) in the recall's mode. An
+/// answer of NFS4ERR_NOMATCHING_LAYOUT (the client holds none of it)
+/// counts as its return; one that cannot reach the client, or another
+/// error, loses the layouts at once (to be fenced); one left unanswered
+/// is lost a lease after it was sent (the reaper).
+pub fn recall_layout(srv: &Arc<Server>, r: state::layouts::LayoutRecall) {
+    use state::layouts::RecallScope;
+    let recall = match &r.scope {
+        RecallScope::File(stateid, fh) => LayoutRecall4::File(LayoutRecallFile4 {
+            fh: NfsFh4(fh.clone()),
+            offset: 0,
+            length: u64::MAX,
+            stateid: *stateid,
+        }),
+        RecallScope::Fsid(export) => match srv.exports().get(*export) {
+            Some(e) => LayoutRecall4::Fsid(FsId4 {
+                major: e.fsid.0,
+                minor: e.fsid.1,
+            }),
+            None => LayoutRecall4::All,
+        },
+        RecallScope::All => LayoutRecall4::All,
+    };
+    let op = NfsCbArgOp4::CbLayoutRecall(CbLayoutRecall4Args {
+        layout_type: LAYOUT4_FLEX_FILES,
+        iomode: r.iomode,
+        changed: true,
+        recall,
+    });
+    let srv = Arc::downgrade(srv);
+    tokio::spawn(async move {
+        let mut tries = 1;
+        let answer = loop {
+            match cb_compound(&r.session, vec![op.clone()]).await {
+                Err(CbError::Timeout) if tries < RECALL_TRIES => tries += 1,
+                other => break other,
+            }
+        };
+        let status = match &answer {
+            Ok(res) => match res.resarray.get(1) {
+                Some(NfsCbResOp4::CbLayoutRecall(Res4::Err(e))) => *e,
+                Some(NfsCbResOp4::CbLayoutRecall(Res4::Ok(()))) => NfsStat4::Nfs4Ok,
+                _ => res.status,
+            },
+            Err(CbError::Timeout) => {
+                debug!(session = ?r.session.id, "CB_LAYOUTRECALL unanswered");
+                return;
+            }
+            Err(e) => {
+                debug!(session = ?r.session.id, "CB_LAYOUTRECALL failed: {e}");
+                if matches!(e, CbError::NoConnection | CbError::Rpc(_)) {
+                    r.session.cb_down.store(true, Ordering::Relaxed);
+                }
+                NfsStat4::Nfs4errServerfault
+            }
+        };
+        debug!(session = ?r.session.id, ?status, tries, "CB_LAYOUTRECALL");
+        let Some(srv) = srv.upgrade() else { return };
+        match status {
+            // The client returns the layouts with LAYOUTRETURN.
+            NfsStat4::Nfs4Ok | NfsStat4::Nfs4errDelay => {}
+            NfsStat4::Nfs4errNomatchingLayout => {
+                srv.state().layout_recall_nomatch(r.client, &r.scope);
+                srv.deleg_gone.notify_waiters();
+            }
+            _ => {
+                srv.state().layout_recall_failed(r.client, &r.scope);
+                srv.deleg_gone.notify_waiters();
+            }
+        }
+    });
+}
+
+/// Sends CB_RECALL_ANY for flexible-file layouts (RFC 8435 §13.1): the
+/// client may keep `keep` files' layouts. A hint: failures are logged.
+pub fn recall_any_layouts(session: Arc<Session>, keep: u32) {
+    tokio::spawn(async move {
+        let op = NfsCbArgOp4::CbRecallAny(CbRecallAny4Args {
+            objects_to_keep: keep,
+            type_mask: Bitmap4::from_attrs(&[
+                PNFS_FF_RCA4_TYPE_MASK_READ,
+                PNFS_FF_RCA4_TYPE_MASK_RW,
+            ]),
+        });
+        match cb_compound(&session, vec![op]).await {
+            Ok(r) => {
+                debug!(session = ?session.id, status = ?r.status, keep, "CB_RECALL_ANY (layouts)")
+            }
+            Err(e) => debug!(session = ?session.id, "CB_RECALL_ANY (layouts) failed: {e}"),
+        }
+    });
+}
+
 /// NFSv4's callbacks for one server instance, as it hands them to every
 /// protocol's changes ([`crate::conflicts::Callbacks`]).
 pub struct Nfs4Callbacks {
@@ -335,6 +429,12 @@ impl crate::conflicts::Callbacks for Nfs4Callbacks {
     fn recall(&self, r: DelegRecall) {
         if let Some(srv) = self.srv.upgrade() {
             recall(&srv, r);
+        }
+    }
+
+    fn recall_layout(&self, r: state::layouts::LayoutRecall) {
+        if let Some(srv) = self.srv.upgrade() {
+            recall_layout(&srv, r);
         }
     }
 

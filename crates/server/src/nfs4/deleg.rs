@@ -187,7 +187,8 @@ pub async fn settle_name(
     dir: &super::compound::context::Fh,
     name: &bytes::Bytes,
 ) -> Result<(), NfsStat4> {
-    if !cx.srv.state().delegations_outstanding() {
+    let state = cx.srv.state();
+    if !state.delegations_outstanding() && !state.layouts_outstanding() {
         return Ok(());
     }
     let (dh, n) = (dir.handle.clone(), name.clone());

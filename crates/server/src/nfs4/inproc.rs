@@ -46,6 +46,7 @@ fn open_root(fs: Arc<dyn vfs::Vfs>) -> Export {
         rules: ExportRules::open(),
         log: None,
         delegations: false,
+        pnfs: None,
     }
 }
 
@@ -86,6 +87,7 @@ impl InProcess {
             recovery,
         );
         super::install(&srv);
+        crate::pnfs::fence::install(&srv);
         let peer: SocketAddr = PEER.parse().unwrap_or(([127, 0, 0, 1], 700).into());
         let local: SocketAddr = ([127, 0, 0, 1], 2049).into();
         let (conn, sent) = Connection::in_process(peer, local);

@@ -9,6 +9,7 @@ pub mod dirdeleg;
 pub mod dirs;
 pub mod inproc;
 pub mod ops;
+pub mod pnfs;
 pub mod reaper;
 pub mod session_io;
 pub mod space;

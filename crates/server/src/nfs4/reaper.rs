@@ -31,6 +31,10 @@ pub fn spawn(srv: &Arc<Server>) {
             for (session, keep) in srv.state().recall_any() {
                 callback::recall_any(session, keep);
             }
+            // Layouts many: likewise (RFC 8435 §13.1).
+            for (session, keep) in srv.state().layout_recall_any() {
+                callback::recall_any_layouts(session, keep);
+            }
             srv.settle_records().await;
             let sessions = srv.state().session_count();
             if n > 0 {

@@ -85,6 +85,14 @@ pub async fn apply(
         if was_cfg.log != cfg.log {
             return Err(log_refusal(&cfg.path, id, "its write log changed"));
         }
+        if was_cfg.pnfs != cfg.pnfs {
+            report.changes.push(format!(
+                "export {} (id {id}): its data servers changed: layouts recalled",
+                cfg.path
+            ));
+            plans.push(Plan::Open { cfg, id });
+            continue;
+        }
         if was_cfg.dir != cfg.dir {
             if cfg.log.is_some() {
                 return Err(log_refusal(&cfg.path, id, "its directory changed"));
@@ -144,6 +152,7 @@ pub async fn apply(
                     rules: cfg.rules.clone(),
                     log: was.log.clone(),
                     delegations: cfg.delegations,
+                    pnfs: was.pnfs.clone(),
                 }
             }
         }));
@@ -159,6 +168,22 @@ pub async fn apply(
     tokio::task::spawn_blocking(move || s.replace_exports(list))
         .await
         .map_err(|e| format!("laying out the namespace: {e}"))?;
+    // An export whose data servers changed (or that had some and went):
+    // its layouts name the old ones, so they are recalled (RFC 8881
+    // §12.5.5.1, LAYOUTRECALL4_FSID).
+    for (id, was) in &before {
+        let now = new_ids
+            .iter()
+            .position(|n| n == id)
+            .map(|i| &new.exports[i].pnfs);
+        if was.pnfs.is_some() && now != Some(&was.pnfs) {
+            for r in srv.state().recall_all_layouts(Some(*id)) {
+                if let Some(cb) = srv.callbacks() {
+                    cb.recall_layout(r);
+                }
+            }
+        }
+    }
     Ok(report)
 }
 

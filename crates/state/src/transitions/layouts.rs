@@ -64,6 +64,21 @@ impl State {
         self.with(|t, _| t.layout_return_bulk(client, export, iomode))
     }
 
+    /// Whether `sid` is a layout stateid of `client` for `file`, not newer
+    /// than the server's (LAYOUTERROR, LAYOUTSTATS: RFC 7862 §15.6.3,
+    /// §15.7.3).
+    pub fn layout_held(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(), NfsStat4> {
+        match self.tables().layout_commit_check(client, sid, file) {
+            Err(NfsStat4::Nfs4errBadiomode) => Ok(()),
+            r => r,
+        }
+    }
+
     /// Whether `client` may LAYOUTCOMMIT `file` under `sid` (§18.42.3).
     pub fn layout_commit_check(
         &self,

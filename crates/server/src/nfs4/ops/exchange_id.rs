@@ -48,6 +48,11 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
         .state()
         .note_client(x.clientid, cx.conn.peer(), cx.minorversion);
     let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
+    // RFC 8881 §13.1: a metadata server says so (an export with data
+    // servers hands out layouts).
+    if cx.exports.iter().any(|e| e.pnfs.is_some()) {
+        flags |= EXCHGID4_FLAG_USE_PNFS_MDS;
+    }
     if x.confirmed {
         flags |= EXCHGID4_FLAG_CONFIRMED_R;
     }

@@ -34,8 +34,15 @@ pub mod exchange_id;
 pub mod free_stateid;
 pub mod get_dir_delegation;
 pub mod getattr;
+pub mod getdeviceinfo;
+pub mod getdevicelist;
 pub mod getfh;
 pub mod getxattr;
+pub mod layoutcommit;
+pub mod layouterror;
+pub mod layoutget;
+pub mod layoutreturn;
+pub mod layoutstats;
 pub mod link;
 pub mod listxattrs;
 pub mod lock;
@@ -333,11 +340,11 @@ pub static OPS: [OpDesc; 73] = [
     op(N::DestroySession, h::destroy_session, ALONE | MODIFIES | QUICK, fixed(RES)),
     op(N::FreeStateId, h::free_stateid, MODIFIES | QUICK, fixed(RES)),
     op(N::GetDirDelegation, h::get_dir_delegation, NEEDS_FH | MODIFIES, fixed(RES + GDD_OK)),
-    no(N::GetDeviceInfo, 0, fixed(RES + PNFS)),
-    no(N::GetDeviceList, NEEDS_FH, fixed(RES + PNFS)),
-    no(N::LayoutCommit, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + 8)),
-    no(N::LayoutGet, NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
-    no(N::LayoutReturn, MODIFIES, fixed(RES + 4 + STATEID)),
+    op(N::GetDeviceInfo, h::getdeviceinfo, 0, fixed(RES + PNFS)),
+    op(N::GetDeviceList, h::getdevicelist, NEEDS_FH, fixed(RES + PNFS)),
+    op(N::LayoutCommit, h::layoutcommit, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + 8)),
+    op(N::LayoutGet, h::layoutget, NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
+    op(N::LayoutReturn, h::layoutreturn, MODIFIES, fixed(RES + 4 + STATEID)),
     op(N::SecInfoNoName, h::secinfo_no_name, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
     op(N::Sequence, h::sequence, QUICK, fixed(RES + SESSIONID + 5 * 4)),
     no(N::SetSsv, MODIFIES, fixed(RES + 4 + 64)),
@@ -350,8 +357,8 @@ pub static OPS: [OpDesc; 73] = [
     no(N::CopyNotify, V42 | NEEDS_FH | MODIFIES, fixed(RES + PNFS)),
     op(N::Deallocate, h::deallocate, V42 | NEEDS_FH | MODIFIES, fixed(RES)),
     no(N::IoAdvise, V42 | NEEDS_FH, fixed(RES + BITMAP)),
-    no(N::LayoutError, V42 | NEEDS_FH, fixed(RES)),
-    no(N::LayoutStats, V42 | NEEDS_FH, fixed(RES)),
+    op(N::LayoutError, h::layouterror, V42 | NEEDS_FH, fixed(RES)),
+    op(N::LayoutStats, h::layoutstats, V42 | NEEDS_FH, fixed(RES)),
     op(N::OffloadCancel, h::offload_cancel, V42 | NEEDS_FH | MODIFIES | QUICK, fixed(RES)),
     op(N::OffloadStatus, h::offload_status, V42 | NEEDS_FH | QUICK, fixed(RES + 8 + 4 + 4)),
     no(N::ReadPlus, V42 | NEEDS_FH | BULK, Size::Of(read_size)),
@@ -410,9 +417,16 @@ handlers! {
     exchange_id: ExchangeId(a),
     free_stateid: FreeStateId(a),
     get_dir_delegation: GetDirDelegation(a),
+    getdeviceinfo: GetDeviceInfo(a),
+    getdevicelist: GetDeviceList(a),
     getattr: GetAttr(a),
     getfh: GetFh,
     getxattr: GetXattr(a),
+    layoutcommit: LayoutCommit(a),
+    layouterror: LayoutError(a),
+    layoutget: LayoutGet(a),
+    layoutreturn: LayoutReturn(a),
+    layoutstats: LayoutStats(a),
     link: Link(a),
     listxattrs: ListXattrs(a),
     lock: Lock(a),
