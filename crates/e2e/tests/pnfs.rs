@@ -432,3 +432,151 @@ async fn a_recall_left_unanswered_fences_the_holder() {
     })
     .await;
 }
+
+/// A link to a data server that the test can cut and restore: a TCP
+/// forwarder on a fixed address.
+struct Link {
+    addr: std::net::SocketAddr,
+    to: std::net::SocketAddr,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Link {
+    async fn up(addr: std::net::SocketAddr, to: std::net::SocketAddr) -> Link {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let mut conns = tokio::task::JoinSet::new();
+            loop {
+                let Ok((mut a, _)) = listener.accept().await else {
+                    return;
+                };
+                conns.spawn(async move {
+                    if let Ok(mut b) = tokio::net::TcpStream::connect(to).await {
+                        let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
+                    }
+                });
+            }
+        });
+        Link {
+            addr,
+            to,
+            task: Some(task),
+        }
+    }
+
+    /// Every connection through it drops, and nothing connects.
+    async fn cut(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
+    async fn restore(&mut self) {
+        let l = Link::up(self.addr, self.to).await;
+        *self = l;
+    }
+}
+
+/// With two mirrors, a data server that cannot be reached is read around
+/// (the other mirror answers) and written around; once it is back, the
+/// files it missed are copied to it, so both mirrors hold the same bytes.
+#[tokio::test]
+async fn a_data_server_down_is_read_around_and_brought_up_to_date() {
+    within(async {
+        let lease = Duration::from_secs(30);
+        let mut ds = Vec::new();
+        let mut links = Vec::new();
+        let mut keep = Vec::new();
+        for _ in 0..2 {
+            let (d, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let r = server::run::start(config(s.path(), ExportConfig::open("/", d.path()), lease))
+                .await
+                .unwrap();
+            links.push(Link::up("127.0.0.1:0".parse().unwrap(), r.addr).await);
+            ds.push((r, d));
+            keep.push(s);
+        }
+        let (m, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut e = ExportConfig::open("/", m.path());
+        e.pnfs = Some(PnfsConfig {
+            servers: links
+                .iter()
+                .map(|l| DataServerAddr {
+                    addr: l.addr,
+                    path: "/".into(),
+                })
+                .collect(),
+            stripe_unit: UNIT,
+            mirrors: 2,
+        });
+        let mds = server::run::start(config(s.path(), e, lease))
+            .await
+            .unwrap();
+        let c = Client::connect(mds.addr, options()).await.unwrap();
+        let root = c.root_fh().await.unwrap();
+        let o = c.open(&root, "m", OpenOpts::create(0o644)).await.unwrap();
+        let first: Vec<u8> = (0..3 * UNIT).map(|i| (i % 251) as u8).collect();
+        c.write(
+            &o.fh,
+            o.stateid,
+            0,
+            Bytes::from(first.clone()),
+            StableHow4::FileSync4,
+        )
+        .await
+        .unwrap();
+        for (_, dir) in &ds {
+            assert!(
+                data_file(dir.path()) == first,
+                "both mirrors hold every stripe"
+            );
+        }
+        // One data server cannot be reached.
+        links[1].cut().await;
+        let (data, _) = c
+            .read(&o.fh, o.stateid, 0, first.len() as u32)
+            .await
+            .unwrap();
+        assert!(data[..] == first[..], "read from the other mirror");
+        let second = b("written while a mirror was down");
+        c.write(
+            &o.fh,
+            o.stateid,
+            UNIT + 7,
+            second.clone(),
+            StableHow4::FileSync4,
+        )
+        .await
+        .unwrap();
+        let mut want = first.clone();
+        want[(UNIT + 7) as usize..(UNIT + 7) as usize + second.len()].copy_from_slice(&second);
+        let (data, _) = c
+            .read(&o.fh, o.stateid, 0, want.len() as u32)
+            .await
+            .unwrap();
+        assert!(data[..] == want[..]);
+        assert!(
+            data_file(ds[1].1.path()) == first,
+            "the unreachable server missed it"
+        );
+        // It is recorded durably as behind.
+        let behind = std::fs::read_dir(s.path().join("pnfs")).unwrap().count();
+        assert_eq!(behind, 1, "a marker for the server left behind");
+        // Back: brought up to date, and the marker goes.
+        links[1].restore().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while data_file(ds[1].1.path()) != want
+            || std::fs::read_dir(s.path().join("pnfs")).unwrap().count() != 0
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never brought up to date"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        drop((mds, m, keep));
+    })
+    .await;
+}

@@ -121,7 +121,11 @@ pub struct ServerConfig {
 /// Opens the backend of export `e` (its directory created if missing),
 /// with id `id`, and its write log, replayed before anyone is served: a
 /// log that cannot be is an error, never ignored.
-pub(crate) async fn open_export(e: &ExportConfig, id: u16) -> std::io::Result<Export> {
+pub(crate) async fn open_export(
+    e: &ExportConfig,
+    id: u16,
+    state_dir: &std::path::Path,
+) -> std::io::Result<Export> {
     vfs::durable::create_dir_all(&e.dir)?;
     let fs = vfs::local::LocalFs::new(&e.dir)?;
     fs.set_async(e.metadata_async);
@@ -143,6 +147,7 @@ pub(crate) async fn open_export(e: &ExportConfig, id: u16) -> std::io::Result<Ex
                 p,
                 tokio::runtime::Handle::current(),
             ));
+            pnfs.open_degraded(&state_dir.join("pnfs")).await?;
             tokio::spawn(pnfs.clone().probe_loop());
             vfs = Arc::new(crate::pnfs::vfs::DataVfs::new(vfs, pnfs.clone()));
             Some(pnfs)

@@ -128,7 +128,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     let ids = export_ids(&cfg.exports)?;
     let mut exports = Vec::new();
     for (e, id) in cfg.exports.iter().zip(ids) {
-        exports.push(open_export(e, id).await?);
+        exports.push(open_export(e, id, &cfg.state_dir).await?);
     }
     // NLM hosts recorded before a restart reclaim in the grace period too.
     let (nsm, nsm_previous) = crate::v3::nsm::Nsm::open(&cfg.state_dir)?;

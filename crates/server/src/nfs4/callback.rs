@@ -355,21 +355,32 @@ pub fn recall_layout(srv: &Arc<Server>, r: state::layouts::LayoutRecall) {
         changed: true,
         recall,
     });
+    let bulk = !matches!(r.scope, RecallScope::File(..));
+    let lease = srv.cfg.lease;
     let srv = Arc::downgrade(srv);
     tokio::spawn(async move {
         let mut tries = 1;
+        let started = std::time::Instant::now();
         let answer = loop {
             match cb_compound(&r.session, vec![op.clone()]).await {
                 Err(CbError::Timeout) if tries < RECALL_TRIES => tries += 1,
+                // A recall of a file system or of everything is answered
+                // NFS4ERR_DELAY while the client is still giving the
+                // layouts up, and NOMATCHING_LAYOUT once it has (it sends
+                // no LAYOUTRETURN for them): asked again until then, for
+                // up to a lease.
+                Ok(res)
+                    if bulk
+                        && layout_recall_status(&res) == NfsStat4::Nfs4errDelay
+                        && started.elapsed() < lease =>
+                {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
                 other => break other,
             }
         };
         let status = match &answer {
-            Ok(res) => match res.resarray.get(1) {
-                Some(NfsCbResOp4::CbLayoutRecall(Res4::Err(e))) => *e,
-                Some(NfsCbResOp4::CbLayoutRecall(Res4::Ok(()))) => NfsStat4::Nfs4Ok,
-                _ => res.status,
-            },
+            Ok(res) => layout_recall_status(res),
             Err(CbError::Timeout) => {
                 debug!(session = ?r.session.id, "CB_LAYOUTRECALL unanswered");
                 return;
@@ -397,6 +408,15 @@ pub fn recall_layout(srv: &Arc<Server>, r: state::layouts::LayoutRecall) {
             }
         }
     });
+}
+
+/// What the client answered a CB_LAYOUTRECALL with.
+fn layout_recall_status(res: &CbCompound4Res) -> NfsStat4 {
+    match res.resarray.get(1) {
+        Some(NfsCbResOp4::CbLayoutRecall(Res4::Err(e))) => *e,
+        Some(NfsCbResOp4::CbLayoutRecall(Res4::Ok(()))) => NfsStat4::Nfs4Ok,
+        _ => res.status,
+    }
 }
 
 /// Sends CB_RECALL_ANY for flexible-file layouts (RFC 8435 §13.1): the

@@ -136,7 +136,7 @@ pub async fn apply(
     let mut toggles = Vec::new();
     for p in plans {
         list.push(Arc::new(match p {
-            Plan::Open { cfg, id } => open_export(cfg, id)
+            Plan::Open { cfg, id } => open_export(cfg, id, &old.state_dir)
                 .await
                 .map_err(|e| format!("export {} (id {id}): {e}", cfg.path))?,
             Plan::Keep { was, cfg, id } => {

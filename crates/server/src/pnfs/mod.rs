@@ -15,6 +15,7 @@
 pub mod datafiles;
 pub mod dataserver;
 pub mod fence;
+pub mod resync;
 pub mod vfs;
 
 use std::collections::{HashMap, HashSet};
@@ -111,6 +112,14 @@ pub struct Pnfs {
     /// Per data server, the files written while it was down (its copy of
     /// them is behind), and whether more were than could be kept.
     stale: Mutex<HashMap<usize, (HashSet<Bytes>, bool)>>,
+    /// Where a data server's falling behind is recorded durably
+    /// (`STATE_DIR/pnfs`), so that a restart does not forget it.
+    degraded_dir: Mutex<Option<std::path::PathBuf>>,
+    /// Data servers to bring up to date by going over every file (their
+    /// marker was found at start, or their stale list overflowed).
+    full_resync: Mutex<HashSet<usize>>,
+    /// A resync is running (one at a time).
+    resyncing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Pnfs {
@@ -164,7 +173,93 @@ impl Pnfs {
             files: Cache::new("data files", FILE_CACHE, Duration::from_secs(3600)),
             roots: Mutex::new(vec![None; cfg.servers.len()]),
             stale: Mutex::new(HashMap::new()),
+            degraded_dir: Mutex::new(None),
+            full_resync: Mutex::new(HashSet::new()),
+            resyncing: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The marker file saying data server `i` is behind.
+    fn marker(&self, dir: &std::path::Path, i: usize) -> std::path::PathBuf {
+        let addr: String = self.servers[i]
+            .addr
+            .to_string()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        dir.join(format!("behind-{}-{}-{addr}", self.export, i))
+    }
+
+    /// Uses `dir` for the markers of data servers that fell behind; a
+    /// marker left by an earlier run means that server is brought up to
+    /// date by going over every file once it answers.
+    pub async fn open_degraded(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        let d = dir.to_path_buf();
+        let markers: Vec<std::path::PathBuf> = (0..self.servers.len())
+            .map(|i| self.marker(dir, i))
+            .collect();
+        let found = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<usize>> {
+            ::vfs::durable::create_dir_all(&d)?;
+            Ok(markers
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.exists())
+                .map(|(i, _)| i)
+                .collect())
+        })
+        .await
+        .map_err(std::io::Error::other)??;
+        for i in &found {
+            tracing::warn!(
+                data_server = %self.servers[*i].addr,
+                "data server was behind when the server stopped: every file will be brought up to date on it once it answers"
+            );
+        }
+        self.full_resync
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(found);
+        *self.degraded_dir.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir.to_path_buf());
+        Ok(())
+    }
+
+    /// Records durably that data server `i` is behind (before the write
+    /// that left it behind is answered).
+    async fn mark_behind(&self, i: usize) {
+        let Some(dir) = self
+            .degraded_dir
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        else {
+            return;
+        };
+        let m = self.marker(&dir, i);
+        let r = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            if m.exists() {
+                return Ok(());
+            }
+            let f = std::fs::File::create(&m)?;
+            f.sync_all()?;
+            ::vfs::durable::sync_dir(&dir)
+        })
+        .await;
+        if !matches!(r, Ok(Ok(()))) {
+            tracing::warn!(data_server = %self.servers[i].addr, "could not record that the data server is behind: {r:?}");
+        }
+    }
+
+    async fn clear_behind(&self, i: usize) {
+        let Some(dir) = self
+            .degraded_dir
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        else {
+            return;
+        };
+        let m = self.marker(&dir, i);
+        let _ = tokio::task::spawn_blocking(move || std::fs::remove_file(m)).await;
     }
 
     /// Runs `fut` on the runtime and waits for it: the blocking side's
@@ -197,6 +292,10 @@ impl Pnfs {
                 gen: AtomicU32::new(u32::MAX),
             })
         })
+    }
+
+    pub(super) async fn root_of(&self, i: usize) -> Result<NfsFh3, DsError> {
+        self.root(i).await
     }
 
     async fn root(&self, i: usize) -> Result<NfsFh3, DsError> {
@@ -270,14 +369,22 @@ impl Pnfs {
         Ok(Some(fh))
     }
 
-    /// Notes that data server `i` missed a change of the file `h`.
-    pub fn note_stale(&self, i: usize, h: &[u8]) {
-        let mut s = self.stale.lock().unwrap_or_else(|p| p.into_inner());
-        let (set, overflow) = s.entry(i).or_default();
-        if set.len() < MAX_STALE {
-            set.insert(Bytes::copy_from_slice(h));
-        } else {
-            *overflow = true;
+    /// Notes that data server `i` missed a change of the file `h`: kept
+    /// for [`Pnfs::resync`], and recorded durably the first time.
+    pub async fn note_stale(&self, i: usize, h: &[u8]) {
+        let first = {
+            let mut s = self.stale.lock().unwrap_or_else(|p| p.into_inner());
+            let first = !s.contains_key(&i);
+            let (set, overflow) = s.entry(i).or_default();
+            if set.len() < MAX_STALE {
+                set.insert(Bytes::copy_from_slice(h));
+            } else {
+                *overflow = true;
+            }
+            first
+        };
+        if first {
+            self.mark_behind(i).await;
         }
     }
 
@@ -309,7 +416,7 @@ impl Pnfs {
             match r {
                 Ok(()) => ok += 1,
                 Err(DsError::Down(why)) => {
-                    self.note_stale(i, h);
+                    self.note_stale(i, h).await;
                     down = Some(DsError::Down(why));
                 }
                 Err(e) => return Err(e),
@@ -343,8 +450,15 @@ impl Pnfs {
                 Ok(root) => datafiles::remove(&self.servers[i], &root, &name).await,
                 Err(e) => Err(e),
             };
-            if let Err(e) = r {
-                tracing::warn!(data_server = %self.servers[i].addr, file = %name, "data file not removed: {e}");
+            match r {
+                Err(DsError::Down(why)) => {
+                    tracing::warn!(data_server = %self.servers[i].addr, file = %name, "data file not removed, the server is down ({why}): removed when it is back");
+                    self.note_stale(i, h).await;
+                }
+                Err(e) => {
+                    tracing::warn!(data_server = %self.servers[i].addr, file = %name, "data file not removed: {e}")
+                }
+                Ok(()) => {}
             }
         }
     }
@@ -427,7 +541,13 @@ impl Pnfs {
         Ok(out)
     }
 
-    async fn read_from(&self, h: &[u8], i: usize, at: u64, n: u32) -> Result<Vec<u8>, DsError> {
+    pub(super) async fn read_from(
+        &self,
+        h: &[u8],
+        i: usize,
+        at: u64,
+        n: u32,
+    ) -> Result<Vec<u8>, DsError> {
         match self.fh_on(h, i, false).await? {
             Some(fh) => datafiles::read(&self.servers[i], &fh, at, n).await,
             // No data file: nothing was ever written there.
@@ -470,7 +590,7 @@ impl Pnfs {
                         }
                     }
                     Err(DsError::Down(why)) => {
-                        self.note_stale(i, h);
+                        self.note_stale(i, h).await;
                         last = DsError::Down(why);
                     }
                     Err(e) => return Err(e),
@@ -500,9 +620,13 @@ impl Pnfs {
             if Arc::strong_count(&self) == 1 {
                 return;
             }
-            for ds in &self.servers {
+            for (i, ds) in self.servers.iter().enumerate() {
                 if !ds.is_up() {
                     ds.probe().await;
+                }
+                if ds.is_up() && self.behind(i) {
+                    let p = self.clone();
+                    tokio::spawn(async move { p.resync(i).await });
                 }
             }
         }

@@ -47,12 +47,15 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
     cx.srv
         .state()
         .note_client(x.clientid, cx.conn.peer(), cx.minorversion);
-    let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
     // RFC 8881 §13.1: a metadata server says so (an export with data
-    // servers hands out layouts).
-    if cx.exports.iter().any(|e| e.pnfs.is_some()) {
-        flags |= EXCHGID4_FLAG_USE_PNFS_MDS;
-    }
+    // servers hands out layouts), and then only that: it serves I/O
+    // itself too, and Linux refuses a reply with both bits
+    // (nfs4_check_cl_exchange_flags).
+    let mut flags = if cx.exports.iter().any(|e| e.pnfs.is_some()) {
+        EXCHGID4_FLAG_USE_PNFS_MDS
+    } else {
+        EXCHGID4_FLAG_USE_NON_PNFS
+    };
     if x.confirmed {
         flags |= EXCHGID4_FLAG_CONFIRMED_R;
     }

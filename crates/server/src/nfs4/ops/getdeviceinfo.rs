@@ -1,6 +1,9 @@
 //! GETDEVICEINFO (RFC 8881 §18.40): where a data server of a
 //! flexible-file layout is and how to reach it (RFC 8435 §4.1,
-//! `ff_device_addr4`). No device notifications are offered.
+//! `ff_device_addr4`). The change and deletion notifications asked for
+//! are granted (RFC 8881 §20.12): a device id never changes meaning (the
+//! data servers' generation is in it; new ones come with new layouts),
+//! so none is ever due, and a client that holds them caches the device.
 
 use proto::nfs4::*;
 
@@ -30,6 +33,19 @@ pub async fn run(cx: &mut Compound, args: GetDeviceInfo4Args) -> GetDeviceInfo4R
     }
     GetDeviceInfo4Res::Ok(GetDeviceInfo4ResOk {
         device_addr: addr,
-        notification: Bitmap4::default(),
+        notification: granted(&args.notify_types),
     })
+}
+
+/// The notifications of `asked` a device can have: NOTIFY_DEVICEID4_CHANGE
+/// and NOTIFY_DEVICEID4_DELETE (RFC 8881 §20.12.1).
+fn granted(asked: &Bitmap4) -> Bitmap4 {
+    let ok: Vec<u32> = [
+        NotifyDeviceIdType4::Change as u32,
+        NotifyDeviceIdType4::Delete as u32,
+    ]
+    .into_iter()
+    .filter(|n| asked.contains(*n))
+    .collect();
+    Bitmap4::from_attrs(&ok)
 }

@@ -67,7 +67,7 @@ async fn layoutget(cx: &mut Compound, args: &LayoutGet4Args) -> Result<LayoutGet
             .servers_of(pnfs.base(&h), pnfs.geometry.stripe(args.offset))
         {
             if !servers.contains(&i) {
-                pnfs.note_stale(i, &h);
+                pnfs.note_stale(i, &h).await;
             }
         }
     }
