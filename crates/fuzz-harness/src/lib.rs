@@ -20,5 +20,6 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("rpc_record", record::rpc_record),
     ("compound_decode", decode::compound_decode),
     ("compound_run", run::compound_run),
+    ("pnfs_run", run::pnfs_run),
     ("nfs3_run", nfs3_run::nfs3_run),
 ];

@@ -16,6 +16,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "rpc_record" => rpc_record(),
         "compound_decode" => compound_decode(),
         "compound_run" => compound_run(),
+        "pnfs_run" => pnfs_run(),
         "nfs3_run" => nfs3_run(),
         _ => Vec::new(),
     }
@@ -700,4 +701,67 @@ fn nfs3_run() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-portmap", pmap),
         ("seed-raw", raw),
     ]
+}
+
+// ---------------------------------------------------------------------------
+// pnfs_run: the same programs, against a pNFS metadata server
+// ---------------------------------------------------------------------------
+
+fn pnfs_run() -> Vec<(&'static str, Vec<u8>)> {
+    let putroot: &[u8] = &[op::PUTROOTFH];
+    let getfh: &[u8] = &[op::GETFH];
+    // LAYOUTGET: flex files, RW, no signal, offset 0, length all,
+    // minlength 0, the current stateid, maxcount 4096.
+    let layoutget_rw: &[u8] = &[op::LAYOUTGET, 0, 0, 0, 0, 0, 0, SID_CURRENT, 0];
+    let layoutget_read: &[u8] = &[op::LAYOUTGET, 0, 1, 0, 4, 0, 0, SID_CURRENT, 0];
+    // GETDEVICEINFO of data server 0 of this generation; then 1.
+    let devinfo0: &[u8] = &[op::GETDEVICEINFO, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let devinfo1: &[u8] = &[op::GETDEVICEINFO, 0, 0, 1, 0, 0, 0, 0, 0, 6];
+    // LAYOUTCOMMIT of everything, last byte 4095, no time, empty body.
+    let commit: &[u8] = &[op::LAYOUTCOMMIT, 0, 0, 0, 0, 1, SID_CURRENT, 2, 0, 1];
+    // LAYOUTRETURN of the file, whole, with an ff_layoutreturn4 body
+    // reporting an error on data server 0.
+    let ret_file: &[u8] = &[op::LAYOUTRETURN, 0, 2, 1, 2, 0, 0, SID_CURRENT, 1, 0, 0];
+    let ret_all: &[u8] = &[op::LAYOUTRETURN, 0, 2, 1, 1];
+    let list: &[u8] = &[op::GETDEVICELIST, 0, 0, 0, 1, 0, 0];
+    let stats_bad: &[u8] = &[op::LAYOUTSTATS, 0, 0, 0, 0, SID_CURRENT, 2, 3, 3, 1, 2, 3];
+    let layouts = Prog::default()
+        .compound(
+            0,
+            0,
+            &[
+                putroot,
+                &open_create(A),
+                getfh,
+                &write(SID_CURRENT, 0, 4),
+                layoutget_rw,
+                devinfo0,
+                devinfo1,
+                commit,
+            ],
+        )
+        .compound(
+            0,
+            0,
+            &[&[op::PUTFH, 0], layoutget_read, list, stats_bad, ret_file],
+        )
+        .compound(0, 0, &[&[op::PUTFH, 0], layoutget_rw, ret_all]);
+    // A second client writes through the metadata server: the first's
+    // layout is recalled; the callback is answered, then the lease runs
+    // out and the reaper fences it.
+    let recall = Prog::default()
+        .compound(0, 0, &[putroot, &open_create(A), getfh, layoutget_rw])
+        .bytes(&[step::NEW_CLIENT, 0])
+        .compound(
+            1,
+            0,
+            &[&[op::PUTFH, 0], &open_create(B), &write(SID_CURRENT, 0, 4)],
+        )
+        .bytes(&[step::CALLBACKS, 0])
+        .bytes(&[step::ADVANCE, 3, step::REAP, 0, step::CALLBACKS, 0]);
+    // And every compound_run program, its file I/O now through the data
+    // server.
+    let mut v = vec![("seed-layouts", layouts.0), ("seed-recall", recall.0)];
+    v.extend(compound_run());
+    v
 }

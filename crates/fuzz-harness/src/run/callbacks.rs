@@ -34,7 +34,7 @@ impl World {
                     if proc_ == 1 {
                         let args = CbCompound4Args::unpack(&mut d)
                             .expect("the server's CB_COMPOUND decodes");
-                        cb_reply(&args, how & 0x80 != 0).pack(&mut e);
+                        cb_reply(&args, how & 0x80 != 0, how & 0x40 != 0).pack(&mut e);
                     }
                 }
                 2 => accepted(&mut e, rpc::AcceptStat::ProgUnavail),
@@ -65,7 +65,7 @@ fn accepted(e: &mut Encoder, stat: rpc::AcceptStat) {
 
 /// A client's answer to a CB_COMPOUND: CB_SEQUENCE accepted (or
 /// refused), then success for CB_NOTIFY_LOCK.
-fn cb_reply(args: &CbCompound4Args, refuse: bool) -> CbCompound4Res {
+fn cb_reply(args: &CbCompound4Args, refuse: bool, nomatch: bool) -> CbCompound4Res {
     let mut resarray = Vec::new();
     for op in &args.argarray {
         resarray.push(match op {
@@ -80,6 +80,13 @@ fn cb_reply(args: &CbCompound4Args, refuse: bool) -> CbCompound4Res {
                 target_highest_slotid: s.highest_slotid,
             })),
             NfsCbArgOp4::CbNotifyLock(_) => NfsCbResOp4::CbNotifyLock(Res4::Ok(())),
+            NfsCbArgOp4::CbRecallAny(_) => NfsCbResOp4::CbRecallAny(Res4::Ok(())),
+            // A layout recall: taken (the layout comes back by
+            // LAYOUTRETURN, or not), or nothing held.
+            NfsCbArgOp4::CbLayoutRecall(_) if !nomatch => NfsCbResOp4::CbLayoutRecall(Res4::Ok(())),
+            NfsCbArgOp4::CbLayoutRecall(_) => {
+                NfsCbResOp4::CbLayoutRecall(Res4::Err(NfsStat4::Nfs4errNomatchingLayout))
+            }
             _ => break,
         });
         if refuse {

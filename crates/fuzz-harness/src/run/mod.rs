@@ -34,4 +34,4 @@ mod world;
 
 pub use program::{op, step, Input, MAX_OPS, MAX_STEPS};
 pub(crate) use world::fs_clock;
-pub use world::{compound_run, FS_LIMITS, LEASE};
+pub use world::{compound_run, pnfs_run, FS_LIMITS, LEASE};

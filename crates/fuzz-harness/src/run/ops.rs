@@ -40,7 +40,8 @@ impl World {
     /// One operation to follow SEQUENCE.
     pub(super) fn op(&mut self, inp: &mut Input<'_>) -> NfsArgOp4 {
         use NfsArgOp4 as A;
-        match inp.u8() % OPS {
+        let code = inp.u8() % OPS;
+        match code {
             op::PUTROOTFH => A::PutRootFh,
             op::PUTFH => A::PutFh(PutFh4Args {
                 object: self.fh(inp),
@@ -252,6 +253,7 @@ impl World {
             op::SESSIONLESS => self.sessionless(inp),
             op::SEQUENCE => A::Sequence(self.sequence(inp)),
             op::PUTPUBFH => A::PutPubFh,
+            op::LAYOUTGET..=op::LAYOUTSTATS => self.pnfs_op(inp, code - op::LAYOUTGET),
             _ => match inp.u8() % 8 {
                 0 => A::Illegal,
                 1 => A::Unknown(inp.pick(&[0, 1, 2, 77, 10044, u32::MAX])),
@@ -278,6 +280,140 @@ impl World {
                     hints: Bitmap4(vec![inp.u32()]),
                 }),
             },
+        }
+    }
+
+    /// A pNFS operation: flexible-file layouts mostly, with bodies well
+    /// formed, truncated or garbage, stateids remembered or forged.
+    /// `kind`: LAYOUTGET, LAYOUTRETURN, LAYOUTCOMMIT, GETDEVICEINFO,
+    /// GETDEVICELIST, LAYOUTERROR, LAYOUTSTATS in that order.
+    fn pnfs_op(&mut self, inp: &mut Input<'_>, kind: u8) -> NfsArgOp4 {
+        use NfsArgOp4 as A;
+        let layout_type = inp.pick(&[
+            LAYOUT4_FLEX_FILES,
+            LAYOUT4_FLEX_FILES,
+            LAYOUT4_NFSV4_1_FILES,
+            0,
+        ]);
+        let iomode = inp.pick(&[LayoutIoMode4::Rw, LayoutIoMode4::Read, LayoutIoMode4::Any]);
+        let gen = self.pnfs.as_ref().map_or(0, |p| p.generation);
+        let body = |inp: &mut Input<'_>| -> Bytes {
+            match inp.u8() % 4 {
+                0 => Bytes::new(),
+                1 => FfLayoutReturn4 {
+                    ioerr_report: vec![FfIoErr4 {
+                        offset: 0,
+                        length: u64::MAX,
+                        stateid: StateId4::ANONYMOUS,
+                        errors: vec![DeviceError4 {
+                            deviceid: device_id(inp, gen),
+                            status: NfsStat4::Nfs4errNxio,
+                            opnum: OpNum4::Read,
+                        }],
+                    }],
+                    iostats_report: Vec::new(),
+                }
+                .to_body(),
+                2 => FfLayoutReturn4::default().to_body(),
+                _ => {
+                    let n = usize::from(inp.u8() % 40);
+                    Bytes::copy_from_slice(inp.bytes(n))
+                }
+            }
+        };
+        match kind {
+            0 => A::LayoutGet(LayoutGet4Args {
+                signal_layout_avail: inp.u8() & 1 != 0,
+                layout_type,
+                iomode,
+                offset: offset(inp),
+                length: length(inp),
+                minlength: inp.pick(&[0, 1, 4096, u64::MAX]),
+                stateid: self.sid(inp),
+                maxcount: inp.pick(&[4096, 0, 100, u32::MAX]),
+            }),
+            1 => A::LayoutReturn(LayoutReturn4Args {
+                reclaim: inp.u8().is_multiple_of(8),
+                layout_type,
+                iomode,
+                layoutreturn: match inp.u8() % 4 {
+                    0 => LayoutReturn4::Fsid,
+                    1 => LayoutReturn4::All,
+                    _ => LayoutReturn4::File(LayoutReturnFile4 {
+                        offset: offset(inp),
+                        length: length(inp),
+                        stateid: self.sid(inp),
+                        body: body(inp),
+                    }),
+                },
+            }),
+            2 => A::LayoutCommit(LayoutCommit4Args {
+                offset: offset(inp),
+                length: length(inp),
+                reclaim: inp.u8().is_multiple_of(8),
+                stateid: self.sid(inp),
+                last_write_offset: inp.pick(&[None, Some(0), Some(4095), Some(u64::MAX - 1)]),
+                time_modify: inp.pick(&[
+                    None,
+                    Some(NfsTime4 {
+                        seconds: 1,
+                        nseconds: 0,
+                    }),
+                    Some(NfsTime4 {
+                        seconds: -1,
+                        nseconds: 2_000_000_000,
+                    }),
+                ]),
+                layoutupdate: LayoutUpdate4 {
+                    layout_type,
+                    body: if inp.u8().is_multiple_of(4) {
+                        body(inp)
+                    } else {
+                        Bytes::new()
+                    },
+                },
+            }),
+            3 => A::GetDeviceInfo(GetDeviceInfo4Args {
+                device_id: device_id(inp, gen),
+                layout_type,
+                maxcount: inp.pick(&[4096, 0, 8, u32::MAX]),
+                notify_types: Bitmap4(vec![inp.u32()]),
+            }),
+            4 => A::GetDeviceList(GetDeviceList4Args {
+                layout_type,
+                maxdevices: inp.pick(&[0, 1, 3, u32::MAX]),
+                cookie: inp.pick(&[0, 1, 2, u64::MAX]),
+                cookieverf: [inp.u8(); 8],
+            }),
+            5 => A::LayoutError(LayoutError4Args {
+                offset: offset(inp),
+                length: length(inp),
+                stateid: self.sid(inp),
+                errors: vec![DeviceError4 {
+                    deviceid: device_id(inp, gen),
+                    status: inp.pick(&[
+                        NfsStat4::Nfs4errNxio,
+                        NfsStat4::Nfs4errIo,
+                        NfsStat4::Nfs4errAccess,
+                    ]),
+                    opnum: OpNum4::Write,
+                }],
+            }),
+            _ => A::LayoutStats(LayoutStats4Args {
+                offset: offset(inp),
+                length: length(inp),
+                stateid: self.sid(inp),
+                read: IoInfo4::default(),
+                write: IoInfo4 {
+                    count: 1,
+                    bytes: 4096,
+                },
+                deviceid: device_id(inp, gen),
+                layoutupdate: LayoutUpdate4 {
+                    layout_type,
+                    body: body(inp),
+                },
+            }),
         }
     }
 
@@ -394,4 +530,25 @@ impl World {
             owner: Bytes::from_static(names[usize::from(v & 3)]),
         }
     }
+}
+
+/// A device id: one of the server's (export 0, data server 0, 1 or 2,
+/// of its generation), one of another generation, or junk.
+fn device_id(inp: &mut Input<'_>, generation: u64) -> DeviceId4 {
+    let mut d = [0u8; 16];
+    match inp.u8() % 3 {
+        0 => {
+            d[0] = b'F';
+            d[1] = b'F';
+            d[7] = inp.u8() % 3;
+            d[8..].copy_from_slice(&generation.to_be_bytes());
+        }
+        1 => {
+            d[0] = b'F';
+            d[1] = b'F';
+            d[8] = inp.u8();
+        }
+        _ => d = [inp.u8(); 16],
+    }
+    d
 }

@@ -74,8 +74,16 @@ pub mod op {
     pub const SEQUENCE: u8 = 42;
     pub const PUTPUBFH: u8 = 43;
     pub const UNSUPPORTED: u8 = 44;
+    /// pNFS (RFC 8881 §18.40-§18.44, RFC 7862 §15.6-§15.7).
+    pub const LAYOUTGET: u8 = 45;
+    pub const LAYOUTRETURN: u8 = 46;
+    pub const LAYOUTCOMMIT: u8 = 47;
+    pub const GETDEVICEINFO: u8 = 48;
+    pub const GETDEVICELIST: u8 = 49;
+    pub const LAYOUTERROR: u8 = 50;
+    pub const LAYOUTSTATS: u8 = 51;
 }
-pub(super) const OPS: u8 = 45;
+pub(super) const OPS: u8 = 52;
 
 /// The input, read as small numbers (big-endian); zeros once it runs out.
 pub struct Input<'a> {

@@ -32,8 +32,24 @@ pub const FS_LIMITS: Limits = Limits {
 
 /// Entry point of the `compound_run` target.
 pub fn compound_run(data: &[u8]) {
+    run_program(data, false)
+}
+
+/// Entry point of the `pnfs_run` target: the same programs against a
+/// server whose export is a pNFS metadata server (flexible-file layouts,
+/// two mirrors) over a Ferrite data server on loopback.
+pub fn pnfs_run(data: &[u8]) {
+    run_program(data, true)
+}
+
+fn run_program(data: &[u8], pnfs: bool) {
+    // One input at a time in a process (tests replay from several
+    // threads): the runtime, its task count and the data server's
+    // directory are shared.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = runtime();
-    let mut w = rt.block_on(World::new());
+    let mut w = rt.block_on(World::new(pnfs));
     let mut inp = Input::new(data);
     for _ in 0..MAX_STEPS {
         if inp.is_empty() {
@@ -44,6 +60,9 @@ pub fn compound_run(data: &[u8]) {
     // Close the connection: callbacks waiting for an answer fail, and
     // every task the server spawned must then end.
     w.h.conn.close();
+    if let Some(p) = &w.pnfs {
+        rt.block_on(p.disconnect());
+    }
     rt.block_on(async {
         for _ in 0..10_000 {
             if rt.metrics().num_alive_tasks() == 0 {
@@ -86,6 +105,8 @@ pub(super) struct SessionRec {
 /// The server under test and what earlier results returned.
 pub(super) struct World {
     pub(super) h: InProcess,
+    /// The export's pNFS side (the `pnfs_run` target).
+    pub(super) pnfs: Option<Arc<server::pnfs::Pnfs>>,
     pub(super) sessions: Vec<SessionRec>,
     /// Client ids from EXCHANGE_ID, with the sequence id CREATE_SESSION
     /// takes next.
@@ -114,9 +135,41 @@ pub(crate) fn fs_clock() -> vfs::mem::Clock {
 }
 
 impl World {
-    async fn new() -> World {
-        let fs = Arc::new(MemFs::new(FS_LIMITS, fs_clock()));
-        let h = InProcess::new(fs, LEASE);
+    async fn new(with_pnfs: bool) -> World {
+        let fs: Arc<dyn vfs::Vfs> = Arc::new(MemFs::new(FS_LIMITS, fs_clock()));
+        let (h, pnfs) = if with_pnfs {
+            let (ds, dir) = data_server();
+            // Each input starts with no data file left by the one before.
+            if let Ok(rd) = std::fs::read_dir(&dir) {
+                for e in rd.flatten() {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+            let cfg = server::pnfs::PnfsConfig {
+                servers: vec![ds.clone(), ds],
+                stripe_unit: 64 << 10,
+                mirrors: 1,
+            };
+            let p = Arc::new(server::pnfs::Pnfs::new(
+                0,
+                fs.clone(),
+                &cfg,
+                tokio::runtime::Handle::current(),
+            ));
+            let export = server::exports::export::Export {
+                id: 0,
+                path: "/".into(),
+                vfs: Arc::new(server::pnfs::vfs::DataVfs::new(fs, p.clone())),
+                fsid: (0x4645_5252, 1),
+                rules: server::exports::export::ExportRules::open(),
+                log: None,
+                delegations: false,
+                pnfs: Some(p.clone()),
+            };
+            (InProcess::with_exports(vec![export], LEASE), Some(p))
+        } else {
+            (InProcess::new(fs, LEASE), None)
+        };
         let s = h.client("fuzz").await;
         let mut slots = vec![0; 8];
         slots[0] = s.seqids().first().copied().unwrap_or(0);
@@ -133,6 +186,7 @@ impl World {
             creating: None,
             seen: 0,
             h,
+            pnfs,
         }
     }
 
@@ -302,6 +356,8 @@ impl World {
                 NfsResOp4::Lock(Lock4Res::Ok(ok)) => self.add_sid(ok.lock_stateid),
                 NfsResOp4::LockU(Res4::Ok(s)) | NfsResOp4::Close(Res4::Ok(s)) => self.add_sid(*s),
                 NfsResOp4::OpenDowngrade(Res4::Ok(ok)) => self.add_sid(ok.open_stateid),
+                NfsResOp4::LayoutGet(LayoutGet4Res::Ok(ok)) => self.add_sid(ok.stateid),
+                NfsResOp4::LayoutReturn(Res4::Ok(Some(s))) => self.add_sid(*s),
                 NfsResOp4::ExchangeId(Res4::Ok(ok)) => {
                     let rec = (ok.clientid, ok.sequenceid);
                     match self.clients.iter().position(|c| c.0 == ok.clientid) {
@@ -362,4 +418,48 @@ fn remember<T>(list: &mut Vec<T>, v: T, seen: usize) {
     } else {
         list[seen % REMEMBERED] = v;
     }
+}
+
+/// The `pnfs_run` target's data server: a Ferrite serving a directory of
+/// its own on loopback, started once per process on a thread of its own
+/// (never stopped); its address as a data server, and its directory.
+fn data_server() -> (server::pnfs::dataserver::DataServerAddr, std::path::PathBuf) {
+    static DS: OnceLock<(std::net::SocketAddr, std::path::PathBuf)> = OnceLock::new();
+    let (addr, dir) = DS.get_or_init(|| {
+        let base = std::env::temp_dir().join(format!("ferrite-fuzz-ds-{}", std::process::id()));
+        let (dir, state) = (base.join("export"), base.join("state"));
+        std::fs::create_dir_all(&dir).expect("data server directory");
+        std::fs::create_dir_all(&state).expect("data server state directory");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        std::thread::spawn(move || {
+            let rt = Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("data server runtime");
+            rt.block_on(async move {
+                let cfg = server::config::ServerConfig {
+                    listen: "127.0.0.1:0".parse().expect("address"),
+                    state_dir: state,
+                    exports: vec![server::config::ExportConfig::open("/", d)],
+                    nfs4: Default::default(),
+                    rpc: Default::default(),
+                    aux: Default::default(),
+                    admin: Default::default(),
+                };
+                let r = server::run::start(cfg).await.expect("data server starts");
+                let _ = tx.send(r.addr);
+                std::future::pending::<()>().await;
+            });
+        });
+        (rx.recv().expect("data server address"), dir)
+    });
+    (
+        server::pnfs::dataserver::DataServerAddr {
+            addr: *addr,
+            path: "/".into(),
+        },
+        dir.clone(),
+    )
 }

@@ -239,6 +239,13 @@ impl DataServer {
         }
     }
 
+    /// Closes the connection, if there is one.
+    pub async fn disconnect(&self) {
+        if let Some(c) = self.client.lock().await.take() {
+            c.connection().close();
+        }
+    }
+
     /// NULL: brings a server marked down back up if it answers.
     pub async fn probe(&self) -> bool {
         self.call(|c| async move { c.null().await }).await.is_ok()

@@ -612,6 +612,14 @@ impl Pnfs {
         .await
     }
 
+    /// Closes the connections to the data servers (a harness ending; the
+    /// next call connects again).
+    pub async fn disconnect(&self) {
+        for ds in &self.servers {
+            ds.disconnect().await;
+        }
+    }
+
     /// Probes the data servers marked down, again and again while `keep`
     /// says to (in the background for the server's life).
     pub async fn probe_loop(self: Arc<Self>) {
