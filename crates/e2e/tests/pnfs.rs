@@ -580,3 +580,159 @@ async fn a_data_server_down_is_read_around_and_brought_up_to_date() {
     })
     .await;
 }
+
+/// A change of the export's data servers on reload recalls every layout
+/// of the export (CB_LAYOUTRECALL of the file system), and the device ids
+/// of the old ones are unknown after it.
+#[tokio::test]
+async fn a_reload_that_changes_the_data_servers_recalls_the_layouts() {
+    within(async {
+        let cl = cluster(2, 1, Duration::from_secs(30)).await;
+        let c = Client::connect(cl.mds.addr, options()).await.unwrap();
+        let root = c.root_fh().await.unwrap();
+        let o = c.open(&root, "f", OpenOpts::create(0o644)).await.unwrap();
+        let (_, _, ff) = get_layout(&c, &o.fh, o.stateid, LayoutIoMode4::Rw, 0).await;
+        let old_device = ff.mirrors[0].data_servers[0].deviceid;
+        // The same export with one data server fewer.
+        let mut e = ExportConfig::open("/", cl._dirs[cl._dirs.len() - 2].path());
+        e.pnfs = Some(PnfsConfig {
+            servers: vec![DataServerAddr {
+                addr: cl.ds[0].0.addr,
+                path: "/".into(),
+            }],
+            stripe_unit: UNIT,
+            mirrors: 1,
+        });
+        let state = cl._dirs[cl._dirs.len() - 1].path().to_path_buf();
+        let report = cl
+            .mds
+            .reload(config(&state, e, Duration::from_secs(30)))
+            .await
+            .expect("reload applied");
+        assert!(
+            report
+                .changes
+                .iter()
+                .any(|c| c.contains("data servers changed")),
+            "{:?}",
+            report.changes
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let recalls = c.callbacks().layout_recalls();
+            if let Some(r) = recalls.first() {
+                assert!(matches!(r.recall, LayoutRecall4::Fsid(_)), "{r:?}");
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no CB_LAYOUTRECALL");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let r = c
+            .compound(vec![NfsArgOp4::GetDeviceInfo(GetDeviceInfo4Args {
+                device_id: old_device,
+                layout_type: LAYOUT4_FLEX_FILES,
+                maxcount: 4096,
+                notify_types: Bitmap4::default(),
+            })])
+            .await;
+        assert_eq!(status(r), NfsStat4::Nfs4errNoent);
+    })
+    .await;
+}
+
+/// After a restart of the metadata server, a client reclaims what it
+/// wrote under its old layout with LAYOUTCOMMIT's `loca_reclaim` in the
+/// grace period (RFC 8881 §12.7.4); outside it, NFS4ERR_NO_GRACE.
+#[tokio::test]
+async fn layoutcommit_reclaims_after_a_restart() {
+    within(async {
+        let lease = Duration::from_secs(10);
+        let (d, ds_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let ds = server::run::start(config(
+            ds_state.path(),
+            ExportConfig::open("/", d.path()),
+            lease,
+        ))
+        .await
+        .unwrap();
+        let (m, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mds_cfg = || {
+            let mut e = ExportConfig::open("/", m.path());
+            e.pnfs = Some(PnfsConfig {
+                servers: vec![DataServerAddr {
+                    addr: ds.addr,
+                    path: "/".into(),
+                }],
+                stripe_unit: UNIT,
+                mirrors: 1,
+            });
+            let mut c = config(s.path(), e, lease);
+            c.nfs4.grace = Some(Duration::from_secs(20));
+            c
+        };
+        let mds = server::run::start(mds_cfg()).await.unwrap();
+        let mut opts = options();
+        opts.owner = Bytes::from_static(b"reclaimer");
+        let c = Client::connect(mds.addr, opts.clone()).await.unwrap();
+        let root = c.root_fh().await.unwrap();
+        let o = c.open(&root, "f", OpenOpts::create(0o644)).await.unwrap();
+        let (_, _, ff) = get_layout(&c, &o.fh, o.stateid, LayoutIoMode4::Rw, 0).await;
+        let (_, c3, dfh) = data_server(&c, &ff.mirrors[0].data_servers[0]).await;
+        c3.write(&dfh, 0, b("written, not committed"), StableHow::FileSync)
+            .await
+            .unwrap();
+        drop(c);
+        mds.stop().await;
+        // Restarted: the same client reclaims.
+        let mds = server::run::start(mds_cfg()).await.unwrap();
+        let c = Client::connect(mds.addr, opts.clone().reclaiming())
+            .await
+            .unwrap();
+        let reclaim = |fh: &NfsFh4, reclaim: bool| {
+            vec![
+                putfh(fh),
+                NfsArgOp4::LayoutCommit(LayoutCommit4Args {
+                    offset: 0,
+                    length: u64::MAX,
+                    reclaim,
+                    stateid: StateId4::ANONYMOUS,
+                    last_write_offset: Some(21),
+                    time_modify: None,
+                    layoutupdate: LayoutUpdate4 {
+                        layout_type: LAYOUT4_FLEX_FILES,
+                        body: Bytes::new(),
+                    },
+                }),
+            ]
+        };
+        let r = c.compound(reclaim(&o.fh, true)).await.unwrap();
+        let NfsResOp4::LayoutCommit(Res4::Ok(ok)) = &r[1] else {
+            panic!("{:?}", r[1]);
+        };
+        assert_eq!(ok.newsize, Some(22));
+        c.reclaim_complete().await.unwrap();
+        assert_eq!(
+            status(c.compound(reclaim(&o.fh, true)).await),
+            NfsStat4::Nfs4errNoGrace
+        );
+        let o2 = c.open(&root, "f", OpenOpts::read()).await;
+        let o2 = match o2 {
+            Ok(o) => o,
+            Err(_) => {
+                // Still in grace for others: wait for it to end.
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                loop {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    if let Ok(o) = c.open(&root, "f", OpenOpts::read()).await {
+                        break o;
+                    }
+                    assert!(std::time::Instant::now() < deadline, "grace never ended");
+                }
+            }
+        };
+        let (data, _) = c.read(&o2.fh, o2.stateid, 0, 100).await.unwrap();
+        assert_eq!(&data[..], b"written, not committed");
+        drop(mds);
+    })
+    .await;
+}

@@ -287,3 +287,24 @@ fn no_layout_in_the_grace_period() {
         Err(NfsStat4::Nfs4errGrace)
     );
 }
+
+#[test]
+fn layouts_near_the_most_held_are_asked_back_and_beyond_it_refused() {
+    let clock = Arc::new(ManualClock::default());
+    let st = State::new(7, L, clock.clone()).with_max_layouts(2);
+    let f = Fixture { clock, st };
+    let a = callable(&f, "a", 1);
+    f.st.layout_get(a, &open(&f, a, 1), &file(1), &fh(1), Rw, 0, ALL)
+        .unwrap();
+    assert!(f.st.layout_recall_any().is_empty(), "half full");
+    f.st.layout_get(a, &open(&f, a, 2), &file(2), &fh(2), Rw, 0, ALL)
+        .unwrap();
+    let asked = f.st.layout_recall_any();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].1, 1, "keep half");
+    assert!(f.st.layout_recall_any().is_empty(), "not again at once");
+    assert_eq!(
+        f.st.layout_get(a, &open(&f, a, 3), &file(3), &fh(3), Rw, 0, ALL),
+        Err(NfsStat4::Nfs4errLayouttrylater)
+    );
+}

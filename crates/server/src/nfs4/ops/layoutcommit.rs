@@ -3,7 +3,9 @@
 //! size (one past the last byte written, if that is past the end) and
 //! its modification time. A flexible-file layout's update body is empty
 //! (RFC 8435 §5.2). After a restart, a commit with `loca_reclaim`
-//! during the grace period needs no layout (§12.7.4).
+//! during the grace period needs no layout (§12.7.4): the client's
+//! writes to the data servers under its old layout reach the file's
+//! size.
 
 use proto::nfs4::*;
 
@@ -35,9 +37,9 @@ async fn layoutcommit(
     let state = cx.srv.state();
     let client = cx.clientid()?;
     if args.reclaim {
-        if !state.in_grace() {
-            return Err(NfsStat4::Nfs4errNoGrace);
-        }
+        // §18.42.3: only in the grace period, by a client the server knew
+        // before its restart that has not completed its reclaims.
+        state.may_take_state(client, true)?;
     } else {
         let sid = cx.resolve_stateid(&args.stateid)?;
         state.layout_commit_check(client, &sid, &fh.key())?;

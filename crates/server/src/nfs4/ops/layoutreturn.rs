@@ -29,11 +29,7 @@ async fn layoutreturn(
     if args.reclaim {
         // §18.44.3: a layout held before the restart, given back in the
         // grace period; nothing of it is held now.
-        return if state.in_grace() {
-            Ok(None)
-        } else {
-            Err(NfsStat4::Nfs4errNoGrace)
-        };
+        return state.may_take_state(client, true).map(|()| None);
     }
     match args.layoutreturn {
         LayoutReturn4::File(f) => {
