@@ -192,6 +192,22 @@ pub fn build(srv: &Server) -> Report {
             if let Some(l) = &e.log {
                 options.push(format!("log={}", l.dir().display()));
             }
+            if let Some(p) = &e.pnfs {
+                let behind: std::collections::HashMap<usize, (usize, bool)> = p
+                    .stale_counts()
+                    .into_iter()
+                    .map(|(i, n, o)| (i, (n, o)))
+                    .collect();
+                for (i, ds) in p.servers.iter().enumerate() {
+                    let state = match (ds.is_up(), behind.get(&i)) {
+                        (false, _) => "down".to_string(),
+                        (true, Some((n, false))) => format!("up, {n} files to bring up to date"),
+                        (true, Some((_, true))) => "up, every file to bring up to date".to_string(),
+                        (true, None) => "up".to_string(),
+                    };
+                    options.push(format!("data server {} ({state})", ds.addr));
+                }
+            }
             ExportReport {
                 id: e.id,
                 path: e.path.clone(),
