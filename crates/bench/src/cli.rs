@@ -36,6 +36,10 @@ pub enum BenchCmd {
     Compare(CompareArgs),
     /// Serve canned NFSv4.1 replies and store nothing: the client's ceiling.
     NullServer(NullServerArgs),
+    /// Forward TCP connections to a server through a link of limited
+    /// capacity (shared by every connection through this proxy) and/or
+    /// with added delay: a slow network in front of one server.
+    Proxy(ProxyArgs),
     /// Run an experiment planned as a two-level factorial design (full
     /// 2^k·r or fractional 2^(k-p)·r) and report each effect with its
     /// confidence interval and share of the variation.
@@ -71,11 +75,43 @@ pub struct NullServerArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Example: a 40 MiB/s link in front of a data server on port 2051
+  ferrite bench proxy --listen 127.0.0.1:3051 --to 127.0.0.1:2051 --rate 40MiB/s
+Runs until stopped (Ctrl-C or SIGTERM)."
+)]
+pub struct ProxyArgs {
+    /// Address and port to listen on.
+    #[arg(long)]
+    pub listen: std::net::SocketAddr,
+    /// The server connections are forwarded to.
+    #[arg(long)]
+    pub to: std::net::SocketAddr,
+    /// Link capacity per direction, shared by all connections: 40MiB/s,
+    /// 20MB/s (decimal), 500KiB/s, or bytes a second.
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// One-way delay added in each direction: 10ms.
+    #[arg(long, value_parser = parse_secs)]
+    pub delay: Option<f64>,
+    /// Uniform ± jitter on the delay: 2ms.
+    #[arg(long, value_parser = parse_secs)]
+    pub jitter: Option<f64>,
+    /// Chunk "loss" (an extra 200 ms): 0.1%.
+    #[arg(long, value_parser = parse_fraction)]
+    pub loss: Option<f64>,
+}
+
+#[derive(Debug, Args)]
 pub struct RunArgs {
     /// The workload.
     #[arg(value_enum)]
     pub workload: Workload,
-    /// nfs4://HOST:PORT/PATH, nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH.
+    /// nfs4://HOST:PORT/PATH[?persist=1&pnfs=off],
+    /// nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH. Over
+    /// nfs4:// READ and WRITE go straight to the data servers when the
+    /// server hands out flexible-file layouts (pNFS); ?pnfs=off sends
+    /// them through the server.
     #[arg(long)]
     pub target: String,
     /// Clients, each with its own client ID, session and TCP connection
@@ -226,6 +262,32 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
         return Err(format!("bad size {s:?}"));
     }
     Ok((v * mul as f64) as u64)
+}
+
+/// A rate in bytes a second: "40MiB/s", "500KiB/s", "1GiB/s" (binary),
+/// "20MB/s", "100kB/s" (decimal), "40m" (binary, as sizes), or a number.
+pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let lower = t.to_ascii_lowercase();
+    let decimal = ["kb", "mb", "gb"].iter().any(|u| lower.ends_with(u));
+    let v = if decimal {
+        let (num, mul) = match &lower[lower.len() - 2..] {
+            "kb" => (&lower[..lower.len() - 2], 1e3),
+            "mb" => (&lower[..lower.len() - 2], 1e6),
+            _ => (&lower[..lower.len() - 2], 1e9),
+        };
+        num.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("bad rate {s:?} (try 40MiB/s, 20MB/s)"))?
+            * mul
+    } else {
+        parse_size(t).map_err(|_| format!("bad rate {s:?} (try 40MiB/s, 20MB/s)"))? as f64
+    };
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("bad rate {s:?}: must be above 0"));
+    }
+    Ok(v)
 }
 
 /// "0.1%" or "0.001".
@@ -385,6 +447,15 @@ pub fn main(args: BenchArgs) -> Result<()> {
         }
         BenchCmd::NullServer(a) if a.threaded => crate::floor::run(a.listen),
         BenchCmd::NullServer(a) => runtime()?.block_on(crate::nullserver::run(a.listen)),
+        BenchCmd::Proxy(a) => {
+            let cfg = crate::proxy::DelayConfig {
+                delay: std::time::Duration::from_secs_f64(a.delay.unwrap_or(0.0)),
+                jitter: std::time::Duration::from_secs_f64(a.jitter.unwrap_or(0.0)),
+                loss: a.loss.unwrap_or(0.0),
+                seed: 1,
+            };
+            runtime()?.block_on(crate::proxy::run_standalone(a.listen, a.to, cfg, a.rate))
+        }
         BenchCmd::Design(a) => crate::experiment::main(&a.file, a.output.as_ref(), a.plan),
     }
 }
@@ -408,5 +479,13 @@ mod tests {
         assert!((parse_fraction("0.1%").unwrap() - 0.001).abs() < 1e-15);
         assert_eq!(parse_fraction("0.5").unwrap(), 0.5);
         assert!(parse_fraction("150%").is_err());
+        assert_eq!(parse_rate("40MiB/s").unwrap(), 40.0 * 1048576.0);
+        assert_eq!(parse_rate("40m").unwrap(), 40.0 * 1048576.0);
+        assert_eq!(parse_rate("20MB/s").unwrap(), 20e6);
+        assert_eq!(parse_rate("100kB/s").unwrap(), 1e5);
+        assert_eq!(parse_rate("512KiB/s").unwrap(), 524288.0);
+        assert_eq!(parse_rate("1000").unwrap(), 1000.0);
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("fast").is_err());
     }
 }

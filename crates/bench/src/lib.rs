@@ -17,6 +17,7 @@ pub mod fs;
 pub mod nfs3;
 pub mod nfs4;
 pub mod nullserver;
+pub mod pnfs;
 pub mod posix;
 pub mod proxy;
 pub mod record;

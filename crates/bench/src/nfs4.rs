@@ -3,6 +3,10 @@
 //! than through `Client::compound` so that every transmission is timed and
 //! counted exactly: slot wait (queueing time), round trip, bytes on the
 //! wire and every operation by opcode.
+//!
+//! When the target offers flexible-file layouts (its `fs_layout_types`,
+//! asked with the target's lookup) READ and WRITE go to the data servers
+//! ([`crate::pnfs`]), unless the URL says `?pnfs=off`.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -17,6 +21,7 @@ use proto::nfs4::*;
 use xdr::{Encoder, Pack, Unpack};
 
 use crate::fs::{components, BenchFs, Node, OpenFile, OpenMode};
+use crate::pnfs::Layouts;
 use crate::record::{call_overhead, current_phase, CallRecord, OpStats, Phase, REPLY_OVERHEAD};
 use crate::{Error, Result};
 
@@ -126,15 +131,23 @@ pub struct Nfs4Fs {
     call_overhead: u64,
     delegations: AtomicU64,
     returned: Mutex<HashSet<[u8; 12]>>,
+    /// pNFS: the layouts, devices and data server connections, when the
+    /// target offers flexible-file layouts and `?pnfs=off` was not given.
+    layouts: Option<Arc<Layouts>>,
+    started: Instant,
+    /// When the last COMPOUND was sent, in ms from `started`.
+    last_call_ms: AtomicU64,
 }
 
 impl Nfs4Fs {
     /// Connects (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE: counted as
-    /// setup) and looks up `path` (PUTROOTFH, LOOKUP per component, GETFH).
+    /// setup) and looks up `path` (PUTROOTFH, LOOKUP per component, GETFH;
+    /// with `pnfs`, GETATTR of its layout types and the lease too).
     pub async fn connect(
         addr: SocketAddr,
         path: &str,
         persist: bool,
+        pnfs: bool,
         owner: String,
         stats: Arc<OpStats>,
     ) -> Result<Arc<Nfs4Fs>> {
@@ -160,14 +173,52 @@ impl Nfs4Fs {
             call_overhead,
             delegations: AtomicU64::new(0),
             returned: Mutex::new(HashSet::new()),
+            layouts: None,
+            started: Instant::now(),
+            last_call_ms: AtomicU64::new(0),
         };
         let mut ops = vec![NfsArgOp4::PutRootFh];
         ops.extend(components(path).map(client::ops::lookup_op));
         ops.push(NfsArgOp4::GetFh);
         let n = ops.len();
+        if pnfs {
+            ops.push(client::ops::getattr_op(&[
+                FATTR4_FS_LAYOUT_TYPES,
+                FATTR4_LEASE_TIME,
+            ]));
+        }
         let r = fs.compound(ops).await?;
+        let attrs = match r.get(n) {
+            Some(NfsResOp4::GetAttr(Res4::Ok(ok))) => Attrs::decode(&ok.obj_attributes).ok(),
+            _ => None,
+        };
         fs.root.fh = getfh(r, n - 1)?;
-        Ok(Arc::new(fs))
+        if let Some(a) = attrs {
+            let flex = a
+                .fs_layout_types
+                .as_ref()
+                .is_some_and(|t| t.contains(&LAYOUT4_FLEX_FILES));
+            if flex {
+                let lease = Duration::from_secs(u64::from(a.lease_time.unwrap_or(90).max(3)));
+                fs.layouts = Some(Layouts::new(fs.stats.clone(), lease));
+            }
+        }
+        let fs = Arc::new(fs);
+        if fs.layouts.is_some() {
+            crate::pnfs::spawn_poller(Arc::downgrade(&fs));
+        }
+        Ok(fs)
+    }
+
+    /// pNFS: the layouts, when READ and WRITE go to data servers.
+    pub fn layouts(&self) -> Option<&Arc<Layouts>> {
+        self.layouts.as_ref()
+    }
+
+    /// How long since the last COMPOUND was sent.
+    pub fn idle(&self) -> Duration {
+        let now = self.started.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_call_ms.load(Ordering::Relaxed)))
     }
 
     pub fn client(&self) -> &Client {
@@ -177,10 +228,22 @@ impl Nfs4Fs {
     /// Runs `ops` under SEQUENCE, counting and timing every transmission;
     /// NFS4ERR_DELAY is retried (each retry counted) for up to a minute.
     pub async fn compound(&self, ops: Vec<NfsArgOp4>) -> Result<Vec<NfsResOp4>> {
+        self.compound_as(ops, None).await
+    }
+
+    /// [`Nfs4Fs::compound`] counted as call kind `kind` (else its main
+    /// operation's name).
+    pub async fn compound_as(
+        &self,
+        ops: Vec<NfsArgOp4>,
+        kind: Option<&'static str>,
+    ) -> Result<Vec<NfsResOp4>> {
         let mut names: Vec<&'static str> = Vec::with_capacity(ops.len() + 1);
         names.push("SEQUENCE");
         names.extend(ops.iter().map(|o| op_name(o.opnum())));
-        let kind = main_op(&names);
+        let kind = kind.unwrap_or_else(|| main_op(&names));
+        self.last_call_ms
+            .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
         let mut e = Encoder::with_capacity(128 * ops.len().max(1));
         for op in &ops {
             op.pack(&mut e);
@@ -285,6 +348,81 @@ impl Nfs4Fs {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_millis(500));
         }
+    }
+
+    /// PUTFH; READ, counted as `kind`.
+    pub(crate) async fn mds_read(
+        &self,
+        f: &OpenFile,
+        off: u64,
+        len: u32,
+        kind: &'static str,
+    ) -> Result<u64> {
+        let r = self
+            .compound_as(
+                vec![
+                    fh(&f.node),
+                    NfsArgOp4::Read(Read4Args {
+                        stateid: f.stateid,
+                        offset: off,
+                        count: len,
+                    }),
+                ],
+                Some(kind),
+            )
+            .await?;
+        match r.into_iter().nth(1) {
+            Some(NfsResOp4::Read(Res4::Ok(ok))) => Ok(ok.data.len() as u64),
+            other => Err(Error::Msg(format!("expected READ, got {other:?}"))),
+        }
+    }
+
+    /// PUTFH; WRITE (FILE_SYNC or UNSTABLE), counted as `kind`.
+    pub(crate) async fn mds_write(
+        &self,
+        f: &OpenFile,
+        off: u64,
+        data: Bytes,
+        sync: bool,
+        kind: &'static str,
+    ) -> Result<()> {
+        let stable = if sync {
+            StableHow4::FileSync4
+        } else {
+            StableHow4::Unstable4
+        };
+        self.compound_as(
+            vec![
+                fh(&f.node),
+                NfsArgOp4::Write(Write4Args {
+                    stateid: f.stateid,
+                    offset: off,
+                    stable,
+                    data,
+                }),
+            ],
+            Some(kind),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// PUTFH; COMMIT (whole file), counted as `kind`.
+    pub(crate) async fn mds_commit(&self, file: &Bytes, kind: &'static str) -> Result<()> {
+        self.compound_as(
+            vec![
+                NfsArgOp4::PutFh(PutFh4Args {
+                    object: NfsFh4(file.clone()),
+                }),
+                NfsArgOp4::Commit(Commit4Args {
+                    offset: 0,
+                    count: 0,
+                }),
+            ],
+            Some(kind),
+        )
+        .await?;
+        Ok(())
     }
 
     fn open_owner(&self, owner: u32) -> StateOwner4 {
@@ -436,60 +574,39 @@ impl BenchFs for Nfs4Fs {
         })
     }
 
-    /// PUTFH; READ.
+    /// PUTFH; READ — or, with a layout, READ (DS) to a data server.
     async fn read(&self, f: &OpenFile, off: u64, len: u32) -> Result<u64> {
-        let r = self
-            .compound(vec![
-                fh(&f.node),
-                NfsArgOp4::Read(Read4Args {
-                    stateid: f.stateid,
-                    offset: off,
-                    count: len,
-                }),
-            ])
-            .await?;
-        match r.into_iter().nth(1) {
-            Some(NfsResOp4::Read(Res4::Ok(ok))) => Ok(ok.data.len() as u64),
-            other => Err(Error::Msg(format!("expected READ, got {other:?}"))),
+        if let Some(p) = &self.layouts {
+            return p.read(self, f, off, len).await;
         }
+        self.mds_read(f, off, len, "READ").await
     }
 
-    /// PUTFH; WRITE (FILE_SYNC or UNSTABLE).
+    /// PUTFH; WRITE (FILE_SYNC or UNSTABLE) — or, with a layout, WRITE
+    /// (DS) to every mirror.
     async fn write(&self, f: &OpenFile, off: u64, data: Bytes, sync: bool) -> Result<()> {
-        let stable = if sync {
-            StableHow4::FileSync4
-        } else {
-            StableHow4::Unstable4
-        };
-        self.compound(vec![
-            fh(&f.node),
-            NfsArgOp4::Write(Write4Args {
-                stateid: f.stateid,
-                offset: off,
-                stable,
-                data,
-            }),
-        ])
-        .await?;
-        Ok(())
+        if let Some(p) = &self.layouts {
+            return p.write(self, f, off, data, sync).await;
+        }
+        self.mds_write(f, off, data, sync, "WRITE").await
     }
 
-    /// PUTFH; COMMIT (whole file).
+    /// PUTFH; COMMIT (whole file) — or, after writes through layouts,
+    /// COMMIT (DS) to the data servers and LAYOUTCOMMIT.
     async fn commit(&self, f: &OpenFile) -> Result<()> {
-        self.compound(vec![
-            fh(&f.node),
-            NfsArgOp4::Commit(Commit4Args {
-                offset: 0,
-                count: 0,
-            }),
-        ])
-        .await?;
-        Ok(())
+        if let Some(p) = &self.layouts {
+            return p.commit(self, f).await;
+        }
+        self.mds_commit(&f.node.fh, "COMMIT").await
     }
 
     /// PUTFH; CLOSE — then PUTFH; DELEGRETURN if a delegation the server
-    /// did not recall is still held.
+    /// did not recall is still held. After writes through layouts, COMMIT
+    /// (DS) and LAYOUTCOMMIT first.
     async fn close(&self, f: OpenFile) -> Result<()> {
+        if let Some(p) = &self.layouts {
+            p.before_close(self, &f).await?;
+        }
         self.compound(vec![
             fh(&f.node),
             NfsArgOp4::Close(Close4Args {
@@ -724,11 +841,16 @@ impl BenchFs for Nfs4Fs {
         )
     }
 
-    /// DESTROY_SESSION, DESTROY_CLIENTID (counted as teardown). The
+    /// pNFS: every layout still held given back (its writes committed
+    /// first). DESTROY_SESSION, DESTROY_CLIENTID (counted as teardown). The
     /// DELEGRETURNs the client's callback handler sent after CB_RECALLs
     /// (SEQUENCE, PUTFH, DELEGRETURN each) are counted here too, in the
     /// measure phase, as kind "DELEGRETURN(recall)".
     async fn shutdown(&self) -> Result<()> {
+        let layouts = match &self.layouts {
+            Some(p) => p.shutdown(self).await,
+            None => Ok(()),
+        };
         for _ in 0..self.client.callbacks().delegreturns() {
             self.stats.count_ops(
                 Phase::Measure,
@@ -741,6 +863,6 @@ impl BenchFs for Nfs4Fs {
         self.stats
             .count_ops(Phase::Teardown, "DESTROY_CLIENTID", &["DESTROY_CLIENTID"]);
         self.client.destroy().await?;
-        Ok(())
+        layouts
     }
 }

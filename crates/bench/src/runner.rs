@@ -110,13 +110,18 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
                 .await
                 .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
         }
-        Target::Nfs4 { path, persist, .. } => {
+        Target::Nfs4 {
+            path,
+            persist,
+            pnfs,
+            ..
+        } => {
             let addr = target
                 .addr()
                 .await?
                 .ok_or_else(|| Error::Msg("no address".into()))?;
             let addr = via_proxy(p, run, client, addr, &mut proxies).await?;
-            Nfs4Fs::connect(addr, path, *persist, owner_name(run, client), stats)
+            Nfs4Fs::connect(addr, path, *persist, *pnfs, owner_name(run, client), stats)
                 .await
                 .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
         }

@@ -1,4 +1,4 @@
-//! Benchmark targets: `nfs4://host:port/path[?persist=1]`,
+//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off]`,
 //! `nfs3://host:port/path?mountport=N&nlmport=M` and `dir:/path`.
 
 use std::fmt;
@@ -13,12 +13,15 @@ use crate::{Error, Result};
 pub enum Target {
     /// NFSv4.1 over TCP; `path` is looked up from the root filehandle.
     /// `persist`: the sessions ask for CREATE_SESSION4_FLAG_PERSIST, as
-    /// Linux clients do.
+    /// Linux clients do. `pnfs`: READ and WRITE go to the data servers
+    /// of flexible-file layouts when the server offers them (`?pnfs=off`:
+    /// everything through the server).
     Nfs4 {
         host: String,
         port: u16,
         path: String,
         persist: bool,
+        pnfs: bool,
     },
     /// NFSv3 + MOUNT (+ NLM for locks) over TCP; `path` is the MNT path.
     /// Ports not given are asked of the portmapper on the host's port 111.
@@ -72,16 +75,26 @@ impl FromStr for Target {
     fn from_str(s: &str) -> Result<Target> {
         if let Some(rest) = s.strip_prefix("nfs4://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
-            let persist = match query.as_str() {
-                "" | "persist=0" => false,
-                "persist=1" => true,
-                q => return Err(Error::Msg(format!("unknown nfs4 option {q} (persist=1)"))),
-            };
+            let (mut persist, mut pnfs) = (false, true);
+            for kv in query.split('&').filter(|k| !k.is_empty()) {
+                match kv {
+                    "persist=0" => persist = false,
+                    "persist=1" => persist = true,
+                    "pnfs=off" | "pnfs=0" => pnfs = false,
+                    "pnfs=on" | "pnfs=1" => pnfs = true,
+                    q => {
+                        return Err(Error::Msg(format!(
+                            "unknown nfs4 option {q} (persist=1, pnfs=off)"
+                        )))
+                    }
+                }
+            }
             Ok(Target::Nfs4 {
                 host,
                 port,
                 path,
                 persist,
+                pnfs,
             })
         } else if let Some(rest) = s.strip_prefix("nfs3://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
@@ -115,7 +128,7 @@ impl FromStr for Target {
             Ok(Target::Dir(PathBuf::from(rest)))
         } else {
             Err(Error::Msg(format!(
-                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1], nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
+                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1&pnfs=off], nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
             )))
         }
     }
@@ -129,12 +142,15 @@ impl fmt::Display for Target {
                 port,
                 path,
                 persist,
+                pnfs,
             } => {
                 write!(f, "nfs4://{host}:{port}{path}")?;
-                if *persist {
-                    write!(f, "?persist=1")?;
+                match (*persist, *pnfs) {
+                    (false, true) => Ok(()),
+                    (true, true) => write!(f, "?persist=1"),
+                    (false, false) => write!(f, "?pnfs=off"),
+                    (true, false) => write!(f, "?persist=1&pnfs=off"),
                 }
-                Ok(())
             }
             Target::Nfs3 {
                 host,
@@ -186,6 +202,7 @@ mod tests {
                 port: 12049,
                 path: "/export/x".into(),
                 persist: false,
+                pnfs: true,
             }
         );
         assert_eq!(t.to_string(), "nfs4://127.0.0.1:12049/export/x");
@@ -193,6 +210,28 @@ mod tests {
         assert!(matches!(t, Target::Nfs4 { persist: true, .. }));
         assert_eq!(t.to_string(), "nfs4://h:1/?persist=1");
         assert!("nfs4://h:1/?persist=2".parse::<Target>().is_err());
+        let t: Target = "nfs4://h:1/?pnfs=off".parse().unwrap();
+        assert!(matches!(
+            t,
+            Target::Nfs4 {
+                pnfs: false,
+                persist: false,
+                ..
+            }
+        ));
+        assert_eq!(t.to_string(), "nfs4://h:1/?pnfs=off");
+        let u = "nfs4://h:1/?persist=1&pnfs=off";
+        let t: Target = u.parse().unwrap();
+        assert!(matches!(
+            t,
+            Target::Nfs4 {
+                pnfs: false,
+                persist: true,
+                ..
+            }
+        ));
+        assert_eq!(t.to_string(), u);
+        assert!("nfs4://h:1/?pnfs=maybe".parse::<Target>().is_err());
         let t: Target = "nfs4://localhost".parse().unwrap();
         assert_eq!(t.to_string(), "nfs4://localhost:2049/");
         let t: Target = "nfs3://h:2049/e?mountport=20048".parse().unwrap();

@@ -125,3 +125,87 @@ async fn jitter_keeps_order_and_loss_costs_a_rto() {
     // above).
     assert!(t < 3 * LOSS_PENALTY, "{t:?}");
 }
+
+/// A server that counts the bytes it is sent and says, on `done`, when
+/// it has had `want` in all (over any number of connections).
+async fn sink(
+    want: usize,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Receiver<Instant>,
+) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tx = std::sync::Arc::new(std::sync::Mutex::new(Some(tx)));
+    tokio::spawn(async move {
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            let (got, tx) = (got.clone(), tx.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                loop {
+                    let n = match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    let total = got.fetch_add(n, std::sync::atomic::Ordering::SeqCst) + n;
+                    if total >= want {
+                        if let Some(tx) = tx.lock().unwrap().take() {
+                            let _ = tx.send(Instant::now());
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// A rate-limited proxy: N bytes take at least N / rate to get through,
+/// on one connection or shared by several (one proxy is one link). Only
+/// lower bounds: a busy machine makes it slower, never faster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_holds_bytes_to_the_link_capacity() {
+    let rate = 2.0 * 1024.0 * 1024.0; // 2 MiB/s
+    let n = 512 * 1024; // 0.25 s at the rate
+    let min = Duration::from_secs_f64(n as f64 / rate);
+    for conns in [1usize, 4] {
+        let (server, done) = sink(n).await;
+        let p = Proxy::start_at(
+            "127.0.0.1:0".parse().unwrap(),
+            server,
+            DelayConfig::NONE,
+            Some(rate),
+        )
+        .await
+        .unwrap();
+        let t0 = Instant::now();
+        let mut senders = Vec::new();
+        for _ in 0..conns {
+            let addr = p.addr;
+            let part = n / conns;
+            senders.push(tokio::spawn(async move {
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                let data = vec![7u8; part];
+                for c in data.chunks(16 * 1024) {
+                    s.write_all(c).await.unwrap();
+                }
+                s.flush().await.unwrap();
+                // Held open until the sink has everything.
+                s
+            }));
+        }
+        let mut held = Vec::new();
+        for s in senders {
+            held.push(s.await.unwrap());
+        }
+        let at = done.await.unwrap();
+        let took = at - t0;
+        assert!(
+            took >= min,
+            "{conns} connections: {n} bytes in {took:?} < {min:?}"
+        );
+    }
+}

@@ -16,9 +16,12 @@ pub const BENCH_DIR: &str = "ferrite-bench";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileSet {
     None,
-    /// One file `large-SIZE`.
+    /// `n` files of `size` bytes: `large-SIZE`, then `large-SIZE.1` ...
+    /// `large-SIZE.{n-1}` (so one file is `large-SIZE`, as before sets
+    /// of several existed).
     Large {
         size: u64,
+        n: u64,
     },
     /// `KIND-NxSIZE/dK/fI`, 1000 files per `dK`; KIND is "files", or
     /// the personality whose runs change the set.
@@ -37,7 +40,8 @@ impl FileSet {
     pub fn name(&self) -> String {
         match self {
             FileSet::None => String::new(),
-            FileSet::Large { size } => format!("large-{size}"),
+            FileSet::Large { size, n: 1 } => format!("large-{size}"),
+            FileSet::Large { size, n } => format!("large-{n}x{size}"),
             FileSet::Files { n, size, kind } => format!("{kind}-{n}x{size}"),
             FileSet::Tree { n } => format!("tree-{n}"),
         }
@@ -45,6 +49,15 @@ impl FileSet {
 
     pub(super) fn marker(&self) -> String {
         format!("{}.ready", self.name())
+    }
+
+    /// The name of file `i` of a `large` set (in `ferrite-bench/`).
+    pub fn large_file(&self, i: u64) -> String {
+        match self {
+            FileSet::Large { size, .. } if i == 0 => format!("large-{size}"),
+            FileSet::Large { size, .. } => format!("large-{size}.{i}"),
+            _ => String::new(),
+        }
     }
 
     /// Files per `dK` directory of a `files` set: Filebench's width for

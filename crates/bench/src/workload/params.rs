@@ -284,6 +284,7 @@ impl Params {
             Workload::Randread | Workload::Randwrite | Workload::Seqread | Workload::Seqwrite => {
                 FileSet::Large {
                     size: self.file_size,
+                    n: self.files,
                 }
             }
             Workload::SmallfileRead

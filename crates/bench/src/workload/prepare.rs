@@ -16,7 +16,8 @@ use crate::{Error, Result};
 fn not_prepared(p: &Params, set: &FileSet) -> Error {
     let mut cmd = format!("ferrite bench prepare {} --target {}", p.workload, p.target);
     match set {
-        FileSet::Large { size } => cmd += &format!(" --file-size {size}"),
+        FileSet::Large { size, n: 1 } => cmd += &format!(" --file-size {size}"),
+        FileSet::Large { size, n } => cmd += &format!(" --files {n} --file-size {size}"),
         FileSet::Files { n, size, .. } => cmd += &format!(" --files {n} --file-size {size}"),
         FileSet::Tree { n } => cmd += &format!(" --files {n}"),
         FileSet::None => {}
@@ -123,27 +124,41 @@ pub async fn prepare(fs: Arc<dyn BenchFs>, p: &Params) -> Result<()> {
         let mut total = 0;
         match set {
             FileSet::None => {}
-            FileSet::Large { size } => {
-                let f = fs.open(&bench, &set.name(), OpenMode::Create, 0).await?;
-                let f = Arc::new(f);
+            FileSet::Large { size, n } => {
+                let mut files = Vec::new();
+                for i in 0..n {
+                    let f = fs
+                        .open(&bench, &set.large_file(i), OpenMode::Create, 0)
+                        .await?;
+                    files.push(f);
+                }
+                let files = Arc::new(files);
                 let pieces = size.div_ceil(1 << 20);
-                total = pieces;
-                let (fs2, f2, done2) = (fs.clone(), f.clone(), done.clone());
-                parallel(pieces, 4, move |i| {
-                    let (fs, f, chunk, done) =
+                total = pieces * n;
+                let (fs2, f2, done2) = (fs.clone(), files.clone(), done.clone());
+                // Four writes in flight per file, sixteen at most.
+                let conc = (4 * n).min(16) as usize;
+                parallel(pieces * n, conc, move |j| {
+                    let (fs, files, chunk, done) =
                         (fs2.clone(), f2.clone(), chunk.clone(), done2.clone());
                     async move {
-                        let off = i << 20;
-                        let n = (size - off).min(1 << 20) as usize;
-                        fs.write(&f, off, chunk.slice(..n), false).await?;
+                        // Round the files: each gets written from the start.
+                        let (i, piece) = (j % n, j / n);
+                        let off = piece << 20;
+                        let len = (size - off).min(1 << 20) as usize;
+                        let f = &files[i as usize];
+                        fs.write(f, off, chunk.slice(..len), false).await?;
                         done.fetch_add(1, Ordering::Relaxed);
                         Ok(())
                     }
                 })
                 .await?;
-                fs.commit(&f).await?;
-                let f = Arc::try_unwrap(f).map_err(|_| Error::Msg("file still shared".into()))?;
-                fs.close(f).await?;
+                let files =
+                    Arc::try_unwrap(files).map_err(|_| Error::Msg("file still shared".into()))?;
+                for f in files {
+                    fs.commit(&f).await?;
+                    fs.close(f).await?;
+                }
             }
             FileSet::Files { n, size, .. } => {
                 let base = fs.mkdir(&bench, &set.name()).await?;

@@ -101,11 +101,12 @@ impl Worker {
         let p = self.p.clone();
         match p.workload {
             Workload::Randread | Workload::Seqread => {
+                let (file, _, _) = self.large_share();
                 let f = self
                     .fs
                     .open(
                         &self.set.base,
-                        &p.file_set().name(),
+                        &p.file_set().large_file(file),
                         OpenMode::Read,
                         self.index(),
                     )
@@ -113,11 +114,12 @@ impl Worker {
                 held.open.push(f);
             }
             Workload::Randwrite | Workload::Seqwrite => {
+                let (file, _, _) = self.large_share();
                 let f = self
                     .fs
                     .open(
                         &self.set.base,
-                        &p.file_set().name(),
+                        &p.file_set().large_file(file),
                         OpenMode::ReadWrite,
                         self.index(),
                     )
@@ -205,12 +207,24 @@ impl Worker {
         Ok(held)
     }
 
-    /// This worker's [start, end) stripe of the large file, io-aligned.
+    /// Large-file workloads: the file this worker uses (worker `w` of a
+    /// set of `n` files uses file `w mod n`), its rank among the workers
+    /// of that file and how many they are.
+    fn large_share(&self) -> (u64, u64, u64) {
+        let files = self.p.files.max(1);
+        let w = u64::from(self.index());
+        let workers = u64::from(self.p.workers());
+        let file = w % files;
+        let sharing = (workers - file).div_ceil(files).max(1);
+        (file, w / files, sharing)
+    }
+
+    /// This worker's [start, end) stripe of its large file, io-aligned:
+    /// the workers of one file split it evenly.
     fn stripe(&self) -> (u64, u64) {
         let io = u64::from(self.p.io_size);
         let blocks = self.p.file_size / io;
-        let n = u64::from(self.p.workers());
-        let i = u64::from(self.index());
+        let (_, i, n) = self.large_share();
         let a = blocks * i / n;
         let b = (blocks * (i + 1) / n).max(a + 1).min(blocks.max(1));
         (a * io, b * io)
