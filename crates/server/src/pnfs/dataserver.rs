@@ -1,5 +1,6 @@
 //! One data server as the metadata server reaches it: an NFSv3 client
-//! (RFC 1813, MOUNT for its root) on one TCP connection, made when first
+//! (RFC 1813, MOUNT for its root: at the NFS address, else where the data
+//! server's port mapper says) on one TCP connection, made when first
 //! needed and again after a failure, every call under a timeout, replies
 //! bounded by the connection's record limit. A call that fails for the
 //! transport (not an NFS status) marks the server down; a prober
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use client::v3::{Client, Error as ClientError};
 use proto::nfs3::*;
+use proto::portmap::PMAP_PORT;
 
 /// How long one call to a data server may take before it counts as a
 /// failure (the call is abandoned and the server marked down).
@@ -34,9 +36,10 @@ const MAX_RECORD: usize = IO_SIZE as usize + 64 * 1024;
 /// GETDEVICEINFO).
 pub const IO_SIZE: u32 = 1 << 20;
 
-/// Where a data server is: its NFS address (MOUNT answers there too, as
-/// with a Ferrite, NFS-Ganesha or Linux server) and the export path to
-/// mount. `ADDR:PORT[/PATH]`; the path defaults to "/".
+/// Where a data server is: its NFS address (MOUNT is asked there first,
+/// where Ferrite answers it, then where the port mapper on port 111 of
+/// that address says, as NFS-Ganesha and the Linux server have it) and
+/// the export path to mount. `ADDR:PORT[/PATH]`; the path defaults to "/".
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DataServerAddr {
     pub addr: SocketAddr,
@@ -138,6 +141,9 @@ pub struct DataServer {
     /// Calls and failures, for `ferrite stat` and the tests.
     pub calls: AtomicU64,
     pub failures: AtomicU64,
+    /// Where its port mapper listens, asked where MOUNT is when MOUNT is
+    /// not served at its NFS address ([`PMAP_PORT`]; another in tests).
+    portmap_port: u16,
 }
 
 impl std::fmt::Debug for DataServer {
@@ -155,6 +161,7 @@ impl DataServer {
             failed_at: Mutex::new(None),
             calls: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            portmap_port: PMAP_PORT,
         }
     }
 
@@ -182,16 +189,47 @@ impl DataServer {
             gid: 0,
             gids: Vec::new(),
         });
-        let a = &self.addr;
-        let c = tokio::time::timeout(
-            CONNECT_TIMEOUT,
-            Client::connect_with(a.addr, a.addr, &a.path, auth, cfg),
-        )
-        .await
-        .map_err(|_| DsError::Down(format!("no connection within {CONNECT_TIMEOUT:?}")))?
-        .map_err(|e| DsError::Down(e.to_string()))?;
+        let c = tokio::time::timeout(CONNECT_TIMEOUT, self.connect(auth, cfg))
+            .await
+            .map_err(|_| DsError::Down(format!("no connection within {CONNECT_TIMEOUT:?}")))??;
         *g = Some(c.clone());
         Ok(c)
+    }
+
+    /// Mounts the export and connects: MOUNT at the NFS address (where
+    /// Ferrite answers it), else at the port the data server's port
+    /// mapper gives (NFS-Ganesha and the Linux server serve MOUNT on a
+    /// port of its own, and answer PROG_UNAVAIL for it on the NFS port).
+    async fn connect(&self, auth: rpc::Auth, cfg: rpc::ConnConfig) -> Result<Client, DsError> {
+        use rpc::{CallError, ReplyError};
+        let a = &self.addr;
+        let down = |e: ClientError| DsError::Down(e.to_string());
+        match Client::connect_with(a.addr, a.addr, &a.path, auth.clone(), cfg.clone()).await {
+            Err(ClientError::Rpc(CallError::Rejected(
+                ReplyError::ProgUnavail | ReplyError::ProgMismatch { .. },
+            ))) => {}
+            r => return r.map_err(down),
+        }
+        let pmap = SocketAddr::new(a.addr.ip(), self.portmap_port);
+        let port =
+            client::portmap::getport(pmap, proto::mount::MOUNT_PROGRAM, proto::mount::MOUNT_V3)
+                .await
+                .map_err(|e| {
+                    DsError::Down(format!(
+                    "MOUNT is not served at {} and the port mapper at {pmap} does not answer: {e}",
+                    a.addr
+                ))
+                })?
+                .ok_or_else(|| {
+                    DsError::Down(format!(
+                        "MOUNT is not served at {} nor registered with the port mapper at {pmap}",
+                        a.addr
+                    ))
+                })?;
+        let mount = SocketAddr::new(a.addr.ip(), port);
+        Client::connect_with(a.addr, mount, &a.path, auth, cfg)
+            .await
+            .map_err(down)
     }
 
     /// Runs one call under [`CALL_TIMEOUT`]: an NFS status is the call's
@@ -254,5 +292,128 @@ impl DataServer {
     /// The export's root handle (connecting if needed).
     pub async fn root(&self) -> Result<NfsFh3, DsError> {
         self.call(|c| async move { Ok(c.root().clone()) }).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proto::mount::*;
+    use proto::portmap::*;
+    use rpc::{Call, Programs, Reply, ReplyFuture, Service};
+    use xdr::Unpack;
+
+    use super::*;
+
+    /// Answers NULL (NFSv3, MOUNT v3, the port mapper); MNT with the
+    /// handle `root`; GETPORT of MOUNT v3 over TCP with `mount_port`
+    /// (0: not registered).
+    struct Fake {
+        root: &'static [u8],
+        mount_port: u32,
+    }
+
+    impl Service for Fake {
+        fn call(&self, mut call: Call) -> ReplyFuture {
+            let (root, mount_port) = (self.root, self.mount_port);
+            Box::pin(async move {
+                match (call.prog, call.proc_) {
+                    (_, 0) => Reply::success(&()),
+                    (MOUNT_PROGRAM, MOUNTPROC3_MNT) => {
+                        Reply::success(&MountRes3::Ok(MountRes3Ok {
+                            fhandle: FHandle3(Bytes::from_static(root)),
+                            auth_flavors: vec![1],
+                        }))
+                    }
+                    (PMAP_PROG, PMAPPROC_GETPORT) => match Mapping::unpack(&mut call.args) {
+                        Ok(m) if (m.prog, m.vers, m.prot) == (MOUNT_PROGRAM, 3, IPPROTO_TCP) => {
+                            Reply::success(&mount_port)
+                        }
+                        Ok(_) => Reply::success(&0u32),
+                        Err(_) => Reply::Error(rpc::ReplyError::GarbageArgs),
+                    },
+                    _ => Reply::Error(rpc::ReplyError::ProcUnavail),
+                }
+            })
+        }
+    }
+
+    /// Serves `programs` (program, version, service) on a loopback port.
+    async fn serve(programs: Vec<(u32, u32, Arc<dyn Service>)>) -> SocketAddr {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let mut p = Programs::new();
+        for (prog, vers, s) in programs {
+            p = p.add(prog, vers, vers, s);
+        }
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            rpc::serve(l, Arc::new(p), rpc::ConnConfig::default(), rx).await;
+            drop(tx);
+        });
+        addr
+    }
+
+    fn fake(root: &'static [u8], mount_port: u32) -> Arc<dyn Service> {
+        Arc::new(Fake { root, mount_port })
+    }
+
+    fn data_server(nfs: SocketAddr, portmap_port: u16) -> DataServer {
+        let mut ds = DataServer::new(DataServerAddr {
+            addr: nfs,
+            path: "/".into(),
+        });
+        ds.portmap_port = portmap_port;
+        ds
+    }
+
+    /// A port nothing listens on.
+    async fn closed_port() -> u16 {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap().port()
+    }
+
+    #[tokio::test]
+    async fn mount_on_the_nfs_port_needs_no_port_mapper() {
+        // Ferrite: MOUNT beside NFS on one port.
+        let nfs = serve(vec![
+            (NFS_PROGRAM, NFS_V3, fake(b"ferrite-root", 0)),
+            (MOUNT_PROGRAM, MOUNT_V3, fake(b"ferrite-root", 0)),
+        ])
+        .await;
+        let ds = data_server(nfs, closed_port().await);
+        assert_eq!(&ds.root().await.unwrap().data[..], b"ferrite-root");
+        assert!(ds.probe().await);
+    }
+
+    #[tokio::test]
+    async fn mount_on_a_port_of_its_own_is_found_through_the_port_mapper() {
+        // NFS-Ganesha, the Linux server: NFS alone on its port (MOUNT there
+        // is PROG_UNAVAIL), MOUNT on another, registered with the port
+        // mapper on the data server's address.
+        let mount = serve(vec![(MOUNT_PROGRAM, MOUNT_V3, fake(b"ganesha-root", 0))]).await;
+        let nfs = serve(vec![(NFS_PROGRAM, NFS_V3, fake(b"", 0))]).await;
+        let pmap = serve(vec![(PMAP_PROG, PMAP_VERS, fake(b"", mount.port() as u32))]).await;
+        let ds = data_server(nfs, pmap.port());
+        assert_eq!(&ds.root().await.unwrap().data[..], b"ganesha-root");
+        assert!(ds.is_up());
+        assert!(ds.probe().await);
+
+        // The port mapper does not know MOUNT: down, saying why.
+        let pmap = serve(vec![(PMAP_PROG, PMAP_VERS, fake(b"", 0))]).await;
+        let ds = data_server(nfs, pmap.port());
+        match ds.root().await {
+            Err(DsError::Down(why)) => assert!(why.contains("nor registered"), "{why}"),
+            r => panic!("{r:?}"),
+        }
+        assert!(!ds.is_up());
+
+        // No port mapper at all: down too.
+        let ds = data_server(nfs, closed_port().await);
+        match ds.root().await {
+            Err(DsError::Down(why)) => assert!(why.contains("port mapper"), "{why}"),
+            r => panic!("{r:?}"),
+        }
     }
 }
