@@ -736,3 +736,94 @@ async fn layoutcommit_reclaims_after_a_restart() {
     })
     .await;
 }
+
+/// With two mirrors and one data server down, a file created meanwhile
+/// (no data file anywhere yet) gets a layout of the other mirror alone,
+/// and can be written through the metadata server: the one server that
+/// does not answer cannot hold a data file of it that the other lacks.
+/// (Before, its fence generation could not be learnt while a server was
+/// unreachable: LAYOUTGET answered NFS4ERR_LAYOUTTRYLATER and the metadata
+/// server's own writes NFS4ERR_IO, so no new file could be written until
+/// the server was back; the Linux client's writes failed with EIO.)
+#[tokio::test]
+async fn a_new_file_is_written_while_a_mirror_is_down() {
+    within(async {
+        let lease = Duration::from_secs(30);
+        let mut ds = Vec::new();
+        let mut links = Vec::new();
+        let mut keep = Vec::new();
+        for _ in 0..2 {
+            let (d, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let r = server::run::start(config(s.path(), ExportConfig::open("/", d.path()), lease))
+                .await
+                .unwrap();
+            links.push(Link::up("127.0.0.1:0".parse().unwrap(), r.addr).await);
+            ds.push((r, d));
+            keep.push(s);
+        }
+        let (m, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut e = ExportConfig::open("/", m.path());
+        e.pnfs = Some(PnfsConfig {
+            servers: links
+                .iter()
+                .map(|l| DataServerAddr {
+                    addr: l.addr,
+                    path: "/".into(),
+                })
+                .collect(),
+            stripe_unit: UNIT,
+            mirrors: 2,
+        });
+        let mds = server::run::start(config(s.path(), e, lease))
+            .await
+            .unwrap();
+        let c = Client::connect(mds.addr, options()).await.unwrap();
+        let root = c.root_fh().await.unwrap();
+        let o = c.open(&root, "old", OpenOpts::create(0o644)).await.unwrap();
+        c.write(&o.fh, o.stateid, 0, b("both up"), StableHow4::FileSync4)
+            .await
+            .unwrap();
+        // Server 1 goes; the metadata server finds out writing "old".
+        links[1].cut().await;
+        c.write(&o.fh, o.stateid, 0, b("one down"), StableHow4::FileSync4)
+            .await
+            .unwrap();
+
+        // A new file: a layout naming the live server alone.
+        let n = c.open(&root, "new", OpenOpts::create(0o644)).await.unwrap();
+        let (_, _, ff) = get_layout(&c, &n.fh, n.stateid, LayoutIoMode4::Rw, 0).await;
+        assert_eq!(ff.mirrors.len(), 1, "the down server left out");
+        let (addr, c3, dfh) = data_server(&c, &ff.mirrors[0].data_servers[0]).await;
+        assert_eq!(addr, links[0].addr);
+        c3.write(&dfh, 0, b("through the layout"), StableHow::FileSync)
+            .await
+            .unwrap();
+
+        // Another, written through the metadata server.
+        let n2 = c
+            .open(&root, "new2", OpenOpts::create(0o644))
+            .await
+            .unwrap();
+        c.write(
+            &n2.fh,
+            n2.stateid,
+            0,
+            b("through the MDS"),
+            StableHow4::FileSync4,
+        )
+        .await
+        .expect("a new file written while a mirror is down");
+        let (data, _) = c.read(&n2.fh, n2.stateid, 0, 100).await.unwrap();
+        assert_eq!(&data[..], b"through the MDS");
+        let on_disk: Vec<Vec<u8>> = std::fs::read_dir(ds[0].1.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("ferrite-"))
+            .map(|e| std::fs::read(e.path()).unwrap())
+            .collect();
+        assert!(on_disk.iter().any(|d| d == b"through the MDS"));
+        assert!(on_disk.iter().any(|d| d == b"through the layout"));
+        drop((mds, m, keep));
+    })
+    .await;
+}

@@ -317,31 +317,43 @@ impl Pnfs {
         }
         let name = self.data_name(h);
         let mut learnt = None;
+        let mut found = false;
         let mut last_err = None;
+        let mut unreachable = 0;
         for i in 0..self.servers.len() {
             let root = match self.root(i).await {
                 Ok(r) => r,
                 Err(e) => {
                     last_err = Some(e);
+                    unreachable += 1;
                     continue;
                 }
             };
             match datafiles::lookup(&self.servers[i], &root, &name).await {
                 Ok(Some((fh, attrs))) => {
+                    found = true;
                     f.fhs.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(fh);
                     if let Some(g) = attrs.and_then(|a| datafiles::gen_of_owner(a.uid)) {
                         learnt = Some(learnt.map_or(g, |l: u32| l.max(g)));
                     }
                 }
                 Ok(None) => {}
-                Err(e) => last_err = Some(e),
+                Err(e) => {
+                    last_err = Some(e);
+                    unreachable += 1;
+                }
             }
         }
         let g = match (learnt, last_err) {
             (Some(g), _) => g,
             (None, None) => 0,
-            // No data file found and some server unreachable: it may
-            // hold one with a later generation; do not guess.
+            // None found, and fewer servers unreachable than each stripe
+            // has copies: a data file holds some stripe, whose every copy
+            // has one, and one of those answered; so there is none (a new
+            // file, while a mirror is down).
+            (None, Some(_)) if !found && unreachable < self.geometry.mirrors => 0,
+            // Else an unreachable server may hold one with a later
+            // generation; do not guess.
             (None, Some(e)) => return Err(e),
         };
         f.gen.store(g, Ordering::Relaxed);
