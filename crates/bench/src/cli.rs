@@ -142,7 +142,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_size)]
     pub io_size: Option<u64>,
     /// Number of files (smallfile-read, locked-read, deleg-recall, dirlist;
-    /// create: per client).
+    /// create: per client; large-file workloads: files of --file-size,
+    /// default 1, worker w using file w mod N).
     #[arg(long)]
     pub files: Option<u64>,
     /// File size (large-file workloads: the one file; others: each file).

@@ -13,13 +13,15 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Workload {
-    /// Random reads of `--io-size` from one large file.
+    /// Random reads of `--io-size` from one large file (of `--files`:
+    /// worker w uses file w mod N).
     Randread,
-    /// Random writes of `--io-size` to one large file.
+    /// Random writes of `--io-size` to one large file (as randread).
     Randwrite,
-    /// Sequential reads; each worker streams its own stripe of the file.
+    /// Sequential reads; each worker streams its own stripe of its file
+    /// (the workers of one file split it).
     Seqread,
-    /// Sequential writes; each worker streams its own stripe of the file.
+    /// Sequential writes; each worker streams its own stripe of its file.
     Seqwrite,
     /// Random whole-file reads of small files: OPEN, READ, CLOSE.
     SmallfileRead,
