@@ -6,10 +6,16 @@
 # (tests/realclient/two-guests.sh: cross-client fcntl locks, flock, O_EXCL
 # races, close-to-open visibility, delegations, a restart; NFSv4.2, NFSv3
 # with NLM and a mixed NFSv3/NFSv4.1 column, FERRITE_RC_TWO_VERS).
+# Then, as a third phase, pNFS with flexible-file layouts
+# (tests/realclient/pnfs.sh: Ferrite metadata servers over Ferrite and
+# NFS-Ganesha data servers of their own, on a bridge of their own; NFSv4.1
+# and 4.2; about a minute and a half).
 # Extra arguments go to run.sh (for example --only or --vers; the default
 # here is --vers 4.2,4.1,3), except:
 #   --two-guests      run only the two-guest phase
 #   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
+#   --pnfs            run only the pNFS phase
+#   --no-pnfs         skip the pNFS phase (as does FERRITE_RC_PNFS=0)
 # FERRITE_RC_LOG=1 gives the export a write log (--log in the work
 # directory), so that the clients' stable writes go through it.
 # FERRITE_RC_DELEG=1 has Ferrite grant read delegations (--delegations)
@@ -20,13 +26,16 @@ set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
 
-main_phase=1 two_phase=1
+main_phase=1 two_phase=1 pnfs_phase=1
 [ "${FERRITE_RC_TWO_GUESTS:-1}" = 0 ] && two_phase=0
+[ "${FERRITE_RC_PNFS:-1}" = 0 ] && pnfs_phase=0
 args=()
 for a in "$@"; do
     case "$a" in
-    --two-guests) main_phase=0 two_phase=1 ;;
+    --two-guests) main_phase=0 two_phase=1 pnfs_phase=0 ;;
     --no-two-guests) two_phase=0 ;;
+    --pnfs) main_phase=0 two_phase=0 pnfs_phase=1 ;;
+    --no-pnfs) pnfs_phase=0 ;;
     *) args+=("$a") ;;
     esac
 done
@@ -39,7 +48,10 @@ case " ${args[*]+"${args[*]}"} " in
 esac
 
 cargo build --release -p ferrite
-bin="$top/target/release/ferrite"
+# Where cargo put it (CARGO_TARGET_DIR, relative to this directory, if set).
+tdir="${CARGO_TARGET_DIR:-target}"
+case "$tdir" in /*) ;; *) tdir="$top/$tdir" ;; esac
+bin="$tdir/release/ferrite"
 work="$(mktemp -d /var/tmp/ferrite-rc.XXXXXX)"
 # The guests reach Ferrite on a bridge of their own (FERRITE_RC_BRIDGE,
 # 10.77.0.1/24), through which Ferrite can call them back (NLM_GRANTED,
@@ -136,6 +148,17 @@ if [ $two_phase = 1 ]; then
             --restart-cmd "$work/restart.sh" --out "$work/out-two" "${two_args[@]+"${two_args[@]}"}" || rc_two=$?
     fi
 fi
-echo "realclient-ferrite: main suite $([ $main_phase = 1 ] && echo "rc=$rc_main" || echo "not run"), two-guest phase $([ $two_phase = 1 ] && echo "rc=$rc_two" || echo "not run")"
+rc_pnfs=0
+if [ $pnfs_phase = 1 ]; then
+    if [ $rc_main = 125 ]; then
+        echo "realclient-ferrite: pNFS phase not run: the guest could not be started"
+    else
+        # Its own servers, bridge and guests (nothing of the phases above).
+        echo "realclient-ferrite: pNFS phase (tests/realclient/pnfs.sh)"
+        FERRITE_BIN="$bin" bash "$top/tests/realclient/pnfs.sh" --out "$work/out-pnfs" || rc_pnfs=$?
+    fi
+fi
+echo "realclient-ferrite: main suite $([ $main_phase = 1 ] && echo "rc=$rc_main" || echo "not run"), two-guest phase $([ $two_phase = 1 ] && echo "rc=$rc_two" || echo "not run"), pNFS phase $([ $pnfs_phase = 1 ] && echo "rc=$rc_pnfs" || echo "not run")"
 [ $rc_main = 0 ] || exit $rc_main
-exit $rc_two
+[ $rc_two = 0 ] || exit $rc_two
+exit $rc_pnfs

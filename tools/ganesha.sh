@@ -13,6 +13,14 @@
 #   GANESHA_NLM_PORT=12047      NLM v4
 #   GANESHA_STATD_PORT=12046    the private rpc.statd (see below)
 #   GANESHA_RPCBIND_PORT=12045  the private rpcbind's TCP port (see below)
+#   GANESHA_RPCBIND_BIND_PORT=$GANESHA_RPCBIND_PORT  its port on
+#                               $GANESHA_BIND when that is not 127.0.0.1
+#                               (111: clients and a pNFS metadata server
+#                               find MOUNT there, as with a system rpcbind,
+#                               while 127.0.0.1 keeps a private port, so
+#                               that several instances on several bridge
+#                               addresses run side by side:
+#                               tests/realclient/pnfs.sh)
 #   GANESHA_BIND=127.0.0.1      the address Ganesha listens on; another than
 #                               127.0.0.1 serves clients on a bridge
 #                               (tests/realclient-ganesha.sh: 10.77.0.1,
@@ -81,6 +89,7 @@ MNTPORT="${GANESHA_MNT_PORT:-12048}"
 NLMPORT="${GANESHA_NLM_PORT:-12047}"
 STATDPORT="${GANESHA_STATD_PORT:-12046}"
 RPCBPORT="${GANESHA_RPCBIND_PORT:-12045}"
+RPCBBINDPORT="${GANESHA_RPCBIND_BIND_PORT:-$RPCBPORT}"
 BIND="${GANESHA_BIND:-127.0.0.1}"
 NOTIFY="${GANESHA_NOTIFY:-0}"
 GRACE="${GANESHA_GRACE:-0}"
@@ -215,8 +224,9 @@ CONF
     # would otherwise listen on every address.
     cat > "$STATE/listen.pl" <<'PERL'
 # listen.pl PORT ADDRS COMMAND...: listen on ADDR:PORT (TCP) for each of
-# the comma-separated ADDRS, pass the sockets as fds 3, 4, ... with
-# LISTEN_PID/LISTEN_FDS (sd_listen_fds(3)) and exec COMMAND.
+# the comma-separated ADDRS (an ADDR:P in the list listens on port P
+# instead), pass the sockets as fds 3, 4, ... with LISTEN_PID/LISTEN_FDS
+# (sd_listen_fds(3)) and exec COMMAND.
 use strict;
 use Socket;
 use POSIX ();
@@ -224,10 +234,12 @@ my $port = shift @ARGV;
 my @addrs = split /,/, shift @ARGV;
 $^F = 2 + @addrs;    # fds up to this stay open across exec
 my @socks;
-for my $a (@addrs) {
+for my $spec (@addrs) {
+    my ($a, $p) = split /:/, $spec;
+    $p //= $port;
     socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
     setsockopt($s, SOL_SOCKET, SO_REUSEADDR, 1) or die "SO_REUSEADDR: $!";
-    bind($s, pack_sockaddr_in($port, inet_aton($a))) or die "bind $a:$port: $!";
+    bind($s, pack_sockaddr_in($p, inet_aton($a))) or die "bind $a:$p: $!";
     listen($s, SOMAXCONN) or die "listen: $!";
     push @socks, $s;
 }
@@ -269,7 +281,7 @@ start() {
     # /etc/netconfig; ganesha replaces the outer shell.
     export FERRITE_GANESHA_STATE="$STATE"
     local rpcb_addrs=127.0.0.1
-    [ "$BIND" != 127.0.0.1 ] && rpcb_addrs="127.0.0.1,$BIND"
+    [ "$BIND" != 127.0.0.1 ] && rpcb_addrs="127.0.0.1,$BIND:$RPCBBINDPORT"
     local notify=":"
     if [ "$NOTIFY" = 1 ]; then
         # sm-notify moves the records it notifies out of its directory's
