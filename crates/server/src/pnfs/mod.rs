@@ -321,6 +321,13 @@ impl Pnfs {
         let mut last_err = None;
         let mut unreachable = 0;
         for i in 0..self.servers.len() {
+            // One marked down is not waited for (a hung server would hold
+            // up every new file); the prober marks it up when it answers.
+            if !self.servers[i].is_up() {
+                last_err = Some(DsError::Down("marked down".into()));
+                unreachable += 1;
+                continue;
+            }
             let root = match self.root(i).await {
                 Ok(r) => r,
                 Err(e) => {

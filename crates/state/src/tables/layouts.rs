@@ -44,7 +44,6 @@ impl Tables {
         iomode: LayoutIoMode4,
         offset: u64,
         end: u64,
-        now: Duration,
     ) -> Result<StateId4, NfsStat4> {
         if self.grace.active() {
             return Err(NfsStat4::Nfs4errGrace);
@@ -94,18 +93,19 @@ impl Tables {
                 }
             }
         };
-        let quiet = self
-            .recent_conflicts
-            .get(file)
-            .is_some_and(|at| now < *at + CONFLICT_QUIET);
         let (seqid, l) = self
             .layout_mut(client, &other)
             .ok_or(NfsStat4::Nfs4errBadStateid)?;
+        // No quiet period after a conflict, as delegations have: Linux's
+        // client asks for a layout again and again rather than doing its
+        // I/O through the metadata server meanwhile, so one would stall
+        // the client that made the change; a recall settles each
+        // conflict as it comes.
         let refusal = if l.recalled.is_some() {
             // §12.5.5.2: no new layout while the client has not answered
             // a recall of it.
             Some(NfsStat4::Nfs4errRecallconflict)
-        } else if quiet || l.segs.len() >= MAX_SEGMENTS {
+        } else if l.segs.len() >= MAX_SEGMENTS {
             Some(NfsStat4::Nfs4errLayouttrylater)
         } else {
             None

@@ -37,7 +37,7 @@ impl State {
         offset: u64,
         end: u64,
     ) -> Result<StateId4, NfsStat4> {
-        self.with(|t, now| t.layout_get(client, sid, file, fh, iomode, offset, end, now))
+        self.with(|t, _| t.layout_get(client, sid, file, fh, iomode, offset, end))
     }
 
     /// LAYOUTRETURN4_FILE (§18.44.3): the layout stateid if some of the
