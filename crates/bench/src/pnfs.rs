@@ -346,9 +346,15 @@ impl Layouts {
                 Ok(r) => match r.into_iter().nth(1) {
                     Some(NfsResOp4::LayoutGet(LayoutGet4Res::Ok(ok))) => {
                         if self.take_layout(file, ok) {
-                            return Ok(file.cached(off, write));
+                            if let Some(s) = file.cached(off, write) {
+                                return Ok(Some(s));
+                            }
+                            // Not the range or mode asked for: through
+                            // the metadata server for a while.
+                            BACK_OFF
+                        } else {
+                            UNAVAILABLE
                         }
-                        UNAVAILABLE
                     }
                     other => return Err(Error::Msg(format!("expected LAYOUTGET, got {other:?}"))),
                 },
