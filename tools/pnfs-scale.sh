@@ -191,6 +191,7 @@ print(r, c, w, 1, run["bytes"], f'{run["elapsed_s"]:.3f}', f"{mds:.3f}",
       f"{busy(0):.2f}", f"{busy(1):.2f}", fb, f"{(m1 - m0) / int(tck):.2f}", f"{t1 - t0:.2f}")
 PY
             tail -1 "$OUT/runs.txt" >&2
+            echo "$r $c $w $(cat /proc/loadavg)" >>"$OUT/load.txt"
         done
     done
 done
