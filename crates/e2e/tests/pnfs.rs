@@ -479,41 +479,58 @@ impl Link {
     }
 }
 
+/// Two Ferrite data servers, each reached through a [`Link`] the test
+/// can cut, and a metadata server over the links with two mirrors: the
+/// metadata server, the data servers (and their directories), the links,
+/// the metadata server's state and export directories, and the data
+/// servers' state directories.
+async fn linked_cluster() -> (
+    Running,
+    Vec<(Running, TempDir)>,
+    Vec<Link>,
+    TempDir,
+    TempDir,
+    Vec<TempDir>,
+) {
+    let lease = Duration::from_secs(30);
+    let mut ds = Vec::new();
+    let mut links = Vec::new();
+    let mut keep = Vec::new();
+    for _ in 0..2 {
+        let (d, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let r = server::run::start(config(s.path(), ExportConfig::open("/", d.path()), lease))
+            .await
+            .unwrap();
+        links.push(Link::up("127.0.0.1:0".parse().unwrap(), r.addr).await);
+        ds.push((r, d));
+        keep.push(s);
+    }
+    let (m, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut e = ExportConfig::open("/", m.path());
+    e.pnfs = Some(PnfsConfig {
+        servers: links
+            .iter()
+            .map(|l| DataServerAddr {
+                addr: l.addr,
+                path: "/".into(),
+            })
+            .collect(),
+        stripe_unit: UNIT,
+        mirrors: 2,
+    });
+    let mds = server::run::start(config(s.path(), e, lease))
+        .await
+        .unwrap();
+    (mds, ds, links, s, m, keep)
+}
+
 /// With two mirrors, a data server that cannot be reached is read around
 /// (the other mirror answers) and written around; once it is back, the
 /// files it missed are copied to it, so both mirrors hold the same bytes.
 #[tokio::test]
 async fn a_data_server_down_is_read_around_and_brought_up_to_date() {
     within(async {
-        let lease = Duration::from_secs(30);
-        let mut ds = Vec::new();
-        let mut links = Vec::new();
-        let mut keep = Vec::new();
-        for _ in 0..2 {
-            let (d, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-            let r = server::run::start(config(s.path(), ExportConfig::open("/", d.path()), lease))
-                .await
-                .unwrap();
-            links.push(Link::up("127.0.0.1:0".parse().unwrap(), r.addr).await);
-            ds.push((r, d));
-            keep.push(s);
-        }
-        let (m, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let mut e = ExportConfig::open("/", m.path());
-        e.pnfs = Some(PnfsConfig {
-            servers: links
-                .iter()
-                .map(|l| DataServerAddr {
-                    addr: l.addr,
-                    path: "/".into(),
-                })
-                .collect(),
-            stripe_unit: UNIT,
-            mirrors: 2,
-        });
-        let mds = server::run::start(config(s.path(), e, lease))
-            .await
-            .unwrap();
+        let (mds, ds, mut links, s, m, keep) = linked_cluster().await;
         let c = Client::connect(mds.addr, options()).await.unwrap();
         let root = c.root_fh().await.unwrap();
         let o = c.open(&root, "m", OpenOpts::create(0o644)).await.unwrap();
@@ -748,35 +765,7 @@ async fn layoutcommit_reclaims_after_a_restart() {
 #[tokio::test]
 async fn a_new_file_is_written_while_a_mirror_is_down() {
     within(async {
-        let lease = Duration::from_secs(30);
-        let mut ds = Vec::new();
-        let mut links = Vec::new();
-        let mut keep = Vec::new();
-        for _ in 0..2 {
-            let (d, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-            let r = server::run::start(config(s.path(), ExportConfig::open("/", d.path()), lease))
-                .await
-                .unwrap();
-            links.push(Link::up("127.0.0.1:0".parse().unwrap(), r.addr).await);
-            ds.push((r, d));
-            keep.push(s);
-        }
-        let (m, s) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let mut e = ExportConfig::open("/", m.path());
-        e.pnfs = Some(PnfsConfig {
-            servers: links
-                .iter()
-                .map(|l| DataServerAddr {
-                    addr: l.addr,
-                    path: "/".into(),
-                })
-                .collect(),
-            stripe_unit: UNIT,
-            mirrors: 2,
-        });
-        let mds = server::run::start(config(s.path(), e, lease))
-            .await
-            .unwrap();
+        let (mds, ds, mut links, _s, m, keep) = linked_cluster().await;
         let c = Client::connect(mds.addr, options()).await.unwrap();
         let root = c.root_fh().await.unwrap();
         let o = c.open(&root, "old", OpenOpts::create(0o644)).await.unwrap();
