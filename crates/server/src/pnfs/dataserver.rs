@@ -141,6 +141,9 @@ pub struct DataServer {
     /// Calls and failures, for `ferrite stat` and the tests.
     pub calls: AtomicU64,
     pub failures: AtomicU64,
+    /// A probe is under way (one at a time: clients' error reports may
+    /// come faster than a hung server times out).
+    probing: AtomicBool,
     /// Where its port mapper listens, asked where MOUNT is when MOUNT is
     /// not served at its NFS address ([`PMAP_PORT`]; another in tests).
     portmap_port: u16,
@@ -161,6 +164,7 @@ impl DataServer {
             failed_at: Mutex::new(None),
             calls: AtomicU64::new(0),
             failures: AtomicU64::new(0),
+            probing: AtomicBool::new(false),
             portmap_port: PMAP_PORT,
         }
     }
@@ -285,7 +289,20 @@ impl DataServer {
     }
 
     /// NULL: brings a server marked down back up if it answers.
+    /// One at a time: a probe asked for while one runs answers whether
+    /// the server is up now.
     pub async fn probe(&self) -> bool {
+        if self.probing.swap(true, Ordering::AcqRel) {
+            return self.is_up();
+        }
+        // Cleared however the probe ends (dropped included).
+        struct Done<'a>(&'a AtomicBool);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _done = Done(&self.probing);
         self.call(|c| async move { c.null().await }).await.is_ok()
     }
 
