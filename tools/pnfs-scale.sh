@@ -12,10 +12,16 @@
 #   tools/pnfs-scale.sh [OUTDIR]
 #
 # Pinning (the house rules): every server and proxy on CPU 1, the
-# benchmark on CPU 0. Server CPU is utime + stime from /proc/PID/stat
-# over the measured period (`bench run --server-pid`); the data servers'
+# benchmark on CPU 0. Plain Ferrite's CPU is utime + stime from
+# /proc/PID/stat over the measured period (`bench run --server-pid`).
+# The MDS spends too little for /proc's 10 ms clock ticks: it runs in a
+# cgroup of its own (cgroup v1 cpuacct, or v2), whose CPU time in
+# nanoseconds `bench run --server-cgroup` reads over the measured
+# period; its CPU over each whole `bench run` (setup, warm-up and
+# teardown included) is shown beside. Without a writable cgroup the MDS
+# too is measured in ticks, and the script says so. The data servers'
 # and proxies' CPU and each CPU's busy share are taken around the whole
-# `bench run` (setup and warm-up included) to show what set the pace.
+# `bench run` to show what set the pace.
 #
 # The load grows with N: FILES_PER_DS x N files of SIZE, THREADS_PER_FILE
 # workers on each (one client, its workers sharing one connection per
@@ -151,15 +157,43 @@ for n in $COUNTS; do
 done
 
 cpu_of() { local s=0 p; for p in "$@"; do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $s; }
+# The MDSs' cgroups: CPU in nanoseconds (see the head of this script).
+CG=""
+if [ -w /sys/fs/cgroup/cpuacct ] && [ -e /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+    CG=/sys/fs/cgroup/cpuacct/ferrite-pnfs-scale-$$
+elif [ -e /sys/fs/cgroup/unified/cgroup.procs ] && [ -w /sys/fs/cgroup/unified ]; then
+    CG=/sys/fs/cgroup/unified/ferrite-pnfs-scale-$$
+elif [ -e /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ]; then
+    CG=/sys/fs/cgroup/ferrite-pnfs-scale-$$
+fi
+if [ -n "$CG" ]; then
+    for n in $COUNTS; do
+        mkdir -p "$CG/n$n"
+        echo "${MDS_PID[$n]}" >"$CG/n$n/cgroup.procs"
+    done
+    cg_done() { stop_all; for n in $COUNTS; do rmdir "$CG/n$n" 2>/dev/null || true; done; rmdir "$CG" 2>/dev/null || true; }
+    trap cg_done EXIT
+    echo "MDS CPU: nanoseconds, from $CG" >&2
+else
+    echo "MDS CPU: no writable cgroup cpuacct or cpu.stat here; measured in clock ticks (10 ms) over the measured period" >&2
+fi
+# cg_arg CONFIG: bench run's --server-cgroup for an MDS in a cgroup.
+cg_arg() { if [ -n "$CG" ] && [ -d "$CG/n$1" ]; then echo "--server-cgroup $CG/n$1"; fi; }
+# mds_ns CONFIG: the MDS's CPU nanoseconds so far (empty without a cgroup).
+mds_ns() {
+    [ -n "$CG" ] && [ -d "$CG/n$1" ] || return 0
+    if [ -e "$CG/n$1/cpuacct.usage" ]; then cat "$CG/n$1/cpuacct.usage"
+    else awk '$1 == "usage_usec" {print $2 * 1000}' "$CG/n$1/cpu.stat"; fi
+}
 # busy and total jiffies of cpu0 and cpu1.
 cpus() { awk '/^cpu[01] /{b=$2+$3+$4+$7+$8; t=b+$5+$6; printf "%s %s ", b, t}' /proc/stat; }
 
-printf 'rep config workload runs bytes elapsed_s mds_cpu_s helpers_cpu_s client_pct cpu0_busy cpu1_busy fallbacks mds_run_cpu_s run_wall_s\n' >"$OUT/runs.txt"
+printf 'rep config workload runs bytes elapsed_s mds_cpu_s helpers_cpu_s client_pct cpu0_busy cpu1_busy fallbacks mds_run_cpu_s run_wall_s mds_run_ns\n' >"$OUT/runs.txt"
 uptime | tee "$OUT/uptime-start.txt"
 now() { date +%s.%N; }
-declare -A MDS0
+declare -A MDS0 NS0 NS_T1
 T0=$(now)
-for n in $COUNTS; do MDS0[$n]=$(cpu_of "${MDS_PID[$n]}"); done
+for n in $COUNTS; do MDS0[$n]=$(cpu_of "${MDS_PID[$n]}"); NS0[$n]=$(mds_ns "$n"); done
 for r in $(seq 1 "$REPS"); do
     order="$CONFIGS"
     [ $((r % 2)) -eq 0 ] && order="$(echo "$CONFIGS" | tr ' ' '\n' | tac | tr '\n' ' ')"
@@ -169,16 +203,18 @@ for r in $(seq 1 "$REPS"); do
             # shellcheck disable=SC2086
             nf=${NFILES[$c]}
             d=$DURATION; [ "$c" = base-direct ] && d=$DIRECT_DURATION
-            h0=$(cpu_of ${HELPERS[$c]}); s0=$(cpus); m0=$(cpu_of "${MDS_PID[$c]}"); t0=$(now)
+            h0=$(cpu_of ${HELPERS[$c]}); s0=$(cpus); m0=$(cpu_of "${MDS_PID[$c]}"); t0=$(now); n0=$(mds_ns "$c")
             # shellcheck disable=SC2046
             taskset -c 0 "$F" bench run "$w" --target "${TARGET[$c]}" $(set_args "$c") \
                 --threads "$((THREADS_PER_FILE * nf))" --duration "$d" --warmup "$WARMUP" \
-                --server-pid "${MDS_PID[$c]}" -o "$j" >"$OUT/$c-$w-$r.txt"
+                --server-pid "${MDS_PID[$c]}" $(cg_arg "$c") -o "$j" >"$OUT/$c-$w-$r.txt"
             # shellcheck disable=SC2086
-            h1=$(cpu_of ${HELPERS[$c]}); s1=$(cpus); m1=$(cpu_of "${MDS_PID[$c]}"); t1=$(now)
-            python3 - "$j" "$r" "$c" "$w" "$h0" "$h1" "$TCK" "$s0" "$s1" "$m0" "$m1" "$t0" "$t1" >>"$OUT/runs.txt" <<'PY'
+            h1=$(cpu_of ${HELPERS[$c]}); s1=$(cpus); m1=$(cpu_of "${MDS_PID[$c]}"); t1=$(now); n1=$(mds_ns "$c")
+            python3 - "$j" "$r" "$c" "$w" "$h0" "$h1" "$TCK" "$s0" "$s1" "$m0" "$m1" "$t0" "$t1" "$n0" "$n1" >>"$OUT/runs.txt" <<'PY'
 import json, sys
 j, r, c, w, h0, h1, tck = sys.argv[1:8]
+n0, n1 = sys.argv[14], sys.argv[15]
+ns = str(int(n1) - int(n0)) if n0 and n1 else "-"
 s0 = [int(x) for x in sys.argv[8].split()]; s1 = [int(x) for x in sys.argv[9].split()]
 m0, m1, t0, t1 = int(sys.argv[10]), int(sys.argv[11]), float(sys.argv[12]), float(sys.argv[13])
 run = json.load(open(j))["runs"][0]
@@ -186,9 +222,9 @@ mds = run["server_cpu"]["user_s"] + run["server_cpu"]["sys_s"]
 busy = lambda i: (s1[2*i] - s0[2*i]) / max(1, s1[2*i+1] - s0[2*i+1])
 fb = sum(t["calls"].get(k, {}).get("count", 0) for t in run["nfs"].values()
          for k in ("READ (MDS fallback)", "WRITE (MDS fallback)"))
-print(r, c, w, 1, run["bytes"], f'{run["elapsed_s"]:.3f}', f"{mds:.3f}",
+print(r, c, w, 1, run["bytes"], f'{run["elapsed_s"]:.3f}', f"{mds:.6f}",
       f"{(int(h1) - int(h0)) / int(tck):.2f}", f'{run["cpu"]["percent"]:.1f}',
-      f"{busy(0):.2f}", f"{busy(1):.2f}", fb, f"{(m1 - m0) / int(tck):.2f}", f"{t1 - t0:.2f}")
+      f"{busy(0):.2f}", f"{busy(1):.2f}", fb, f"{(m1 - m0) / int(tck):.2f}", f"{t1 - t0:.2f}", ns)
 PY
             tail -1 "$OUT/runs.txt" >&2
             echo "$r $c $w $(cat /proc/loadavg)" >>"$OUT/load.txt"
@@ -196,9 +232,10 @@ PY
     done
 done
 T1=$(now)
+for n in $COUNTS; do NS_T1[$n]=$(mds_ns "$n"); done
 for n in $COUNTS; do
     m=$(cpu_of "${MDS_PID[$n]}"); m0=${MDS0[$n]}
-    echo "$n $((m - m0)) $T0 $T1" >>"$OUT/mds-total.txt"
+    echo "$n $((m - m0)) $T0 $T1 ${NS_T1[$n]:--} ${NS0[$n]:--}" >>"$OUT/mds-total.txt"
 done
 uptime | tee "$OUT/uptime-end.txt"
 
@@ -208,13 +245,17 @@ rows = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:]]
 rate_s, counts, workloads = sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 tck = int(sys.argv[6])
 # Each MDS's idle floor: its CPU while the other configurations ran.
+# With a cgroup, in nanoseconds; otherwise in clock ticks.
+precise = all(row[14] != "-" for row in rows if row[1] not in ("base", "base-direct"))
 own = collections.defaultdict(lambda: [0.0, 0.0])
 for row in rows:
-    own[row[1]][0] += float(row[12]); own[row[1]][1] += float(row[13])
+    run_cpu = int(row[14]) / 1e9 if precise and row[14] != "-" else float(row[12])
+    own[row[1]][0] += run_cpu; own[row[1]][1] += float(row[13])
 idle = {}
 for l in open(sys.argv[5]).read().splitlines():
-    n, ticks, t0, t1 = l.split()
-    cpu_s, wall = int(ticks) / tck - own[n][0], float(t1) - float(t0) - own[n][1]
+    n, ticks, t0, t1, ns1, ns0 = l.split()
+    total = (int(ns1) - int(ns0)) / 1e9 if precise and ns1 != "-" and ns0 != "-" else int(ticks) / tck
+    cpu_s, wall = total - own[n][0], float(t1) - float(t0) - own[n][1]
     idle[n] = (max(cpu_s, 0.0), wall)
 MIB = 1 << 20
 def rate_bytes(s):
@@ -229,21 +270,25 @@ agg = collections.defaultdict(list)  # (config, workload) -> [MiB/s per rep]
 cpu = collections.defaultdict(lambda: [0.0, 0.0])  # (config, workload) -> [cpu s, MiB]
 busy = collections.defaultdict(list)
 fallbacks = collections.defaultdict(int)
-for r, c, w, _, b, el, mds, helpers, client, c0, c1, fb, _, _ in rows:
+whole = collections.defaultdict(float)  # the MDS's CPU over whole runs, s
+for r, c, w, _, b, el, mds, helpers, client, c0, c1, fb, _, _, ns in rows:
     mib = int(b) / MIB
     agg[(c, w)].append(mib / float(el))
     cpu[(c, w)][0] += float(mds); cpu[(c, w)][1] += mib
+    if ns != "-":
+        whole[(c, w)] += int(ns) / 1e9
     busy[(c, w)].append((float(client), float(c0), float(c1)))
     fallbacks[(c, w)] += int(fb)
 mean = lambda v: sum(v) / len(v)
 print(f"Link: {link:.1f} MiB/s per direction per data server.")
+print("MDS CPU: " + ("nanoseconds, from its cgroup" if precise else "clock ticks (no cgroup)") + ", over the measured period; 'whole runs' adds setup, warm-up and teardown, per MiB of the measured period.")
 for n in counts:
     if n in idle:
         c, wall = idle[n]
         print(f"MDS idle floor, N={n}: {c * 1e3:.0f} ms of CPU in {wall:.0f} s idle ({c / wall * 1e6:.0f} µs/s).")
 print()
-print("| workload | N | aggregate MiB/s (reps) | per link | / (N x one-DS) | MDS CPU µs/MiB | its idle floor µs/MiB | / plain Ferrite's, one link | / plain Ferrite's, direct | client core | CPU 1 busy | fallbacks |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| workload | N | aggregate MiB/s (reps) | per link | / (N x one-DS) | MDS CPU µs/MiB | whole runs µs/MiB | its idle floor µs/MiB | / plain Ferrite's, one link | / plain Ferrite's, direct | client core | CPU 1 busy | fallbacks |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 per_mib = lambda k: cpu[k][0] * 1e6 / cpu[k][1] if k in cpu and cpu[k][1] > 0 else None
 for w in workloads:
     one = mean(agg[("1", w)]) if ("1", w) in agg else None
@@ -262,7 +307,8 @@ for w in workloads:
         if n in idle and idle[n][1] > 0:
             secs = sum(float(x[5]) for x in rows if x[1] == n and x[2] == w)
             fl = f"{idle[n][0] / idle[n][1] * secs * 1e6 / cpu[k][1]:.2f}"
-        print(f"| {w} | {n} | {a:.1f} ({reps}) | {a / int(n) / link:.2f} | {ratio} | {us:.2f} | {fl} | {rel['base']} | {rel['base-direct']} | {cl:.0f}% | {100 * c1:.0f}% | {fallbacks[k]} |")
+        wr = f"{whole[k] * 1e6 / cpu[k][1]:.2f}" if k in whole else "-"
+        print(f"| {w} | {n} | {a:.1f} ({reps}) | {a / int(n) / link:.2f} | {ratio} | {us:.2f} | {wr} | {fl} | {rel['base']} | {rel['base-direct']} | {cl:.0f}% | {100 * c1:.0f}% | {fallbacks[k]} |")
     for base in ("base", "base-direct"):
         k = (base, w)
         if k not in agg:
@@ -270,6 +316,6 @@ for w in workloads:
         a = mean(agg[k]); reps = ", ".join(f"{x:.1f}" for x in agg[k])
         cl = mean([b[0] for b in busy[k]]); c1 = mean([b[2] for b in busy[k]])
         label = "plain Ferrite, one link" if base == "base" else "plain Ferrite, direct"
-        print(f"| {w} | {label} | {a:.1f} ({reps}) | | | {per_mib(k):.1f} | | | | {cl:.0f}% | {100 * c1:.0f}% | |")
+        print(f"| {w} | {label} | {a:.1f} ({reps}) | | | {per_mib(k):.1f} | | | | | {cl:.0f}% | {100 * c1:.0f}% | |")
 PY
 echo "results: $OUT" >&2

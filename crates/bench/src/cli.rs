@@ -196,6 +196,11 @@ pub struct RunArgs {
     /// /proc/PID/stat) is reported per unit of work.
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// With --server-pid: the server's CPU time is read in nanoseconds
+    /// from this cgroup holding it (cgroup v1 cpuacct.usage_user and
+    /// usage_sys, or v2 cpu.stat), where /proc counts clock ticks.
+    #[arg(long, requires = "server_pid")]
+    pub server_cgroup: Option<PathBuf>,
     /// Write the results as JSON.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -337,6 +342,7 @@ impl RunArgs {
         p.loss = self.loss.unwrap_or(0.0);
         p.keep = self.keep;
         p.server_pid = self.server_pid;
+        p.server_cgroup = self.server_cgroup.clone();
         p.rate = self.rate.unwrap_or(0.0);
         p.mix = self
             .mix

@@ -396,6 +396,36 @@ pub fn process_cpu_times(pid: u32) -> Option<(Duration, Duration)> {
     Some((ticks(11)?, ticks(12)?))
 }
 
+/// The user and system CPU time of the processes in cgroup `dir`: cgroup
+/// v1's cpuacct.usage (nanoseconds of run time, from the scheduler),
+/// split between user and system as cpuacct.usage_user and usage_sys
+/// split it (those two count clock ticks); or v2's cpu.stat user_usec
+/// and system_usec.
+pub fn cgroup_cpu_times(dir: &std::path::Path) -> Option<(Duration, Duration)> {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    let num = |v: &str| v.trim().parse::<u64>().ok();
+    if let Some(total) = read("cpuacct.usage") {
+        let total = num(&total)?;
+        let u = read("cpuacct.usage_user")
+            .and_then(|v| num(&v))
+            .unwrap_or(0);
+        let s = read("cpuacct.usage_sys").and_then(|v| num(&v)).unwrap_or(0);
+        let sys = if u + s > 0 {
+            (u128::from(total) * u128::from(s) / u128::from(u + s)) as u64
+        } else {
+            0
+        };
+        return Some((Duration::from_nanos(total - sys), Duration::from_nanos(sys)));
+    }
+    let stat = read("cpu.stat")?;
+    let usec = |key: &str| {
+        stat.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+            .map(Duration::from_micros)
+    };
+    Some((usec("user_usec ")?, usec("system_usec ")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,5 +515,30 @@ mod tests {
             "{u0:?}+{s0:?} → {u1:?}+{s1:?}"
         );
         assert_eq!(process_cpu_times(u32::MAX), None);
+        let d = std::env::temp_dir().join(format!("ferrite-cg-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert_eq!(cgroup_cpu_times(&d), None);
+        std::fs::write(
+            d.join("cpu.stat"),
+            "usage_usec 30\nuser_usec 10\nsystem_usec 20\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cgroup_cpu_times(&d),
+            Some((Duration::from_micros(10), Duration::from_micros(20)))
+        );
+        std::fs::write(d.join("cpuacct.usage"), "1000\n").unwrap();
+        std::fs::write(d.join("cpuacct.usage_user"), "4000000\n").unwrap();
+        std::fs::write(d.join("cpuacct.usage_sys"), "0\n").unwrap();
+        assert_eq!(
+            cgroup_cpu_times(&d),
+            Some((Duration::from_nanos(1000), Duration::ZERO))
+        );
+        std::fs::write(d.join("cpuacct.usage_sys"), "12000000\n").unwrap();
+        assert_eq!(
+            cgroup_cpu_times(&d),
+            Some((Duration::from_nanos(250), Duration::from_nanos(750)))
+        );
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -16,7 +16,7 @@ use crate::nfs3::{Nfs3Addrs, Nfs3Fs};
 use crate::nfs4::Nfs4Fs;
 use crate::posix::PosixFs;
 use crate::proxy::{DelayConfig, Proxy};
-use crate::record::{cpu_times, process_cpu_times, OpStats, Phase, Recorder};
+use crate::record::{cgroup_cpu_times, cpu_times, process_cpu_times, OpStats, Phase, Recorder};
 use crate::results::{Cpu, Host, Results, RunResult, SeriesPoint, ServerCpu, SlotWait, SCHEMA};
 use crate::rng::Rng;
 use crate::target::Target;
@@ -362,7 +362,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     }
     let slots0 = slot_totals(&conns);
     let cpu0 = cpu_times();
-    let server0 = p.server_pid.and_then(process_cpu_times);
+    let server0 = match &p.server_cgroup {
+        Some(cg) => cgroup_cpu_times(cg),
+        None => p.server_pid.and_then(process_cpu_times),
+    };
     let t0 = Instant::now();
     // The period first, then the phase: a worker that sees the new phase
     // finds its period.
@@ -454,7 +457,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     }
     let t_end = t_end.unwrap_or_else(Instant::now);
     let cpu1 = cpu_times();
-    let server1 = p.server_pid.and_then(process_cpu_times);
+    let server1 = match &p.server_cgroup {
+        Some(cg) => cgroup_cpu_times(cg),
+        None => p.server_pid.and_then(process_cpu_times),
+    };
     let slots1 = slot_totals(&conns);
     stats.set_phase(Phase::Teardown);
     let _ = tick_stop_tx.send(true);

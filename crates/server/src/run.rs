@@ -146,7 +146,6 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     );
     crate::nfs4::install(&nfs4);
     crate::pnfs::fence::install(&nfs4);
-    crate::nfs4::reaper::spawn(&nfs4);
     spawn_heap_trim();
     let nlm = crate::v3::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
     nlm.start();
@@ -384,7 +383,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             )),
         }
     }
-    tasks.push(spawn_load_sampler(&nfs4, &cfg, rx.clone()));
+    tasks.push(spawn_housekeeping(&nfs4, &cfg, rx.clone()));
     let mut metrics = None;
     if let Some(at) = cfg.admin.metrics {
         let l = TcpListener::bind(at).await?;
@@ -418,68 +417,30 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     })
 }
 
-/// Feeds the load model a sample a second until `shutdown`.
-fn spawn_load_sampler(
+/// The server's once-a-second work, in one task so that an idle server
+/// wakes once a second for all of it: the load sample
+/// ([`crate::observe::sampler`]), then the reaper
+/// ([`crate::nfs4::reaper`]). Ends at `shutdown` or when the server is
+/// gone.
+fn spawn_housekeeping(
     nfs4: &Arc<Server>,
     cfg: &ServerConfig,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let stats = nfs4.stats.clone();
-    *stats.load.lock().unwrap_or_else(|e| e.into_inner()) =
-        crate::observe::load::Model::new(cfg.admin.link_bytes_per_s);
-    // The disks under the exports: found on the pool at the first tick,
-    // and again after a reload.
-    fn devices_of(exports: &crate::exports::Exports) -> Arc<Vec<String>> {
-        let mut d: Vec<String> = exports
-            .iter()
-            .filter_map(|e| crate::observe::load::device_of(&e.vfs.local_dir()?))
-            .collect();
-        d.sort();
-        d.dedup();
-        Arc::new(d)
-    }
-    let mut seen: Option<Arc<crate::exports::Exports>> = None;
-    let mut devices = Arc::new(Vec::new());
-    let srv = Arc::downgrade(nfs4);
-    let base = std::time::Instant::now();
+    let mut sampler = crate::observe::sampler::LoadSampler::new(nfs4, cfg.admin.link_bytes_per_s);
+    let mut reaper = crate::nfs4::reaper::Reaper::new(nfs4);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
                 _ = shutdown.wait_for(|s| *s) => break,
             }
-            let changed = srv
-                .upgrade()
-                .map(|s| s.exports())
-                .filter(|now| !seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, now)));
-            if let Some(now) = &changed {
-                seen = Some(now.clone());
-            }
-            let (stats, known) = (stats.clone(), devices.clone());
-            // /proc reads (and the exports' stat): quick, but system
-            // calls all the same.
-            let sampled = crate::handoff::off_thread(move || {
-                let devices = changed.map_or(known, |now| devices_of(&now));
-                let (bytes, ops) = stats.totals();
-                let pool = crate::handoff::iopool::Pool::global();
-                let s = crate::observe::load::sample(
-                    base.elapsed().as_secs_f64(),
-                    pool,
-                    &devices,
-                    bytes,
-                    ops,
-                );
-                stats
-                    .load
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .observe(s);
-                devices
-            })
-            .await;
-            if let Ok(d) = sampled {
-                devices = d;
+            sampler.step().await;
+            if !reaper.step().await {
+                break;
             }
         }
     })

@@ -146,6 +146,10 @@ pub struct Params {
     /// period is reported ([`crate::results::ServerCpu`]).
     #[serde(default)]
     pub server_pid: Option<u32>,
+    /// A cgroup holding that server, read for its CPU time instead of
+    /// /proc (nanoseconds rather than clock ticks).
+    #[serde(default)]
+    pub server_cgroup: Option<std::path::PathBuf>,
     /// Operations per second offered in all (nhfsstone; 0: each worker
     /// sends its next request when the last is answered).
     #[serde(default)]
@@ -209,6 +213,7 @@ impl Params {
             loss: 0.0,
             keep: false,
             server_pid: None,
+            server_cgroup: None,
             rate: 0.0,
             mix: None,
             ops: 0,

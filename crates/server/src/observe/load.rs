@@ -4,7 +4,8 @@
 //! average is, each sample weighted `1 - e^(-dt/T)`), and which of them,
 //! if any, limits the server.
 //!
-//! Resources, sampled once a second ([`sample`]):
+//! Resources, sampled once a second while the server is serving and
+//! every [`QUIET_EVERY`] seconds while nothing changes ([`sample`]):
 //! * **CPU**: the process's user and system time over the interval, per
 //!   core it may run on (its affinity).
 //! * **Worker pool** ([`crate::handoff::iopool`]): the calls in it, running or
@@ -36,6 +37,10 @@ use serde::{Deserialize, Serialize};
 pub const BUSY: f64 = 0.75;
 /// The damping windows, seconds.
 pub const WINDOWS: [f64; 3] = [1.0, 5.0, 15.0];
+/// Seconds between samples while no operation, byte or pool call has
+/// come since the last: a quiet server is not woken each second to
+/// measure that it is quiet (the damping follows each window's length).
+pub const QUIET_EVERY: f64 = 10.0;
 /// Below this many operations a second the server counts as idle.
 const IDLE_OPS: f64 = 1.0;
 
@@ -133,6 +138,11 @@ impl Model {
             link_bytes_per_s,
             ..Default::default()
         }
+    }
+
+    /// The sample taken in last, if any.
+    pub fn last_sample(&self) -> Option<&Sample> {
+        self.prev.as_ref()
     }
 
     /// Takes in a sample (the first only sets the baseline).
@@ -265,7 +275,10 @@ impl Model {
 }
 
 /// Reads a sample now: `devices` are the block devices under the
-/// exports, `net_bytes` and `ops` the statistics' totals. Reads /proc
+/// exports, `net_bytes` and `ops` the statistics' totals, `cores` the
+/// cores the process may run on. The pool's threads' CPU time (a walk of
+/// /proc/self/task) is read only without `pool_cpu_s` (the caller's, kept
+/// from the last sample when the pool took no calls since). Reads /proc
 /// (no disk I/O), so may run anywhere.
 pub fn sample(
     at: f64,
@@ -273,32 +286,49 @@ pub fn sample(
     devices: &[String],
     net_bytes: u64,
     ops: u64,
+    cores: f64,
+    pool_cpu_s: Option<f64>,
 ) -> Sample {
-    let process = crate::observe::process::process();
-    let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let mut disks = BTreeMap::new();
-    if let Ok(text) = std::fs::read_to_string("/proc/diskstats") {
-        for (dev, v) in parse_diskstats(&text) {
-            if devices.contains(&dev) {
-                disks.insert(dev, v);
+    if !devices.is_empty() {
+        if let Ok(text) = std::fs::read_to_string("/proc/diskstats") {
+            for (dev, v) in parse_diskstats(&text) {
+                if devices.contains(&dev) {
+                    disks.insert(dev, v);
+                }
             }
         }
     }
     let mem_stall_us = std::fs::read_to_string("/proc/pressure/memory")
         .ok()
         .and_then(|t| parse_psi_some_total(&t));
+    let usage = pool.usage();
+    let pool_cpu_s = pool_cpu_s.unwrap_or_else(|| threads_cpu_s(pool.name()));
     Sample {
         at,
-        cpu_s: process.cpu_s,
+        cpu_s: process_cpu_s(),
         cores,
-        pool: pool.usage(),
-        pool_cpu_s: threads_cpu_s(pool.name()),
+        pool: usage,
+        pool_cpu_s,
         pool_max: pool.max_threads() as f64,
         disks,
         net_bytes,
         mem_stall_us,
         ops,
     }
+}
+
+/// This process's user and system CPU seconds (getrusage: one system
+/// call, where /proc/self/stat is three).
+pub fn process_cpu_s() -> f64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid rusage to fill.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 /// The CPU seconds of this process's threads named `name`.
@@ -521,5 +551,20 @@ mod tests {
         let t = "4242 (ferrite-io) S 1 2 3 4 5 6 7 8 9 10 120 30 0 0 20 0 9";
         assert_eq!(thread_ticks(t), Some(("ferrite-io", 150)));
         assert_eq!(device_of(Path::new("/proc")), None);
+    }
+
+    /// getrusage's CPU time moves with work done, as /proc/self/stat's.
+    #[test]
+    fn process_cpu_time_grows_with_work() {
+        let a = process_cpu_s();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut x = 0u64;
+        while process_cpu_s() <= a {
+            for i in 0..100_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
+            std::hint::black_box(x);
+            assert!(std::time::Instant::now() < deadline, "CPU time never moved");
+        }
     }
 }

@@ -10,4 +10,5 @@ pub mod load;
 pub mod metrics;
 pub mod process;
 pub mod reload;
+pub mod sampler;
 pub mod stats;

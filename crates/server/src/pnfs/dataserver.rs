@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -147,6 +147,8 @@ pub struct DataServer {
     /// Where its port mapper listens, asked where MOUNT is when MOUNT is
     /// not served at its NFS address ([`PMAP_PORT`]; another in tests).
     portmap_port: u16,
+    /// Told when it is marked down (the prober, which otherwise sleeps).
+    trouble: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for DataServer {
@@ -166,7 +168,14 @@ impl DataServer {
             failures: AtomicU64::new(0),
             probing: AtomicBool::new(false),
             portmap_port: PMAP_PORT,
+            trouble: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// Tells `trouble` whenever it is marked down.
+    pub fn watched_by(mut self, trouble: Arc<tokio::sync::Notify>) -> DataServer {
+        self.trouble = trouble;
+        self
     }
 
     /// Whether its last call (or probe) succeeded.
@@ -267,6 +276,7 @@ impl DataServer {
             c.connection().close();
         }
         let was_up = self.up.swap(false, Ordering::Relaxed);
+        self.trouble.notify_one();
         let mut at = self.failed_at.lock().unwrap_or_else(|p| p.into_inner());
         let quiet = at.is_some_and(|t| t.elapsed() < Duration::from_secs(10));
         *at = Some(Instant::now());

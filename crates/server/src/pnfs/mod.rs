@@ -44,6 +44,11 @@ const MAX_STALE: usize = 1 << 16;
 /// How often a data server marked down is probed.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
 
+/// How often the prober looks, with every data server up and none
+/// behind, whether its export is still served (it is woken at once when
+/// a data server is marked down).
+const PROBER_IDLE: Duration = Duration::from_secs(60);
+
 /// An export's data servers and how its files are spread over them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PnfsConfig {
@@ -120,6 +125,8 @@ pub struct Pnfs {
     full_resync: Mutex<HashSet<usize>>,
     /// A resync is running (one at a time).
     resyncing: tokio::sync::Mutex<()>,
+    /// Wakes the prober: a data server was marked down.
+    trouble: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Pnfs {
@@ -154,13 +161,14 @@ impl Pnfs {
         g.update(&(cfg.mirrors as u64).to_be_bytes());
         let gh = g.finalize();
         let generation = u64::from_be_bytes(gh.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+        let trouble = Arc::new(tokio::sync::Notify::new());
         Pnfs {
             export,
             meta,
             servers: cfg
                 .servers
                 .iter()
-                .map(|a| Arc::new(DataServer::new(a.clone())))
+                .map(|a| Arc::new(DataServer::new(a.clone()).watched_by(trouble.clone())))
                 .collect(),
             geometry: Geometry {
                 servers: cfg.servers.len(),
@@ -176,6 +184,7 @@ impl Pnfs {
             degraded_dir: Mutex::new(None),
             full_resync: Mutex::new(HashSet::new()),
             resyncing: tokio::sync::Mutex::new(()),
+            trouble,
         }
     }
 
@@ -643,7 +652,21 @@ impl Pnfs {
     /// says to (in the background for the server's life).
     pub async fn probe_loop(self: Arc<Self>) {
         loop {
-            tokio::time::sleep(PROBE_EVERY).await;
+            // Every PROBE_EVERY while a data server is down or behind;
+            // otherwise asleep until one is marked down.
+            let trouble = self
+                .servers
+                .iter()
+                .enumerate()
+                .any(|(i, ds)| !ds.is_up() || self.behind(i));
+            let wait = if trouble { PROBE_EVERY } else { PROBER_IDLE };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.trouble.notified(), if !trouble => {
+                    // Give the failing call time to finish before probing.
+                    tokio::time::sleep(PROBE_EVERY).await;
+                }
+            }
             if Arc::strong_count(&self) == 1 {
                 return;
             }

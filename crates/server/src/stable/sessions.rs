@@ -244,6 +244,15 @@ impl Sessions {
         }
     }
 
+    /// Whether [`Self::sweep`] has anything to do: a session ended whose
+    /// file remains, or the earlier instance's files are due to go.
+    /// Cheap (no system call), so the reaper asks before handing off.
+    pub fn sweep_due(&self, since_start: Duration) -> bool {
+        self.dir.is_some()
+            && (lock(&self.live).values().any(|w| w.strong_count() == 0)
+                || (since_start >= self.keep_for && lock(&self.earlier).is_some()))
+    }
+
     /// Once a second (blocking): removes the files of sessions that are
     /// gone, and, `since_start` past the keeping time, forgets the
     /// earlier instances' sessions and removes their files.
