@@ -12,6 +12,10 @@
 #               from 127.0.0.1, on unprivileged ports, hence secure = false)
 #   /strict     no rules: "*" with the defaults, so secure = true, which the
 #               guest's unprivileged ports do not satisfy
+#   /far        a referral (RFC 8881 §11.15) to "10.0.2.2:/", the host as the
+#               guest sees it: a second Ferrite serving $work/far on
+#               127.0.0.1:2049 (the Linux client follows a referral to port
+#               2049 whatever it names). Port 2049 must be free on 127.0.0.1.
 #
 # The reload scenario asks the host (run.sh --restart-cmd, with RC_TAG)
 # to edit ferrite.toml and reload while /data is mounted: first /data
@@ -50,6 +54,9 @@ printf 'private\n' > "$work/private/hidden.txt"
 printf 'strict\n' > "$work/strict/file.txt"
 mkdir -p "$work/added"
 printf 'added by a reload\n' > "$work/added/added.txt"   # XS_ADDED in guest/suite.py
+mkdir -p "$work/far" "$work/far-state"
+chmod 0777 "$work/far"
+printf 'the referral target\n' > "$work/far/target.txt"   # XS_FAR in guest/suite.py
 
 cat > "$work/ferrite.toml" <<EOF
 listen = "127.0.0.1:$port"
@@ -86,6 +93,10 @@ secure = false
 [[export]]
 path = "/strict"
 dir = "$work/strict"
+
+[[export]]
+path = "/far"
+referral = ["10.0.2.2:2049:/"]
 EOF
 
 # The reload scenario's edit: /data read-only for the guest, /added new
@@ -106,10 +117,24 @@ docs_before=$(tree_sum "$work/docs") private_before=$(tree_sum "$work/private") 
 # tap device); the only thing to undo at exit is Ferrite itself.
 # shellcheck source=tools/wait-lib.sh
 . "$top/tools/wait-lib.sh"
+# The referral's target: port 2049, which the Linux client uses for it.
+if (exec 3<>/dev/tcp/127.0.0.1/2049) 2>/dev/null; then
+    echo "realclient-exports: something already listens on 127.0.0.1:2049, where the referral's target must (the Linux client follows referrals to port 2049): stop it first" >&2
+    exit 1
+fi
+"$bin" serve "$work/far" --listen 127.0.0.1:2049 --portmap off --state-dir "$work/far-state" \
+    --admin-socket off >>"$work/far.log" 2>&1 &
+farpid=$!
 "$bin" serve --config "$work/ferrite.toml" >>"$work/ferrite.log" 2>&1 &
 fpid=$!
-trap 'kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true' EXIT
+trap 'kill "$fpid" "$farpid" 2>/dev/null; wait "$fpid" "$farpid" 2>/dev/null || true' EXIT
 alive() { pid_alive "$fpid"; }
+far_up() { ! pid_alive "$farpid" || (exec 3<>/dev/tcp/127.0.0.1/2049) 2>/dev/null; }
+if ! wait_until 120 far_up || ! pid_alive "$farpid"; then
+    echo "realclient-exports: the referral's target did not start on 127.0.0.1:2049:" >&2
+    sed 's/^/  /' "$work/far.log" >&2
+    exit 1
+fi
 # Ferrite listens within a second here: 120 s is an upper bound, reached
 # only by a Ferrite that cannot start.
 up_or_gone() { ! alive || (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
@@ -178,6 +203,10 @@ for v in 4.2 4.1; do
     if ran "$v" pseudo_root; then
         hcheck "$t/via-pseudo-root-file-owner" 65534:65534 "$(owner "$work/data/open/via-root-$t")"
     fi
+    if ran "$v" referral; then
+        # Written through the referral: it reached the target's disk.
+        hcheck "$t/referral-write-on-the-target" "through the referral $t" "$(cat "$work/far/via-referral-$t" 2>/dev/null || echo missing)"
+    fi
 done
 if ran 4.2 reload || ran 4.1 reload; then
     hcheck "reload-logged" yes "$(grep -q 'reload: export /data (id 0) client rules now' "$work/ferrite.log" && grep -q 'SIGHUP: reading the configuration again' "$work/ferrite.log" && echo yes || echo no)"
@@ -187,7 +216,7 @@ hcheck "docs-unchanged" "$docs_before" "$(tree_sum "$work/docs")"
 hcheck "private-unchanged" "$private_before" "$(tree_sum "$work/private")"
 hcheck "strict-unchanged" "$strict_before" "$(tree_sum "$work/strict")"
 if alive; then echo "PASS host/ferrite-still-running"; else echo "FAIL host/ferrite-still-running: ferrite exited; see $work/ferrite.log"; hfail=1; fi
-if grep -qi 'panicked' "$work/ferrite.log"; then echo "FAIL host/no-panic: see $work/ferrite.log"; hfail=1; else echo "PASS host/no-panic"; fi
+if grep -qi 'panicked' "$work/ferrite.log" "$work/far.log"; then echo "FAIL host/no-panic: see $work/ferrite.log, $work/far.log"; hfail=1; else echo "PASS host/no-panic"; fi
 
 echo "realclient-exports: guest suite rc=$rc, host checks $([ $hfail = 0 ] && echo PASS || echo FAIL); work dir $work"
 [ "$rc" = 0 ] || exit "$rc"

@@ -165,6 +165,8 @@ struct Inner {
     sessionid: SessionId4,
     /// `csr_flags` of the session.
     session_flags: u32,
+    /// `eir_flags` of EXCHANGE_ID.
+    exchange_flags: u32,
     fore: ChannelAttrs4,
     back: ChannelAttrs4,
     slots: Arc<SlotTable>,
@@ -323,6 +325,7 @@ impl Client {
             clientid: eid.clientid,
             sessionid: cs.sessionid,
             session_flags: cs.flags,
+            exchange_flags: eid.flags,
             fore: cs.fore_chan_attrs,
             back: cs.back_chan_attrs,
             status_flags: AtomicU32::new(0),
@@ -376,6 +379,11 @@ impl Client {
 
     pub fn sessionid(&self) -> SessionId4 {
         self.inner.sessionid
+    }
+
+    /// The flags EXCHANGE_ID answered (`eir_flags`).
+    pub fn exchange_flags(&self) -> u32 {
+        self.inner.exchange_flags
     }
 
     /// The flags CREATE_SESSION granted (`csr_flags`).

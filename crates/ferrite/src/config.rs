@@ -195,8 +195,12 @@ pub struct FileExport {
     /// Where clients see the export ("/data", "/home/shared", or "/" for
     /// a single export that is the whole namespace).
     pub path: String,
-    /// The local directory exported.
-    pub dir: PathBuf,
+    /// The local directory exported (none for a referral).
+    pub dir: Option<PathBuf>,
+    /// A referral instead of a directory: the places the file system at
+    /// `path` lives ("HOST:PORT:/path" or "HOST:/path", port 2049), where
+    /// NFSv4 clients are sent (RFC 8881 §11.15).
+    pub referral: Option<Vec<String>>,
     /// Accepted security flavors, preferred first: "sys", "none".
     /// Default: ["sys"].
     pub sec: Option<Vec<String>>,
@@ -285,10 +289,17 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         }
         None => exports_of(&file.export, file.delegations.unwrap_or(false))?,
     };
-    if exports.is_empty() {
+    let referrals = match &args.dir {
+        Some(_) => Vec::new(),
+        None => referrals_of(&file.export, &exports)?,
+    };
+    if exports.is_empty() && referrals.is_empty() {
         bail!("nothing to export: give a directory (ferrite serve DIR) or [[export]] entries in --config");
     }
-    let mut nfs4 = server::instance::Nfs4Config::default();
+    let mut nfs4 = server::instance::Nfs4Config {
+        referrals,
+        ..Default::default()
+    };
     if let Some(l) = args.lease.or(file.lease_seconds) {
         if l < 5 {
             bail!("lease time {l} s is too short (at least 5 s)");
@@ -491,13 +502,16 @@ fn pnfs_config(
 /// those that do not say.
 pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<ExportConfig>> {
     let mut out: Vec<ExportConfig> = Vec::new();
-    for e in file {
+    for e in file.iter().filter(|e| e.referral.is_none()) {
         let path = normalize_path(&e.path)?;
+        let Some(dir) = &e.dir else {
+            bail!("export {path}: no dir (the directory to export), and no referral");
+        };
         if let Some(other) = out.iter().find(|o| o.path == path) {
             bail!(
                 "two exports at {path}: {} and {}",
                 other.dir.display(),
-                e.dir.display()
+                dir.display()
             );
         }
         let sec = match &e.sec {
@@ -521,7 +535,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
                 .map(|c| client_rule(c).with_context(|| format!("export {path}")))
                 .collect::<anyhow::Result<_>>()?,
         };
-        let log = log_config(&path, &e.dir, e.log.as_ref(), e.log_mib)?;
+        let log = log_config(&path, dir, e.log.as_ref(), e.log_mib)?;
         if let Some(l) = &log {
             if let Some(other) = out
                 .iter()
@@ -560,7 +574,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
         out.push(ExportConfig {
             id: e.id,
             path,
-            dir: e.dir.clone(),
+            dir: dir.clone(),
             rules: ExportRules { clients, sec },
             metadata_async: e.metadata_async.unwrap_or(false),
             log,
@@ -575,6 +589,79 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
              exports: give every export its own path (\"/data\", \"/home\", ...) and \
              clients see them under a read-only pseudo root"
         );
+    }
+    Ok(out)
+}
+
+/// The referrals among the `[[export]]` tables (those with `referral`
+/// instead of `dir`), checked against each other and `exports`: each
+/// sits in the pseudo filesystem, not at "/", inside or above an export,
+/// nor inside another referral.
+pub fn referrals_of(
+    file: &[FileExport],
+    exports: &[ExportConfig],
+) -> anyhow::Result<Vec<server::exports::referral::ReferralConfig>> {
+    use server::exports::referral::{Location, ReferralConfig};
+    let mut out: Vec<ReferralConfig> = Vec::new();
+    for e in file {
+        let Some(list) = &e.referral else { continue };
+        let path = normalize_path(&e.path)?;
+        let extra = [
+            ("dir", e.dir.is_some()),
+            ("sec", e.sec.is_some()),
+            ("clients", e.clients.is_some()),
+            ("async", e.metadata_async.is_some()),
+            ("log", e.log.is_some() || e.log_mib.is_some()),
+            ("delegations", e.delegations.is_some()),
+            ("data_servers", e.data_servers.is_some()),
+            ("stripe_unit", e.stripe_unit.is_some()),
+            ("mirrors", e.mirrors.is_some()),
+            ("id", e.id.is_some()),
+        ];
+        if let Some((name, _)) = extra.iter().find(|(_, set)| *set) {
+            bail!(
+                "referral {path}: {name} does not apply to a referral (it has no file system here)"
+            );
+        }
+        let locations = list
+            .iter()
+            .map(|l| Location::parse(l))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("referral {path}: {e}"))?;
+        let r = ReferralConfig { path, locations };
+        r.check().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let comps = |p: &str| -> Vec<String> {
+            p.split('/')
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let below = |a: &str, b: &str| {
+            let (a, b) = (comps(a), comps(b));
+            a.len() <= b.len() && a.iter().zip(&b).all(|(x, y)| x == y)
+        };
+        for x in exports {
+            if below(&x.path, &r.path) {
+                bail!(
+                    "referral {}: inside export {} (referrals live in the pseudo filesystem)",
+                    r.path,
+                    x.path
+                );
+            }
+            if below(&r.path, &x.path) {
+                bail!("referral {}: export {} lies below it", r.path, x.path);
+            }
+        }
+        for o in &out {
+            if below(&o.path, &r.path) || below(&r.path, &o.path) {
+                bail!(
+                    "referrals {} and {}: one lies inside the other",
+                    o.path,
+                    r.path
+                );
+            }
+        }
+        out.push(r);
     }
     Ok(out)
 }
@@ -633,6 +720,80 @@ mod tests {
     fn parse(text: &str) -> anyhow::Result<Vec<ExportConfig>> {
         let f: FileConfig = toml::from_str(text)?;
         exports_of(&f.export, false)
+    }
+
+    fn parse_referrals(
+        text: &str,
+    ) -> anyhow::Result<Vec<server::exports::referral::ReferralConfig>> {
+        let f: FileConfig = toml::from_str(text)?;
+        let exports = exports_of(&f.export, false)?;
+        referrals_of(&f.export, &exports)
+    }
+
+    /// A referral is an `[[export]]` with `referral` instead of `dir`;
+    /// it must sit in the pseudo filesystem and carry nothing else.
+    #[test]
+    fn referrals_are_read_and_checked() {
+        let r = parse_referrals(
+            r#"
+            [[export]]
+            path = "/data"
+            dir = "/tmp/x"
+            [[export]]
+            path = "/far/"
+            referral = ["10.0.0.2:2050:/srv", "10.0.0.3:/"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].path, "/far");
+        assert_eq!(r[0].locations[0].port, 2050);
+        assert_eq!(r[0].locations[1].port, 2049);
+        for (bad, why) in [
+            (
+                r#"path = "/data/in"
+                referral = ["10.0.0.2:/x"]"#,
+                "inside export",
+            ),
+            (
+                r#"path = "/"
+                referral = ["10.0.0.2:/x"]"#,
+                "root",
+            ),
+            (
+                r#"path = "/r"
+                referral = []"#,
+                "no location",
+            ),
+            (
+                r#"path = "/r"
+                referral = ["10.0.0.2"]"#,
+                "HOST:PORT:/path",
+            ),
+            (
+                r#"path = "/r"
+                dir = "/tmp/y"
+                referral = ["10.0.0.2:/x"]"#,
+                "dir does not apply",
+            ),
+        ] {
+            let text =
+                format!("[[export]]\npath = \"/data\"\ndir = \"/tmp/x\"\n[[export]]\n{bad}\n");
+            let e = parse_referrals(&text).unwrap_err();
+            assert!(format!("{e:#}").contains(why), "{bad}: {e:#}");
+        }
+        let e = parse_referrals(
+            "[[export]]\npath = \"/data/sub\"\ndir = \"/tmp/x\"\n[[export]]\npath = \"/data\"\nreferral = [\"10.0.0.2:/x\"]\n",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("lies below it"), "{e:#}");
+        let e = parse_referrals(
+            "[[export]]\npath = \"/a\"\nreferral = [\"10.0.0.2:/x\"]\n[[export]]\npath = \"/a/b\"\nreferral = [\"10.0.0.2:/y\"]\n",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("inside the other"), "{e:#}");
+        let e = parse("[[export]]\npath = \"/nodir\"\n").unwrap_err();
+        assert!(format!("{e:#}").contains("no dir"), "{e:#}");
     }
 
     /// An export's id is its own, or its position; one id twice is

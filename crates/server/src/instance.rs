@@ -64,6 +64,10 @@ pub struct Nfs4Config {
     /// Grant write delegations (§10.4) too, on the exports that grant
     /// delegations; read delegations only if false.
     pub write_delegations: bool,
+    /// Paths of the namespace whose file systems live on other servers
+    /// (RFC 8881 §11.15; [`crate::exports::referral`]). A reload applies
+    /// changes to them.
+    pub referrals: Vec<crate::exports::referral::ReferralConfig>,
 }
 
 impl Nfs4Config {
@@ -91,6 +95,7 @@ impl Default for Nfs4Config {
             max_delegations: 100_000,
             recall_wait: Duration::from_millis(300),
             write_delegations: true,
+            referrals: Vec::new(),
         }
     }
 }
@@ -176,12 +181,13 @@ impl Server {
         let clock_for_state = clock.clone();
         let record_queue = recovery.records.queue().clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
+        let referrals = cfg.referrals.iter().cloned().map(Arc::new).collect();
         let srv = Arc::new(Server {
             stats: crate::observe::stats::Stats::new(exports.iter().map(|e| e.id)),
             drc: CacheMemory::new(cfg.drc_budget),
             cfg,
             fh,
-            exports: ArcSwap::from_pointee(crate::exports::Exports::new(exports, None)),
+            exports: ArcSwap::from_pointee(crate::exports::Exports::new(exports, referrals, None)),
             clock,
             ids: IdMap::default(),
             write_verf: verf,
@@ -234,9 +240,19 @@ impl Server {
     /// (a reload): their namespace is laid out (blocking), their roots
     /// bound into filehandles and their statistics counted. Calls under
     /// way finish on the exports they started with.
-    pub fn replace_exports(&self, list: Vec<Arc<Export>>) -> Arc<crate::exports::Exports> {
+    /// The referrals come along: `referrals`, or, with none, those
+    /// served before.
+    pub fn replace_exports(
+        &self,
+        list: Vec<Arc<Export>>,
+        referrals: Option<Vec<crate::exports::referral::ReferralConfig>>,
+    ) -> Arc<crate::exports::Exports> {
         let before = self.exports();
-        let next = Arc::new(crate::exports::Exports::new(list, Some(&before)));
+        let referrals = match referrals {
+            Some(r) => r.into_iter().map(Arc::new).collect(),
+            None => before.ns.referrals.clone(),
+        };
+        let next = Arc::new(crate::exports::Exports::new(list, referrals, Some(&before)));
         self.stats.add_exports(next.iter().map(|e| e.id));
         self.fh
             .bind_roots(next.iter().map(|e| (e.id, e.vfs.root_identity())));

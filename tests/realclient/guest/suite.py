@@ -1514,6 +1514,8 @@ def main():
 #   /private    its only rule matches 10.0.0.0/8: never this guest
 #   /strict     default rule ("*", secure = true): this guest's unprivileged
 #               ports are refused (NFS4ERR_PERM)
+#   /far        a referral to 10.0.2.2:/ (port 2049): another Ferrite, whose
+#               export holds target.txt (XS_FAR) and is writable by all
 # The host script checks on disk what the guest created (owners) and that
 # /pub/docs and /private are unchanged.
 SUITE = os.environ.get("RC_SUITE", "default")
@@ -1521,6 +1523,7 @@ XS_README = b"Ferrite export-rule suite: pre-populated, read-only.\n"
 XS_HELLO = b"hello from the data export\n"
 XS_NESTED = b"nested\n"
 XS_ANON = b"for uid 1234 only\n"
+XS_FAR = b"the referral target\n"
 NOBODY = 65534
 ROFS_OR_ACCES = (errno.EROFS, errno.EACCES)
 
@@ -1631,7 +1634,7 @@ def sx_pseudo_root(c):
     the exports are entered through it with their own rules."""
     R = lambda *p: c.m("root", *p)   # noqa: E731
     names = sorted(must("readdir of the pseudo root", os.listdir, R()))
-    check(names == ["data", "pub", "strict"], "ls of the pseudo root: %s, expected ['data', 'pub', 'strict'] (never 'private')" % names)
+    check(names == ["data", "far", "pub", "strict"], "ls of the pseudo root: %s, expected ['data', 'far', 'pub', 'strict'] (never 'private')" % names)
     names = sorted(must("readdir of /pub", os.listdir, R("pub")))
     check(names == ["docs"], "ls of /pub: %s, expected ['docs']" % names)
     expect_errno("stat of /private through the pseudo root", lambda: os.stat(R("private")),
@@ -1645,7 +1648,7 @@ def sx_pseudo_root(c):
         ("symlink in the pseudo root", lambda: os.symlink("data", R("link"))),
         ("chmod of the pseudo root", lambda: os.chmod(R(), 0o777)),
     ], *ROFS_OR_ACCES)
-    check(sorted(os.listdir(R())) == ["data", "pub", "strict"], "the pseudo root changed: %s" % sorted(os.listdir(R())))
+    check(sorted(os.listdir(R())) == ["data", "far", "pub", "strict"], "the pseudo root changed: %s" % sorted(os.listdir(R())))
     ph("read-only")
     # crossing into the exports: their contents and rules
     names = sorted(must("readdir of /data via the pseudo root", os.listdir, R("data")))
@@ -1892,6 +1895,43 @@ def sx_reload(c):
     check("data" in names, "the pseudo root after the reloads: %s" % names)
 
 
+def mounted_at(mp):
+    """(source, options) of the mount at mp in /proc/mounts, or None."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 4 and fields[1] == mp:
+                return fields[0], fields[3].split(",")
+    return None
+
+
+def sx_referral(c):
+    """/far is a referral (RFC 8881 §11.15) to another server: entering it
+    mounts that server there by itself, with no mount command, and its
+    files are read and written through it."""
+    R = lambda *p: c.m("root", *p)   # noqa: E731
+    far = R("far")
+    try:
+        got = must("read through the referral", read_file, os.path.join(far, "target.txt"))
+        check(got == XS_FAR, "far/target.txt: %r, expected %r (the referral's target)" % (got, XS_FAR))
+        ph("followed")
+        m = mounted_at(far)
+        check(m is not None, "no mount at %s after entering it: the referral was not followed as a submount" % far)
+        src, opts = m
+        check(src.startswith("10.0.2.2:"), "the mount at %s is of %s, expected 10.0.2.2:/" % (far, src))
+        check("vers=" + c.vers in opts, "the referral's mount negotiated %s, expected vers=%s" % ([o for o in opts if o.startswith("vers=")], c.vers))
+        check(os.stat(far).st_dev != os.stat(R()).st_dev, "far shares the pseudo root's superblock: not a submount")
+        ph("submount")
+        p = os.path.join(far, "via-referral-%s" % c.tag)
+        with open(p, "w") as f:
+            f.write("through the referral %s" % c.tag)
+        check(must("read back", read_file, p) == ("through the referral %s" % c.tag).encode(), "read back through the referral: wrong content")
+        ph("write")
+    finally:
+        if mounted_at(far) is not None:
+            run(["umount", far])
+
+
 # (name, function, time limit): upper bounds, as for SCENARIOS; each of
 # these takes a few seconds under TCG, reload up to its 150 s wait.
 X_SCENARIOS = [
@@ -1903,6 +1943,7 @@ X_SCENARIOS = [
     ("sec_flavors", sx_sec_flavors, 180),
     ("private", sx_private, 180),
     ("strict", sx_strict, 180),
+    ("referral", sx_referral, 180),
     ("reload", sx_reload, 360),
 ]
 X_VERS = ["4.2", "4.1"]

@@ -10,6 +10,7 @@
 pub mod export;
 pub mod filehandle;
 pub mod namespace;
+pub mod referral;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -17,13 +18,14 @@ use std::sync::Arc;
 use crate::exports::export::Export;
 
 use namespace::{Child, Namespace};
+use referral::ReferralConfig;
 
 /// The cookie verifier READDIR hands out (RFC 8881 §18.23.3, RFC 1813
 /// §3.3.16): every export's directory cookies stay valid across restarts
 /// (its backend's cookies are stable), so it never changes.
 pub const COOKIEVERF: [u8; 8] = [0; 8];
 
-/// The exports and their namespace.
+/// The exports, the referrals, and their namespace.
 pub struct Exports {
     list: Vec<Arc<Export>>,
     pub ns: Namespace,
@@ -34,8 +36,12 @@ impl Exports {
     /// are looked up in the outer export). Pseudo directories that were in
     /// `previous` keep their numbers, so clients' filehandles of them stay
     /// valid across a reload.
-    pub fn new(list: Vec<Arc<Export>>, previous: Option<&Exports>) -> Exports {
-        let ns = Namespace::build(&list, previous.map(|p| &p.ns));
+    pub fn new(
+        list: Vec<Arc<Export>>,
+        referrals: Vec<Arc<ReferralConfig>>,
+        previous: Option<&Exports>,
+    ) -> Exports {
+        let ns = Namespace::build(&list, &referrals, previous.map(|p| &p.ns));
         Exports { list, ns }
     }
 
@@ -64,10 +70,12 @@ impl Exports {
         };
         match child {
             Child::Export(id) => has_rule(id),
+            // Anyone may learn where a referral leads.
+            Child::Referral(_) => true,
             Child::Node(n) => self
                 .ns
                 .node(n)
-                .is_some_and(|n| n.below.iter().any(|&id| has_rule(id))),
+                .is_some_and(|n| n.referral_below || n.below.iter().any(|&id| has_rule(id))),
         }
     }
 }

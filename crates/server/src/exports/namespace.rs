@@ -17,6 +17,7 @@ use bytes::Bytes;
 use tracing::warn;
 
 use crate::exports::export::Export;
+use crate::exports::referral::ReferralConfig;
 
 /// The export id pseudo filehandles carry in [`super::compound::context::Fh`]: no
 /// real export has it, so a backend call for a pseudo node answers
@@ -31,6 +32,8 @@ pub const PSEUDO_FSID: (u64, u64) = (0x4645_5252, 0);
 pub enum Child {
     Node(u16),
     Export(u16),
+    /// A referral ([`super::referral`]), by its index.
+    Referral(u16),
 }
 
 /// A directory of the pseudo filesystem.
@@ -45,6 +48,8 @@ pub struct PseudoNode {
     /// Every export at or below this node (for hiding nodes that lead
     /// only to exports a client may not use).
     pub below: Vec<u16>,
+    /// A referral lies below (shown to every client).
+    pub referral_below: bool,
     pub fileid: u64,
     /// Constant for a given configuration.
     pub change: u64,
@@ -82,6 +87,8 @@ pub struct Namespace {
     /// change attribute, since a reload may change who sees which entry
     /// even where the entries stay.
     pub generation: u64,
+    /// The referrals, by index ([`Child::Referral`]).
+    pub referrals: Vec<Arc<ReferralConfig>>,
 }
 
 /// The path components of an export path.
@@ -110,7 +117,11 @@ impl Namespace {
     /// Lays out the namespace of `exports`, resolving the junctions of
     /// nested exports through the outer export's backend. The directories
     /// `previous` had keep their numbers (a reload).
-    pub fn build(exports: &[Arc<Export>], previous: Option<&Namespace>) -> Namespace {
+    pub fn build(
+        exports: &[Arc<Export>],
+        referrals: &[Arc<ReferralConfig>],
+        previous: Option<&Namespace>,
+    ) -> Namespace {
         let mut ns = Namespace {
             generation: previous.map_or(0, |p| p.generation + 1),
             ..Namespace::default()
@@ -134,12 +145,39 @@ impl Namespace {
             for e in exports {
                 ns.parents.insert(e.id, Parent::None);
             }
+            if !referrals.is_empty() {
+                warn!("referrals need a pseudo root: with an export at \"/\" they are not served");
+            }
             return ns;
         }
+        // Referrals sit in pseudo directories only: not inside or above
+        // an export, nor inside another referral (the configuration
+        // refuses those; one left is skipped with a warning).
+        let ref_comps: Vec<(u16, Vec<&str>)> = referrals
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let c = components(&r.path);
+                let clash = comps.iter().any(|(_, e)| is_prefix(e, &c) || is_prefix(&c, e))
+                    || referrals
+                        .iter()
+                        .enumerate()
+                        .any(|(j, o)| {
+                            let oc = components(&o.path);
+                            j != i && !oc.is_empty() && is_prefix(&oc, &c)
+                        });
+                if c.is_empty() || clash || i >= usize::from(u16::MAX) {
+                    warn!("referral {}: inside or above an export, or inside another referral: not served", r.path);
+                    return None;
+                }
+                Some((i as u16, c))
+            })
+            .collect();
+        ns.referrals = referrals.to_vec();
         let covered = |p: &[&str]| comps.iter().any(|(_, c)| is_prefix(c, p));
         // The pseudo nodes, sorted by path so indices are stable.
         let mut paths: Vec<Vec<&str>> = vec![Vec::new()];
-        for (_, c) in &comps {
+        for (_, c) in comps.iter().chain(&ref_comps) {
             for k in 1..c.len() {
                 let p = c[..k].to_vec();
                 if !covered(&p) && !paths.contains(&p) {
@@ -168,6 +206,7 @@ impl Namespace {
                 parent,
                 children: Vec::new(),
                 below,
+                referral_below: ref_comps.iter().any(|(_, c)| is_prefix(p, c)),
                 fileid: u64::from(index[i]) + 1,
                 change: 0,
             });
@@ -229,6 +268,14 @@ impl Namespace {
                 }
             }
         }
+        for (i, c) in &ref_comps {
+            let Some(node) = at(&c[..c.len() - 1]).and_then(|n| ns.nodes[usize::from(n)].as_mut())
+            else {
+                continue;
+            };
+            let name = Bytes::copy_from_slice(c[c.len() - 1].as_bytes());
+            node.children.push((name, Child::Referral(*i)));
+        }
         for n in ns.nodes.iter_mut().flatten() {
             n.children.sort_by(|a, b| a.0.cmp(&b.0));
             let mut h = 0xcbf2_9ce4_8422_2325;
@@ -262,6 +309,11 @@ impl Namespace {
 
     pub fn node(&self, i: u16) -> Option<&PseudoNode> {
         self.nodes.get(i as usize)?.as_ref()
+    }
+
+    /// Referral `i`, if it is one.
+    pub fn referral(&self, i: u16) -> Option<&Arc<ReferralConfig>> {
+        self.referrals.get(usize::from(i))
     }
 
     /// The entry `name` of node `i`.
@@ -357,7 +409,7 @@ mod tests {
             export(1, "/home/shared", b.path()),
             export(2, "/data/x/y", b.path()),
         ];
-        let ns = Namespace::build(&ex, None);
+        let ns = Namespace::build(&ex, &[], None);
         assert!(ns.active());
         assert_eq!(paths(&ns), [Some("/"), Some("/home")]);
         assert_eq!(ns.child(0, b"data"), Some(Child::Export(0)));
@@ -371,7 +423,7 @@ mod tests {
         assert_eq!(ns.node(1).unwrap().below, vec![1]);
         assert_eq!(ns.node(0).unwrap().below.len(), 3);
 
-        let single = Namespace::build(&[export(0, "/", a.path())], None);
+        let single = Namespace::build(&[export(0, "/", a.path())], &[], None);
         assert!(!single.active());
         assert_eq!(single.root_export, Some(0));
     }
@@ -388,6 +440,7 @@ mod tests {
                 export(0, "/home/a", a.path()),
                 export(1, "/srv/b", a.path()),
             ],
+            &[],
             None,
         );
         assert_eq!(paths(&first), [Some("/"), Some("/home"), Some("/srv")]);
@@ -397,6 +450,7 @@ mod tests {
                 export(2, "/data/c", a.path()),
                 export(3, "/mnt/d", a.path()),
             ],
+            &[],
             Some(&first),
         );
         assert_eq!(
@@ -420,9 +474,45 @@ mod tests {
         );
         // Back to a single export at "/": no pseudo filesystem; and from
         // there a fresh numbering.
-        let root = Namespace::build(&[export(5, "/", a.path())], Some(&second));
+        let root = Namespace::build(&[export(5, "/", a.path())], &[], Some(&second));
         assert!(!root.active());
-        let again = Namespace::build(&[export(0, "/x/y", a.path())], Some(&root));
+        let again = Namespace::build(&[export(0, "/x/y", a.path())], &[], Some(&root));
         assert_eq!(paths(&again), [Some("/"), Some("/x")]);
+    }
+
+    /// Referrals hang in pseudo directories, made for them where needed;
+    /// one inside or above an export, or inside another referral, is left
+    /// out.
+    #[test]
+    fn referrals_in_the_pseudo_filesystem() {
+        use crate::exports::referral::{Location, ReferralConfig};
+        let a = tempfile::tempdir().unwrap();
+        let r = |p: &str| {
+            Arc::new(ReferralConfig {
+                path: p.into(),
+                locations: vec![Location::parse("10.0.0.2:/x").unwrap()],
+            })
+        };
+        let ns = Namespace::build(
+            &[export(0, "/data", a.path())],
+            &[
+                r("/far"),
+                r("/remote/b"),
+                r("/data/in"),
+                r("/remote/b/c"),
+                r("/"),
+            ],
+            None,
+        );
+        assert_eq!(paths(&ns), [Some("/"), Some("/remote")]);
+        assert_eq!(ns.child(0, b"far"), Some(Child::Referral(0)));
+        assert_eq!(ns.child(0, b"remote"), Some(Child::Node(1)));
+        assert_eq!(ns.child(1, b"b"), Some(Child::Referral(1)));
+        assert_eq!(ns.child(0, b"data"), Some(Child::Export(0)));
+        assert!(ns.node(0).unwrap().referral_below);
+        assert!(ns.node(1).unwrap().referral_below);
+        assert!(ns.node(1).unwrap().below.is_empty());
+        assert_eq!(ns.referral(0).unwrap().path, "/far");
+        assert_eq!(ns.referral(1).unwrap().path, "/remote/b");
     }
 }

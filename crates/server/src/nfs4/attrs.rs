@@ -64,6 +64,28 @@ pub const SUPPORTED: &[u32] = &[
     FATTR4_LAYOUT_TYPES,
     FATTR4_LAYOUT_BLKSIZE,
     FATTR4_SUPPATTR_EXCLCREAT,
+    // A server that answers NFS4ERR_MOVED MUST support it (RFC 8881
+    // §11.3); present file systems answer their root and no locations.
+    FATTR4_FS_LOCATIONS,
+];
+
+/// What the root of an absent file system (a referral) answers (RFC 8881
+/// §11.4.1): where it is, and enough to tell it apart.
+pub const ABSENT: &[u32] = &[
+    FATTR4_FSID,
+    FATTR4_RDATTR_ERROR,
+    FATTR4_FS_LOCATIONS,
+    FATTR4_MOUNTED_ON_FILEID,
+    FATTR4_FS_STATUS,
+    FATTR4_FS_LOCATIONS_INFO,
+];
+
+/// A GETATTR of an absent file system is answered only if it asks one
+/// of these (§11.4.1); otherwise NFS4ERR_MOVED.
+const ABSENT_ASKED: &[u32] = &[
+    FATTR4_FS_LOCATIONS,
+    FATTR4_FS_LOCATIONS_INFO,
+    FATTR4_FS_STATUS,
 ];
 
 /// NFSv4.2 adds these when the compound's minor version is 2.
@@ -418,6 +440,19 @@ pub fn build_full(
     r.time_modify = Some(time(a.mtime));
     r.mounted_on_fileid = Some(mounted_on.unwrap_or(a.fileid));
     r.suppattr_exclcreat = Some(Bitmap4::from_attrs(EXCLCREAT));
+    if w(FATTR4_FS_LOCATIONS) {
+        // Present here: the file system's root in the namespace, and no
+        // other location (RFC 8881 §11.16).
+        let exports = srv.exports();
+        let root = exports
+            .iter()
+            .find(|e| e.fsid == fsid)
+            .map_or(String::new(), |e| e.path.clone());
+        r.fs_locations = Some(FsLocations4 {
+            fs_root: crate::exports::referral::pathname(&root),
+            locations: Vec::new(),
+        });
+    }
     if minorversion >= 2 {
         r.xattr_support = Some(xattrs);
         if w(FATTR4_OPEN_ARGUMENTS) {
@@ -446,6 +481,9 @@ pub async fn get_with(
 ) -> Result<Fattr4, NfsStat4> {
     if let Some(node) = fh.pseudo {
         return pseudo(cx, node, &fh.wire, want).await;
+    }
+    if let Some(r) = fh.absent {
+        return absent(cx, r, want);
     }
     let with_fs = needs_fsstat(want);
     if !with_fs && !needs_names(&cx.srv, want) {
@@ -488,6 +526,38 @@ pub async fn get_with(
 
 /// [`build_pseudo`] for this compound, on the blocking pool when owner
 /// names are asked for.
+/// The attributes of referral `r`'s root, an absent file system (RFC
+/// 8881 §11.4.1): NFS4ERR_MOVED unless `want` asks where it went
+/// (fs_locations, fs_locations_info or fs_status); then those of
+/// [`ABSENT`] it asks for, rdattr_error NFS4_OK (§11.4.2).
+pub fn absent(cx: &Compound, r: u16, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
+    if !ABSENT_ASKED.iter().any(|a| want.contains(*a)) {
+        return Err(NfsStat4::Nfs4errMoved);
+    }
+    let referral = cx.exports.ns.referral(r).ok_or(NfsStat4::Nfs4errStale)?;
+    Ok(absent_attrs(referral, r, NfsStat4::Nfs4Ok).encode_only(want))
+}
+
+/// Every attribute of [`ABSENT`] for referral `r`, rdattr_error
+/// `error` (NFS4ERR_MOVED in a READDIR that does not ask for the
+/// locations, §11.4.2).
+pub fn absent_attrs(
+    referral: &crate::exports::referral::ReferralConfig,
+    r: u16,
+    error: NfsStat4,
+) -> Attrs {
+    let (major, minor) = crate::exports::referral::fsid(r);
+    Attrs {
+        fsid: Some(FsId4 { major, minor }),
+        rdattr_error: Some(error),
+        fs_locations: Some(referral.fs_locations()),
+        mounted_on_fileid: Some(crate::exports::referral::mounted_on_fileid(r)),
+        fs_status: Some(referral.fs_status()),
+        fs_locations_info: Some(referral.fs_locations_info()),
+        ..Default::default()
+    }
+}
+
 pub async fn pseudo(
     cx: &Compound,
     node: u16,
@@ -583,6 +653,11 @@ async fn owner_id(srv: &Arc<Server>, name: &Bytes, group: bool) -> Result<u32, N
 /// VERIFY/NVERIFY (RFC 8881 §18.31, §18.15): whether the object's
 /// attributes equal the given ones, compared as encoded.
 pub async fn same(cx: &Compound, fh: &Fh, given: &Fattr4) -> Result<bool, NfsStat4> {
+    // An absent file system: only its location attributes compare
+    // (RFC 8881 §11.4.1).
+    if fh.absent.is_some() && given.attrmask.iter().any(|n| !ABSENT.contains(&n)) {
+        return Err(NfsStat4::Nfs4errMoved);
+    }
     let sup = supported(cx.minorversion);
     for n in given.attrmask.iter() {
         if !sup.contains(n) {

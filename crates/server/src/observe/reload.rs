@@ -129,6 +129,25 @@ pub async fn apply(
             was.path
         ));
     }
+    if old.nfs4.referrals != new.nfs4.referrals {
+        let names = |c: &ServerConfig| -> Vec<String> {
+            c.nfs4
+                .referrals
+                .iter()
+                .map(|r| {
+                    let at: Vec<String> = r.locations.iter().map(|l| l.to_string()).collect();
+                    format!("{} -> {}", r.path, at.join(", "))
+                })
+                .collect()
+        };
+        let (was, now) = (names(old), names(new));
+        for r in was.iter().filter(|r| !now.contains(r)) {
+            report.changes.push(format!("referral {r} removed"));
+        }
+        for r in now.iter().filter(|r| !was.contains(r)) {
+            report.changes.push(format!("referral {r} added"));
+        }
+    }
     report.changes.sort();
     report.at_restart = restart_only(old, new);
     // Opened before anything changes: one that fails leaves all as it was.
@@ -165,7 +184,8 @@ pub async fn apply(
     }
     // The namespace's junctions are looked up in the backends.
     let s = srv.clone();
-    tokio::task::spawn_blocking(move || s.replace_exports(list))
+    let referrals = new.nfs4.referrals.clone();
+    tokio::task::spawn_blocking(move || s.replace_exports(list, Some(referrals)))
         .await
         .map_err(|e| format!("laying out the namespace: {e}"))?;
     // An export whose data servers changed (or that had some and went):
@@ -251,8 +271,12 @@ fn restart_only(a: &ServerConfig, b: &ServerConfig) -> Vec<String> {
     };
     note(a.listen != b.listen, "the listening address");
     note(a.state_dir != b.state_dir, "the state directory");
+    let limits = |c: &ServerConfig| crate::instance::Nfs4Config {
+        referrals: Vec::new(),
+        ..c.nfs4.clone()
+    };
     note(
-        a.nfs4 != b.nfs4,
+        limits(a) != limits(b),
         "NFSv4 settings (lease, grace, limits, delegation limits)",
     );
     note(a.rpc != b.rpc, "connection limits");

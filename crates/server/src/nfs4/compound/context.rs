@@ -31,6 +31,10 @@ pub struct Fh {
     pub wire: Bytes,
     /// The pseudo node this is (RFC 8881 §7.3).
     pub pseudo: Option<u16>,
+    /// The referral this is the root of: an absent file system (RFC 8881
+    /// §11.3), where nearly every operation is NFS4ERR_MOVED. Such a
+    /// filehandle never reaches a client ([`Compound::referral_fh`]).
+    pub absent: Option<u16>,
 }
 
 impl Fh {
@@ -173,6 +177,7 @@ impl Compound {
             handle,
             wire,
             pseudo: None,
+            absent: None,
         }
     }
 
@@ -183,6 +188,21 @@ impl Compound {
             handle: vfs::Handle(Bytes::new()),
             wire: self.srv.fh.encode(&FhTarget::Pseudo(node)),
             pseudo: Some(node),
+            absent: None,
+        }
+    }
+
+    /// The root of referral `r` (RFC 8881 §11.15.1): LOOKUP may make it
+    /// current, but GETFH of it is NFS4ERR_MOVED ("filehandles within an
+    /// absent file system cannot be transferred to the client", §11.3),
+    /// so it has no wire form.
+    pub fn referral_fh(&self, r: u16) -> Fh {
+        Fh {
+            export: PSEUDO_EXPORT,
+            handle: vfs::Handle(Bytes::new()),
+            wire: Bytes::new(),
+            pseudo: None,
+            absent: Some(r),
         }
     }
 
@@ -225,6 +245,7 @@ impl Compound {
                     handle,
                     wire: wire.clone(),
                     pseudo: None,
+                    absent: None,
                 })
             }
             // A pseudo node of another configuration.
@@ -250,9 +271,9 @@ impl Compound {
     }
 
     /// NFS4ERR_WRONGSEC unless the credential's flavor is one `fh`'s
-    /// export accepts; pseudo nodes accept every flavor.
+    /// export accepts; pseudo nodes and referrals accept every flavor.
     pub fn check_flavor(&self, fh: &Fh) -> Result<(), NfsStat4> {
-        if fh.pseudo.is_some() {
+        if fh.pseudo.is_some() || fh.absent.is_some() {
             return Ok(());
         }
         if self.export(fh.export)?.rules.allows(Flavor::of(&self.auth)) {
@@ -264,9 +285,10 @@ impl Compound {
 
     /// The flavors `fh`'s export accepts, as SECINFO lists them.
     pub fn flavors(&self, fh: &Fh) -> Result<Vec<SecInfo4>, NfsStat4> {
-        let sec = match fh.pseudo {
-            Some(_) => vec![Flavor::Sys, Flavor::None],
-            None => self.export(fh.export)?.rules.sec.clone(),
+        let sec = if fh.pseudo.is_some() || fh.absent.is_some() {
+            vec![Flavor::Sys, Flavor::None]
+        } else {
+            self.export(fh.export)?.rules.sec.clone()
         };
         Ok(sec
             .into_iter()

@@ -60,6 +60,24 @@ fn admit(
     if cx.session.is_none() {
         return Err(NfsStat4::Nfs4errOpNotInSession);
     }
+    // An absent file system (a referral, RFC 8881 §11.3): an operation
+    // that starts there is not performed, but GETATTR, VERIFY and
+    // NVERIFY may ask where it went (their own check); operations that
+    // set the current filehandle need none.
+    if let (
+        true,
+        Some(Fh {
+            absent: Some(_), ..
+        }),
+    ) = (d.needs_fh(), &cx.cfh)
+    {
+        if !matches!(
+            op,
+            NfsArgOp4::GetAttr(_) | NfsArgOp4::Verify(_) | NfsArgOp4::NVerify(_)
+        ) {
+            return Err(NfsStat4::Nfs4errMoved);
+        }
+    }
     if let (true, Some(fh)) = (d.writes_cfh(), &cx.cfh) {
         cx.check_writable(fh)?;
     }

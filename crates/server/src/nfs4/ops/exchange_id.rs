@@ -59,6 +59,11 @@ pub async fn run(cx: &mut Compound, args: ExchangeId4Args) -> ExchangeId4Res {
     if x.confirmed {
         flags |= EXCHGID4_FLAG_CONFIRMED_R;
     }
+    // A server that may refer clients elsewhere MUST say so (RFC 8881
+    // §18.35.3).
+    if !cx.exports.ns.referrals.is_empty() {
+        flags |= EXCHGID4_FLAG_SUPP_MOVED_REFER;
+    }
     let srv = &cx.srv;
     Res4::Ok(ExchangeId4ResOk {
         clientid: x.clientid,

@@ -3,7 +3,8 @@
 //! or a junction into an export checks the export's rules: no rule for
 //! the client is NFS4ERR_ACCESS, an unprivileged port where a privileged
 //! one is required NFS4ERR_PERM, a security flavor the export does not
-//! accept NFS4ERR_WRONGSEC (§2.6.3.1.1.3).
+//! accept NFS4ERR_WRONGSEC (§2.6.3.1.1.3). A referral's name succeeds:
+//! the operations after it are answered NFS4ERR_MOVED (§11.15.1).
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -32,6 +33,9 @@ async fn lookup_fh(cx: &Compound, dir: &Fh, name: Bytes) -> Result<Fh, NfsStat4>
         let fh = match pseudo_child(cx, node, &name)? {
             Child::Node(n) => cx.pseudo_fh(n),
             Child::Export(e) => cx.export_root_fh(e)?,
+            // NFS4_OK: the absent file system's root becomes current; what
+            // follows is NFS4ERR_MOVED (RFC 8881 §11.15.1).
+            Child::Referral(r) => cx.referral_fh(r),
         };
         cx.check_flavor(&fh)?;
         return Ok(fh);

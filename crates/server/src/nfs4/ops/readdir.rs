@@ -387,6 +387,27 @@ async fn pseudo(
                     let wire = srv.fh.encode(&FhTarget::Pseudo(m));
                     attrs::pseudo(cx, m, &wire, want).await?
                 }
+                // A referral (RFC 8881 §11.4.2): its locations if asked
+                // for; else rdattr_error NFS4ERR_MOVED if asked for; else
+                // the whole READDIR fails. Never a filehandle.
+                Child::Referral(r) => {
+                    let referral = cx.exports.ns.referral(r).ok_or(NfsStat4::Nfs4errStale)?;
+                    let asked = [
+                        FATTR4_FS_LOCATIONS,
+                        FATTR4_FS_LOCATIONS_INFO,
+                        FATTR4_FS_STATUS,
+                    ]
+                    .iter()
+                    .any(|a| want.contains(*a));
+                    let error = if asked {
+                        NfsStat4::Nfs4Ok
+                    } else if rdattr_error {
+                        NfsStat4::Nfs4errMoved
+                    } else {
+                        return Err(NfsStat4::Nfs4errMoved);
+                    };
+                    attrs::absent_attrs(referral, r, error).encode_only(want)
+                }
                 Child::Export(id) => {
                     let e = cx.export(id)?;
                     let (s2, w2, minor) = (srv.clone(), want.clone(), cx.minorversion);

@@ -21,6 +21,8 @@ async fn secinfo(cx: &mut Compound, args: SecInfo4Args) -> Result<SecInfo4ResOk,
         Some(node) => match pseudo_child(cx, node, &name)? {
             Child::Node(n) => cx.pseudo_fh(n),
             Child::Export(e) => cx.export_root_fh(e)?,
+            // The parent is present: its flavors (RFC 8881 §11.3).
+            Child::Referral(r) => cx.referral_fh(r),
         },
         None => {
             let h = dir.handle.clone();
