@@ -80,13 +80,19 @@ pub const ABSENT: &[u32] = &[
     FATTR4_FS_LOCATIONS_INFO,
 ];
 
-/// A GETATTR of an absent file system is answered only if it asks one
-/// of these (§11.4.1); otherwise NFS4ERR_MOVED.
-const ABSENT_ASKED: &[u32] = &[
-    FATTR4_FS_LOCATIONS,
-    FATTR4_FS_LOCATIONS_INFO,
-    FATTR4_FS_STATUS,
-];
+/// Whether `want` asks where a file system is (fs_locations,
+/// fs_locations_info or fs_status): a GETATTR of an absent file system
+/// is answered only then, and NFS4ERR_MOVED otherwise (§11.4.1); a
+/// READDIR entry of one then has rdattr_error NFS4_OK (§11.4.2).
+pub fn asks_locations(want: &Bitmap4) -> bool {
+    [
+        FATTR4_FS_LOCATIONS,
+        FATTR4_FS_LOCATIONS_INFO,
+        FATTR4_FS_STATUS,
+    ]
+    .iter()
+    .any(|a| want.contains(*a))
+}
 
 /// NFSv4.2 adds these when the compound's minor version is 2.
 pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT, FATTR4_OPEN_ARGUMENTS];
@@ -210,6 +216,8 @@ pub fn max_len(want: &Bitmap4) -> usize {
             // A user or group name (LOGIN_NAME_MAX).
             FATTR4_OWNER | FATTR4_OWNER_GROUP => 4 + 256,
             FATTR4_SUPPORTED_ATTRS | FATTR4_SUPPATTR_EXCLCREAT => 4 + 3 * 4,
+            // The export's path as components; no location.
+            FATTR4_FS_LOCATIONS => 4 + 4 + 4096 + 4,
             // Five one-word bitmaps.
             FATTR4_OPEN_ARGUMENTS => 5 * (4 + 4),
             _ => 16,
@@ -524,14 +532,12 @@ pub async fn get_with(
     .await
 }
 
-/// [`build_pseudo`] for this compound, on the blocking pool when owner
-/// names are asked for.
 /// The attributes of referral `r`'s root, an absent file system (RFC
 /// 8881 §11.4.1): NFS4ERR_MOVED unless `want` asks where it went
 /// (fs_locations, fs_locations_info or fs_status); then those of
 /// [`ABSENT`] it asks for, rdattr_error NFS4_OK (§11.4.2).
 pub fn absent(cx: &Compound, r: u16, want: &Bitmap4) -> Result<Fattr4, NfsStat4> {
-    if !ABSENT_ASKED.iter().any(|a| want.contains(*a)) {
+    if !asks_locations(want) {
         return Err(NfsStat4::Nfs4errMoved);
     }
     let referral = cx.exports.ns.referral(r).ok_or(NfsStat4::Nfs4errStale)?;
@@ -558,6 +564,8 @@ pub fn absent_attrs(
     }
 }
 
+/// [`build_pseudo`] for this compound, on the blocking pool when owner
+/// names are asked for.
 pub async fn pseudo(
     cx: &Compound,
     node: u16,

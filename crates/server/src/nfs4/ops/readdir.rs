@@ -392,14 +392,7 @@ async fn pseudo(
                 // the whole READDIR fails. Never a filehandle.
                 Child::Referral(r) => {
                     let referral = cx.exports.ns.referral(r).ok_or(NfsStat4::Nfs4errStale)?;
-                    let asked = [
-                        FATTR4_FS_LOCATIONS,
-                        FATTR4_FS_LOCATIONS_INFO,
-                        FATTR4_FS_STATUS,
-                    ]
-                    .iter()
-                    .any(|a| want.contains(*a));
-                    let error = if asked {
+                    let error = if attrs::asks_locations(want) {
                         NfsStat4::Nfs4Ok
                     } else if rdattr_error {
                         NfsStat4::Nfs4errMoved
