@@ -242,8 +242,9 @@ async fn readdir_of_the_parent() {
     .await
 }
 
-/// EXCHANGE_ID says the server may refer (RFC 8881 §18.35.3), and a
-/// present file system's fs_locations names its root and no location.
+/// EXCHANGE_ID says the server may refer (RFC 8881 §18.35.3), a present
+/// file system's fs_locations names its root and no location, and the
+/// server's report lists the referral.
 #[tokio::test]
 async fn the_server_says_it_refers() {
     within(async {
@@ -270,6 +271,14 @@ async fn the_server_says_it_refers() {
         let loc = a.fs_locations.expect("fs_locations");
         assert_eq!(loc.fs_root, vec![Bytes::from("data")]);
         assert!(loc.locations.is_empty());
+        // `ferrite stat` and `ferrite exports` show it.
+        let report = server::observe::stats::report::build(&w.running.nfs4);
+        assert_eq!(report.referrals.len(), 1);
+        assert_eq!(report.referrals[0].path, "/far");
+        assert_eq!(
+            report.referrals[0].locations,
+            ["127.0.0.2:2049:/srv/far", "127.0.0.3:20490:/"]
+        );
         w.running.stop().await;
     })
     .await

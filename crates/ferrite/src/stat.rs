@@ -112,6 +112,9 @@ pub fn exports_main(args: ExportsArgs) -> anyhow::Result<()> {
             let _ = writeln!(o, "  options: {}", e.options.join(", "));
         }
     }
+    for r in &r.referrals {
+        let _ = writeln!(o, "{} (referral): {}", r.path, r.locations.join(", "));
+    }
     out(&o);
     Ok(())
 }

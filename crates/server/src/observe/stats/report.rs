@@ -27,6 +27,9 @@ pub struct Report {
     /// Whole NFSv4 COMPOUNDs.
     pub compounds: OpReport,
     pub exports: Vec<ExportReport>,
+    /// Referrals: paths whose file systems live on other servers.
+    #[serde(default)]
+    pub referrals: Vec<ReferralReport>,
     pub clients: Vec<ClientReport>,
     /// Hosts seen over NFSv3, MOUNT, NLM and NSM.
     pub hosts: Vec<HostReport>,
@@ -130,6 +133,14 @@ pub struct ExportReport {
     pub errors: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+}
+
+/// A referral (RFC 8881 §11.15), as configured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReferralReport {
+    pub path: String,
+    /// "HOST:PORT:/path", in the order clients are given them.
+    pub locations: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -272,6 +283,16 @@ pub fn build(srv: &Server) -> Report {
         programs,
         compounds: OpReport::of("COMPOUND".into(), &st.compounds, Program::Nfs4),
         exports,
+        referrals: srv
+            .exports()
+            .ns
+            .referrals
+            .iter()
+            .map(|r| ReferralReport {
+                path: r.path.clone(),
+                locations: r.locations.iter().map(|l| l.to_string()).collect(),
+            })
+            .collect(),
         clients,
         hosts,
         load: st.load_report(),
