@@ -210,35 +210,7 @@ done
 cat "$out"/a/guest/results.txt "$out"/b/guest/results.txt > "$out/results.txt" 2>/dev/null
 
 # --- report -----------------------------------------------------------------------
-python3 - "$out" "$total" "$accel" <<'EOF'
-import os, re, sys
-out, total, accel = sys.argv[1:]
-plan = [l.strip() for l in open(os.path.join(out, "plan.txt")) if l.strip()]
-pat = re.compile(r"^(PASS|FAIL|SKIP) (v[0-9a-z.]+/[AB]/\w+)(?:: (.*?))?(?: \(([0-9.]+)s\))?$")
-res = {}
-for l in open(os.path.join(out, "results.txt")) if os.path.exists(os.path.join(out, "results.txt")) else []:
-    m = pat.match(l.strip())
-    if m:
-        res[m.group(2)] = (m.group(1), m.group(3) or "")
-lines, fails, counts = [], [], {}
-w = max(len(p) for p in plan)
-for p in plan:
-    st, why = res.get(p, ("MISSING", "no result: the guest did not get here (crash/timeout, see output.log)"))
-    counts[st] = counts.get(st, 0) + 1
-    lines.append("%-*s  %-7s  %s" % (w, p, st, why))
-    if st in ("FAIL", "MISSING"):
-        fails.append("%s: %s" % (p, why))
-lines.append("")
-if fails:
-    lines.append("FAILURES:")
-    lines += ["  " + f for f in fails]
-lines.append("TOTAL: %s | wall %ss (accel %s, two guests)" % (" ".join("%s=%d" % (k, counts[k]) for k in sorted(counts)), total, accel))
-lines.append("RESULT: %s" % ("FAIL" if fails or not res else "PASS"))
-text = "\n".join(lines) + "\n"
-open(os.path.join(out, "report.txt"), "w").write(text)
-print("\n" + text, end="")
-sys.exit(1 if fails or not res else 0)
-EOF
+python3 "$RC_DIR/lib/report.py" "$out" "$total" "$accel"
 rc=$?
 say "artifacts: $out (report.txt, results.txt, {a,b}/output.log, {a,b}/console.log, {a,b}/guest/mountstats-*.txt, shared/)"
 rm -rf "$out"/a/.boot "$out"/b/.boot
