@@ -57,6 +57,9 @@ pub struct Client {
     /// `ferrite stat`).
     pub address: Option<std::net::SocketAddr>,
     pub minorversion: u32,
+    /// Its client ids at servers exports migrated from (their stateids
+    /// name it by them, `crate::migration`).
+    pub aliases: Vec<ClientId4>,
 }
 
 impl Client {
@@ -83,6 +86,7 @@ impl Client {
             deadline: Duration::ZERO,
             address: None,
             minorversion: 0,
+            aliases: Vec::new(),
         }
     }
 

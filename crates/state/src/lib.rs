@@ -31,6 +31,7 @@ pub mod grace;
 pub mod layouts;
 pub mod lease;
 pub mod locks;
+pub mod migration;
 pub mod nlm;
 pub mod records;
 pub mod session;

@@ -136,6 +136,15 @@ pub fn client_of(epoch: u32, other: &[u8; 12]) -> Option<ClientId4> {
     Some((epoch as u64) << 32 | low as u64)
 }
 
+/// The client id a stateid's issuer gave its client (its epoch and
+/// client parts), whichever instance or server issued it: a migrated
+/// stateid is found through it (`crate::migration`).
+pub fn issuer_client(other: &[u8; 12]) -> ClientId4 {
+    let hi = u32::from_be_bytes([other[0], other[1], other[2], other[3]]);
+    let low = u32::from_be_bytes([other[4], other[5], other[6], other[7]]);
+    (hi as u64) << 32 | low as u64
+}
+
 /// The special stateids of RFC 8881 §8.2.3: anonymous (all zeros) and
 /// READ bypass (all ones).
 pub fn is_special(other: &[u8; 12]) -> bool {

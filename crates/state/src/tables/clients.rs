@@ -109,6 +109,10 @@ impl Tables {
                 self.owners.remove(&c.owner);
             }
         }
+        for a in &c.aliases {
+            self.aliases.remove(a);
+        }
+        self.lease_moved.remove(&id);
         self.dead_sessions.extend(c.sessions.iter().copied());
         if c.reclaim_complete {
             self.dead_records.push(id);

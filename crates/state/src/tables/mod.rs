@@ -165,6 +165,12 @@ pub(super) struct Tables {
     pub layouts_lost: Vec<crate::layouts::LayoutLost>,
     /// When CB_RECALL_ANY for layouts last went out.
     last_layout_recall_any: Option<Duration>,
+    /// Client ids of the servers exports migrated from, to the client
+    /// here each became: their stateids name them (`crate::migration`).
+    pub aliases: HashMap<ClientId4, ClientId4>,
+    /// Clients whose state moved away with these exports, until each is
+    /// told NFS4ERR_MOVED for it (SEQ4_STATUS_LEASE_MOVED).
+    pub lease_moved: HashMap<ClientId4, HashSet<u16>>,
 }
 
 /// A delegation kept for its client's next instance.
@@ -210,6 +216,8 @@ impl Tables {
             layout_clients: HashSet::new(),
             layouts_lost: Vec::new(),
             last_layout_recall_any: None,
+            aliases: HashMap::new(),
+            lease_moved: HashMap::new(),
         }
     }
 
@@ -225,7 +233,14 @@ impl Tables {
 
     /// The record of a stateid: its client and entry.
     pub fn entry(&self, other: &[u8; 12]) -> Result<(ClientId4, &StateEntry), NfsStat4> {
-        let cid = client_of(self.epoch, other).ok_or(NfsStat4::Nfs4errStaleStateid)?;
+        let cid = match client_of(self.epoch, other) {
+            Some(cid) => cid,
+            // Issued by the server an export migrated from.
+            None => *self
+                .aliases
+                .get(&crate::stateid::issuer_client(other))
+                .ok_or(NfsStat4::Nfs4errStaleStateid)?,
+        };
         self.clients
             .get(&cid)
             .and_then(|c| c.states.get(other))
@@ -279,6 +294,17 @@ impl Tables {
             }
         };
         let sid = e.stateid(other);
+        self.place_state(client, other, e);
+        Ok(sid)
+    }
+
+    /// Records stateid `other` of `client` (which exists) with its
+    /// indexes: a new one ([`Tables::insert_state`]) or one taken in
+    /// from another server (`crate::migration`).
+    pub(crate) fn place_state(&mut self, client: ClientId4, other: [u8; 12], e: StateEntry) {
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
         let file = e.file.clone();
         match &e.kind {
             StateKind::Open { owner, .. } => {
@@ -312,7 +338,6 @@ impl Tables {
             }
         }
         c.states.insert(other, e);
-        Ok(sid)
     }
 
     /// Drops one stateid of `client` and what hangs off it.

@@ -15,6 +15,7 @@ mod clients;
 mod delegations;
 mod grace;
 mod layouts;
+mod migration;
 mod nlm;
 mod opens;
 
