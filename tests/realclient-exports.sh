@@ -12,10 +12,15 @@
 #               from 127.0.0.1, on unprivileged ports, hence secure = false)
 #   /strict     no rules: "*" with the defaults, so secure = true, which the
 #               guest's unprivileged ports do not satisfy
-#   /far        a referral (RFC 8881 §11.15) to "10.0.2.2:/", the host as the
-#               guest sees it: a second Ferrite serving $work/far on
-#               127.0.0.1:2049 (the Linux client follows a referral to port
-#               2049 whatever it names). Port 2049 must be free on 127.0.0.1.
+#   /far        a referral (RFC 8881 §11.15) to "10.0.2.2:/far", the host as
+#               the guest sees it: a second Ferrite ("far", config far.toml)
+#               serving $work/far on 127.0.0.1:2049 (the Linux client follows
+#               a referral to port 2049 whatever it names). Port 2049 must be
+#               free on 127.0.0.1.
+#   /mig        $work/mig, migrated (RFC 8881 §11.14) mid-scenario to the
+#               far server, which serves the same directory at /mig
+#               (served_by this server until then; both share fh.key), and
+#               back once the guest has unmounted it.
 #
 # The reload scenario asks the host (run.sh --restart-cmd, with RC_TAG)
 # to edit ferrite.toml and reload while /data is mounted: first /data
@@ -54,8 +59,12 @@ printf 'private\n' > "$work/private/hidden.txt"
 printf 'strict\n' > "$work/strict/file.txt"
 mkdir -p "$work/added"
 printf 'added by a reload\n' > "$work/added/added.txt"   # XS_ADDED in guest/suite.py
-mkdir -p "$work/far" "$work/far-state"
-chmod 0777 "$work/far"
+mkdir -p "$work/far" "$work/far-state" "$work/mig"
+chmod 0777 "$work/far" "$work/mig"
+# A migration pair shares the filehandle key (their handles must agree).
+head -c 32 /dev/urandom > "$work/state/fh.key"
+cp "$work/state/fh.key" "$work/far-state/fh.key"
+chmod 0600 "$work/state/fh.key" "$work/far-state/fh.key"
 printf 'the referral target\n' > "$work/far/target.txt"   # XS_FAR in guest/suite.py
 
 cat > "$work/ferrite.toml" <<EOF
@@ -96,7 +105,31 @@ dir = "$work/strict"
 
 [[export]]
 path = "/far"
-referral = ["10.0.2.2:2049:/"]
+referral = ["10.0.2.2:2049:/far"]
+
+[[export]]
+id = 10
+path = "/mig"
+dir = "$work/mig"
+clients = [{ match = "127.0.0.1", squash = "none", secure = false }]
+EOF
+
+cat > "$work/far.toml" <<EOF
+listen = "127.0.0.1:2049"
+state_dir = "$work/far-state"
+lease_seconds = 30
+
+[[export]]
+path = "/far"
+dir = "$work/far"
+clients = [{ match = "*", squash = "none", secure = false }]
+
+[[export]]
+id = 10
+path = "/mig"
+dir = "$work/mig"
+clients = [{ match = "127.0.0.1", squash = "none", secure = false }]
+served_by = "10.0.2.2:$port"
 EOF
 
 # The reload scenario's edit: /data read-only for the guest, /added new
@@ -122,8 +155,7 @@ if (exec 3<>/dev/tcp/127.0.0.1/2049) 2>/dev/null; then
     echo "realclient-exports: something already listens on 127.0.0.1:2049, where the referral's target must (the Linux client follows referrals to port 2049): stop it first" >&2
     exit 1
 fi
-"$bin" serve "$work/far" --listen 127.0.0.1:2049 --portmap off --state-dir "$work/far-state" \
-    --admin-socket off >>"$work/far.log" 2>&1 &
+"$bin" serve --config "$work/far.toml" --portmap off >>"$work/far.log" 2>&1 &
 farpid=$!
 "$bin" serve --config "$work/ferrite.toml" >>"$work/ferrite.log" 2>&1 &
 fpid=$!
@@ -155,6 +187,16 @@ set -eu
 exports_now() { "$bin" exports --state-dir "$work/state" | grep '^/' | cut -d' ' -f1 | tr '\n' ' '; }
 added_gone() { case " \$(exports_now)" in *" /added "*) return 1 ;; esac; }
 case "\$RC_TAG" in
+migrate-*)
+    # /mig to the far server, the guest's application busy on it.
+    "$bin" migrate /mig --to 127.0.0.1:2049 --location 10.0.2.2:2049 --state-dir "$work/state" --json | tee -a "$work/migrations.jsonl"
+    exit 0
+    ;;
+return-*)
+    # And back, nobody mounted.
+    "$bin" migrate /mig --to 127.0.0.1:$port --location 10.0.2.2:$port --state-dir "$work/far-state" --json | tee -a "$work/migrations.jsonl"
+    exit 0
+    ;;
 reload-ro-*)
     cp "$work/ferrite.toml.ro" "$work/ferrite.toml"
     "$bin" reload --state-dir "$work/state"
@@ -203,6 +245,10 @@ for v in 4.2 4.1; do
     if ran "$v" pseudo_root; then
         hcheck "$t/via-pseudo-root-file-owner" 65534:65534 "$(owner "$work/data/open/via-root-$t")"
     fi
+    if ran "$v" migrate; then
+        # Every line the application wrote through the move is on disk.
+        hcheck "$t/migrated-writes-on-disk" "$(seq 0 399 | sha256sum | cut -d' ' -f1)" "$(sha256sum < "$work/mig/busy-$t" 2>/dev/null | cut -d' ' -f1)"
+    fi
     if ran "$v" referral; then
         # Written through the referral: it reached the target's disk.
         hcheck "$t/referral-write-on-the-target" "through the referral $t" "$(cat "$work/far/via-referral-$t" 2>/dev/null || echo missing)"
@@ -215,6 +261,13 @@ hcheck "data-root-unchanged" "hello.txt open secret" "$(cd "$work/data" && ls | 
 hcheck "docs-unchanged" "$docs_before" "$(tree_sum "$work/docs")"
 hcheck "private-unchanged" "$private_before" "$(tree_sum "$work/private")"
 hcheck "strict-unchanged" "$strict_before" "$(tree_sum "$work/strict")"
+if [ -s "$work/migrations.jsonl" ]; then
+    echo "migrations (took_ms: from the command to the commit; frozen_ms: opens, closes and locks held off):"
+    sed 's/^/  /' "$work/migrations.jsonl"
+    # The far server took WRITEs from the guest after the move.
+    far_writes=$("$bin" stat --state-dir "$work/far-state" --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(sum(o["count"] for p in r["programs"] for o in p["ops"] if o["name"]=="WRITE"))' 2>/dev/null || echo 0)
+    if [ "${far_writes:-0}" -gt 0 ]; then echo "PASS host/destination-served-writes ($far_writes)"; else echo "FAIL host/destination-served-writes: the far server counted no WRITE"; hfail=1; fi
+fi
 if alive; then echo "PASS host/ferrite-still-running"; else echo "FAIL host/ferrite-still-running: ferrite exited; see $work/ferrite.log"; hfail=1; fi
 if grep -qi 'panicked' "$work/ferrite.log" "$work/far.log"; then echo "FAIL host/no-panic: see $work/ferrite.log, $work/far.log"; hfail=1; else echo "PASS host/no-panic"; fi
 

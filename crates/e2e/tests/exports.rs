@@ -85,6 +85,7 @@ impl Exports {
             log: None,
             delegations: false,
             pnfs: None,
+            served_by: None,
         };
         let exports = vec![
             export(DATA, rules(vec![rule(false, Squash::Root)], all.clone())),
@@ -898,6 +899,7 @@ async fn owner_names_when_not_numeric() {
             log: None,
             delegations: false,
             pnfs: None,
+            served_by: None,
             rules: rules(
                 vec![rule(false, Squash::None)],
                 vec![Flavor::Sys, Flavor::None],
@@ -979,6 +981,7 @@ async fn export_ids_survive_reordering() {
             log: None,
             delegations: false,
             pnfs: None,
+            served_by: None,
             rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
         };
         let start = |exports: Vec<ExportConfig>| {

@@ -39,6 +39,7 @@ fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {
         log: None,
         delegations: false,
         pnfs: None,
+        served_by: None,
     }
 }
 

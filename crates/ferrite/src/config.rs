@@ -226,6 +226,10 @@ pub struct FileExport {
     pub stripe_unit: Option<toml::Value>,
     /// With data_servers: copies of every stripe (default 1).
     pub mirrors: Option<usize>,
+    /// "HOST:PORT": another server serves this export now; NFSv4
+    /// clients are sent there (NFS4ERR_MOVED) until `ferrite migrate` on
+    /// that server moves it here (RFC 8881 §11.14).
+    pub served_by: Option<String>,
 }
 
 /// One client rule of an export (the fields of exports(5) that apply).
@@ -571,6 +575,13 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
         if pnfs.is_some() && log.is_some() {
             bail!("export {path}: a write log and data servers together (the data servers keep the bytes; drop one)");
         }
+        let served_by = match &e.served_by {
+            Some(s) => Some(
+                server::exports::referral::Location::parse(&format!("{s}:{path}"))
+                    .map_err(|why| anyhow::anyhow!("export {path}: served_by = {s:?}: {why}"))?,
+            ),
+            None => None,
+        };
         out.push(ExportConfig {
             id: e.id,
             path,
@@ -580,6 +591,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             log,
             delegations: e.delegations.unwrap_or(delegations),
             pnfs,
+            served_by,
         });
     }
     server::config::export_ids(&out).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -2,6 +2,7 @@
 
 mod config;
 mod man;
+mod migrate;
 mod notify;
 mod reload;
 mod stat;
@@ -22,6 +23,7 @@ use tracing::{info, warn};
   ferrite serve --config /etc/ferrite.toml    # exports and rules from a file
   ferrite stat --watch                        # what a running server is doing, every second
   ferrite reload                              # apply the edited --config file's exports and rules
+  ferrite migrate /data --to 10.0.0.2:2049    # move an export and its clients' state to another Ferrite
   ferrite bench run randread --target nfs4://127.0.0.1:2049/
   ferrite man docs/man                        # write the manual pages"
 )]
@@ -54,6 +56,9 @@ enum Cmd {
     /// Make a running server read its configuration again and apply the
     /// changes to its exports and rules (as SIGHUP does).
     Reload(reload::ReloadArgs),
+    /// Move an export, with its clients' opens and locks, to another
+    /// Ferrite that sees the same files (transparent state migration).
+    Migrate(migrate::MigrateArgs),
     /// Write the manual pages (ferrite.1 and one per command) into DIR.
     Man(man::ManArgs),
 }
@@ -87,6 +92,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Stat(args) => stat::main(args),
         Cmd::Exports(args) => stat::exports_main(args),
         Cmd::Reload(args) => reload::main(args),
+        Cmd::Migrate(args) => migrate::main(args),
         Cmd::Man(args) => man::main(args),
     }
 }

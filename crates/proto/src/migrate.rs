@@ -26,6 +26,9 @@ pub const PEER_ABORT: u32 = 5;
 
 /// Longest export path, owner name or handle carried.
 pub const PEER_MAX_BYTES: usize = 1024;
+/// The largest body of a call: what one RPC record carries (a server's
+/// records are at most 4 MiB and a little).
+pub const PEER_MAX_BODY: usize = 4 * 1024 * 1024 - 4096;
 /// Most clients in one TRANSFER.
 pub const PEER_MAX_CLIENTS: usize = 4096;
 /// Most stateids of one client in one TRANSFER.
@@ -54,7 +57,7 @@ pub struct HelloRes {
 pub struct Sealed {
     pub session: [u8; 16],
     pub counter: u64,
-    #[xdr(max = 64 * 1024 * 1024)]
+    #[xdr(max = PEER_MAX_BODY)]
     pub body: Bytes,
     pub mac: [u8; 32],
 }
@@ -176,6 +179,10 @@ pub struct PeerClient {
     pub gid: u32,
     pub flags: u32,
     pub minorversion: u32,
+    /// The client ids its stateids may name besides `clientid`: those it
+    /// had at servers the export was at before.
+    #[xdr(max = 64)]
+    pub aliases: Vec<u64>,
     #[xdr(max = PEER_MAX_STATES)]
     pub states: Vec<PeerState>,
 }
@@ -211,6 +218,7 @@ mod tests {
                 gid: 0,
                 flags: 3,
                 minorversion: 1,
+                aliases: vec![5],
                 states: vec![
                     PeerState {
                         other: [2; 12],

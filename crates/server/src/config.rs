@@ -35,6 +35,10 @@ pub struct ExportConfig {
     /// Data servers: the export is a pNFS metadata server handing out
     /// flexible-file layouts, its files' bytes on them (`crate::pnfs`).
     pub pnfs: Option<crate::pnfs::PnfsConfig>,
+    /// Another server serves it now (its NFS address, the export's path
+    /// there the same): NFSv4 clients are sent there until a migration
+    /// brings it here ([`crate::exports::away`]).
+    pub served_by: Option<crate::exports::referral::Location>,
 }
 
 impl ExportConfig {
@@ -50,6 +54,7 @@ impl ExportConfig {
             log: None,
             delegations: false,
             pnfs: None,
+            served_by: None,
         }
     }
 }

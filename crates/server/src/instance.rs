@@ -138,7 +138,25 @@ pub struct Server {
     /// changes by any protocol; set once by the NFSv4 service
     /// ([`Server::install_callbacks`]).
     callbacks: OnceLock<Arc<dyn Callbacks>>,
+    /// Exports configured here but not served here now: moved away,
+    /// served by another server, or being migrated (RFC 8881 §11.14).
+    pub away: crate::exports::away::AwayExports,
+    /// Moves exports to other servers (`ferrite migrate`); set once by
+    /// the peer program ([`Server::install_migrator`]), which holds the
+    /// server: weak, or neither would ever go.
+    migrator: OnceLock<std::sync::Weak<dyn Migrator>>,
     state: State,
+}
+
+/// What moves an export to another server, for the administration
+/// socket: the report of the move (JSON), or why it did not happen.
+pub trait Migrator: Send + Sync {
+    fn migrate(
+        self: Arc<Self>,
+        export: String,
+        to: String,
+        location: Option<String>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send>>;
 }
 
 impl Server {
@@ -204,6 +222,8 @@ impl Server {
             records: recovery.records,
             deleg_gone: tokio::sync::Notify::new(),
             callbacks: OnceLock::new(),
+            away: recovery.away,
+            migrator: OnceLock::new(),
             state: State::recovering(
                 epoch,
                 cfg_lease,
@@ -309,6 +329,15 @@ impl Server {
         let _ = self.callbacks.set(c);
     }
 
+    /// Sets what moves exports to other servers (once).
+    pub fn install_migrator(&self, m: &Arc<dyn Migrator>) {
+        let _ = self.migrator.set(Arc::downgrade(m));
+    }
+
+    pub fn migrator(&self) -> Option<Arc<dyn Migrator>> {
+        self.migrator.get()?.upgrade()
+    }
+
     /// Sends CB_NOTIFY_LOCKs to the NFSv4 waiters an unlock (any
     /// protocol's) made grantable.
     pub fn notify_locks(&self, notes: Vec<state::LockNotify>) {
@@ -342,6 +371,8 @@ pub struct Recovery {
     pub previous: std::collections::HashSet<Bytes>,
     /// When this instance started (since the Unix epoch).
     pub started: Duration,
+    /// The exports not served here (`crate::exports::away`).
+    pub away: crate::exports::away::AwayExports,
 }
 
 impl Recovery {
@@ -352,6 +383,7 @@ impl Recovery {
             sessions: crate::stable::sessions::Sessions::none(),
             previous: Default::default(),
             started: Recovery::now(),
+            away: Default::default(),
         }
     }
 
@@ -378,6 +410,7 @@ impl Recovery {
             sessions,
             previous,
             started,
+            away: Default::default(),
         })
     }
 

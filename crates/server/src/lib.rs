@@ -13,6 +13,7 @@ pub mod exports;
 pub mod handoff;
 pub mod ids;
 pub mod instance;
+pub mod migrate;
 pub mod nfs4;
 pub mod observe;
 pub mod pnfs;

@@ -126,6 +126,12 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     vfs::durable::create_dir_all(&cfg.state_dir)?;
     let key = FhKey::load_or_create(&cfg.state_dir)?;
     let ids = export_ids(&cfg.exports)?;
+    let away_of: Vec<_> = cfg
+        .exports
+        .iter()
+        .zip(&ids)
+        .map(|(e, id)| (*id, e.path.clone(), e.served_by.clone()))
+        .collect();
     let mut exports = Vec::new();
     for (e, id) in cfg.exports.iter().zip(ids) {
         exports.push(open_export(e, id, &cfg.state_dir).await?);
@@ -137,6 +143,14 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     recovery
         .previous
         .extend(nsm_previous.iter().map(crate::v3::nsm::grace_owner));
+    recovery.away = crate::exports::away::AwayExports::load(Some(&cfg.state_dir), &away_of)?;
+    for (id, a) in recovery.away.all() {
+        if let (Some((_, path, _)), crate::exports::away::Away::Elsewhere(to)) =
+            (away_of.iter().find(|x| x.0 == id), a)
+        {
+            tracing::info!(export = %path, "export served by {to}: NFSv4 clients are sent there");
+        }
+    }
     let nfs4 = Server::recovering(
         cfg.nfs4.clone(),
         key,
@@ -192,12 +206,23 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         ),
         v4: Nfs4Service(nfs4.clone()),
     };
-    let programs = aux(rpc::Programs::new()).add(
-        proto::nfs4::NFS_PROGRAM,
-        proto::nfs3::NFS_V3,
-        proto::nfs4::NFS_V4,
-        Arc::new(nfs),
-    );
+    // The peer program of migrations (`crate::migrate`), on the NFS port.
+    let peer = crate::migrate::Peer::new(nfs4.clone());
+    let as_migrator: Arc<dyn crate::instance::Migrator> = peer.clone();
+    nfs4.install_migrator(&as_migrator);
+    let programs = aux(rpc::Programs::new())
+        .add(
+            proto::nfs4::NFS_PROGRAM,
+            proto::nfs3::NFS_V3,
+            proto::nfs4::NFS_V4,
+            Arc::new(nfs),
+        )
+        .add(
+            proto::migrate::FERRITE_PEER_PROGRAM,
+            proto::migrate::FERRITE_PEER_V1,
+            proto::migrate::FERRITE_PEER_V1,
+            Arc::new(crate::migrate::service::PeerService(peer)),
+        );
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);

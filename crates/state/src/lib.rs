@@ -118,6 +118,9 @@ pub struct State {
     /// Called with the layouts that ended without being returned: the
     /// driver fences them.
     layouts_lost: std::sync::OnceLock<LayoutsLost>,
+    /// Clients to tell SEQ4_STATUS_LEASE_MOVED (a copy of the tables'
+    /// count, read without their lock by every SEQUENCE).
+    moved_live: AtomicUsize,
 }
 
 impl std::fmt::Debug for State {
@@ -162,6 +165,7 @@ impl State {
             deny_seen: AtomicBool::new(false),
             layouts_live: AtomicUsize::new(0),
             layouts_lost: std::sync::OnceLock::new(),
+            moved_live: AtomicUsize::new(0),
         }
     }
 
@@ -243,6 +247,8 @@ impl State {
         self.wdelegs_live
             .store(t.wdelegs + t.prev_count, Ordering::Relaxed);
         self.layouts_live.store(t.layouts, Ordering::Relaxed);
+        self.moved_live
+            .store(t.lease_moved.len(), Ordering::Relaxed);
         let lost = std::mem::take(&mut t.layouts_lost);
         let ended = std::mem::take(&mut t.delegs_ended);
         let granted = std::mem::take(&mut t.nlm_granted);

@@ -1932,6 +1932,136 @@ def sx_referral(c):
             run(["umount", far])
 
 
+# The migration scenario's busy application: holds an fcntl write lock
+# on the whole file and writes N numbered lines (fsync every tenth) at a
+# steady pace through the move, then waits to be told to let go. Any
+# error is an application error: the scenario fails.
+MIG_WRITER = r"""
+import fcntl, os, sys, time
+path, n, ready, written, release = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+gap, last = 0.0, time.time()
+for i in range(n):
+    os.write(fd, b"%d\n" % i)
+    if i % 10 == 9:
+        os.fsync(fd)
+    now = time.time()
+    gap, last = max(gap, now - last), now
+    if i == 49:
+        open(ready, "w").close()
+    time.sleep(0.05)
+os.fsync(fd)
+print("longest wait between two writes %.2fs" % gap, flush=True)
+open(written, "w").close()
+deadline = time.time() + 600
+while not os.path.exists(release) and time.time() < deadline:
+    time.sleep(0.1)
+fcntl.lockf(fd, fcntl.LOCK_UN)
+os.close(fd)
+"""
+
+# Another lock owner on the same file (its own open): tries for a byte
+# of the writer's range every 0.2 s and must be refused every time,
+# before and after the move.
+MIG_PROBER = r"""
+import errno, fcntl, os, sys, time
+path, stop, moved = sys.argv[1], sys.argv[2], sys.argv[3]
+fd = os.open(path, os.O_RDWR)
+counts, errors = [0, 0], []
+while not os.path.exists(stop):
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        print("GRANTED the writer's lock at %.2f" % time.time(), flush=True)
+        sys.exit(2)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            counts[os.path.exists(moved)] += 1
+        else:
+            errors.append(str(e))
+    time.sleep(0.2)
+print("refused %d times before the move, %d after; errors %s" % (counts[0], counts[1], errors), flush=True)
+sys.exit(3 if errors or counts[0] == 0 or counts[1] == 0 else 0)
+"""
+
+MIG_LINES = 400
+
+
+def nfs_volume_port(mp):
+    """The server port (hex, as /proc/fs/nfsfs/volumes says it) of the
+    superblock mounted at mp."""
+    dev = os.stat(mp).st_dev
+    want = "%d:%d" % (os.major(dev), os.minor(dev))
+    with open("/proc/fs/nfsfs/volumes") as f:
+        for line in f.read().splitlines()[1:]:
+            x = line.split()
+            if len(x) >= 4 and x[3] == want:
+                return x[2]
+    return None
+
+
+def sx_migrate(c):
+    """/mig is migrated (RFC 8881 §11.14) from this server to another one
+    (the Ferrite on 10.0.2.2:2049 over the same directory) while an
+    application holds an fcntl lock on a file and writes it: it carries on
+    with no error, the other lock owner is refused before and after, and
+    the mount is served by the other server afterwards."""
+    if not RESTART:
+        raise Skip("no --restart-cmd (the host moves the export mid-scenario)")
+    mp = "/mnt/%s/mig" % c.tag
+    rc, msg = xmount(c.vers, "/mig", mp)
+    print("    " + msg, flush=True)
+    check(rc == 0, "mount of /mig: " + msg)
+    writer = prober = None
+    try:
+        path = os.path.join(mp, "busy-%s" % c.tag)
+        ready, written, release, stop, moved = (os.path.join(c.a, n) for n in ("ready", "written", "release", "stop", "moved"))
+        port_before = nfs_volume_port(mp)
+        writer = subprocess.Popen([sys.executable, "-c", MIG_WRITER, path, str(MIG_LINES), ready, written, release],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while not os.path.exists(ready):
+            check(writer.poll() is None, "the writer stopped before the move: %s" % writer.stdout.read().decode(errors="replace"))
+            check(time.time() < deadline, "the writer did not write 50 lines within 120 s")
+            time.sleep(0.1)
+        prober = subprocess.Popen([sys.executable, "-c", MIG_PROBER, path, stop, moved],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        time.sleep(2)   # the prober's first refusals, before the move
+        ph("busy")
+        t0 = time.time()
+        restart_server("migrate-%s" % c.tag)
+        open(moved, "w").close()
+        print("    the host's migrate command returned after %.1fs" % (time.time() - t0), flush=True)
+        ph("moved")
+        deadline = time.time() + 600
+        while not os.path.exists(written):
+            check(writer.poll() is None, "the writer failed: %s" % writer.stdout.read().decode(errors="replace"))
+            check(time.time() < deadline, "the writer did not finish within 600 s")
+            time.sleep(0.2)
+        open(stop, "w").close()
+        pout, _ = prober.communicate(timeout=120)
+        print("    prober: " + pout.decode(errors="replace").strip(), flush=True)
+        check(prober.returncode == 0, "the other lock owner: %s" % pout.decode(errors="replace").strip())
+        open(release, "w").close()
+        wout, _ = writer.communicate(timeout=120)
+        print("    writer: " + wout.decode(errors="replace").strip(), flush=True)
+        check(writer.returncode == 0, "the writer: rc %d: %s" % (writer.returncode, wout.decode(errors="replace").strip()))
+        ph("done")
+        lines = must("read back", read_file, path).decode().split("\n")
+        check(lines == [str(i) for i in range(MIG_LINES)] + [""], "the file holds %d lines, not the %d written in order" % (len(lines) - 1, MIG_LINES))
+        port_after = nfs_volume_port(mp)
+        print("    server port of the mount: %s before, %s after (hex)" % (port_before, port_after), flush=True)
+        check(port_before is not None and port_after == "801" and port_before != port_after,
+              "the mount did not move to the destination (port %s before, %s after; want 801 = 2049)" % (port_before, port_after))
+    finally:
+        for p in (writer, prober):
+            if p is not None and p.poll() is None:
+                p.kill()
+        xumount(mp)
+        # Back to this server for the next version, with nobody mounted.
+        restart_server("return-%s" % c.tag)
+
+
 # (name, function, time limit): upper bounds, as for SCENARIOS; each of
 # these takes a few seconds under TCG, reload up to its 150 s wait.
 X_SCENARIOS = [
@@ -1945,6 +2075,7 @@ X_SCENARIOS = [
     ("strict", sx_strict, 180),
     ("referral", sx_referral, 180),
     ("reload", sx_reload, 360),
+    ("migrate", sx_migrate, 900),
 ]
 X_VERS = ["4.2", "4.1"]
 

@@ -100,6 +100,13 @@ impl FhKey {
         self.roots.store(std::sync::Arc::new(map));
     }
 
+    /// A key for `context` derived from the filehandle key: servers that
+    /// share the one share the other (a migration pair's peer channel,
+    /// `crate::migrate`).
+    pub fn derive(&self, context: &str) -> [u8; 32] {
+        blake3::derive_key(context, &self.key)
+    }
+
     /// Loads the key from `state_dir/fh.key`, creating it (mode 0600) with
     /// fresh randomness the first time.
     pub fn load_or_create(state_dir: &Path) -> std::io::Result<Self> {

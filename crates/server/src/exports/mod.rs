@@ -7,6 +7,7 @@
 //! backend (open files, caches, write log), and its filehandles, which
 //! carry its id and its root's tag, stay valid.
 
+pub mod away;
 pub mod export;
 pub mod filehandle;
 pub mod namespace;

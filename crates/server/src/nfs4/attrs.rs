@@ -493,6 +493,9 @@ pub async fn get_with(
     if let Some(r) = fh.absent {
         return absent(cx, r, want);
     }
+    if let Some(crate::exports::away::Away::Elsewhere(to)) = cx.srv.away.get(fh.export) {
+        return moved(cx, fh, &to, want).await;
+    }
     let with_fs = needs_fsstat(want);
     if !with_fs && !needs_names(&cx.srv, want) {
         let a = match &known {
@@ -542,6 +545,62 @@ pub fn absent(cx: &Compound, r: u16, want: &Bitmap4) -> Result<Fattr4, NfsStat4>
     }
     let referral = cx.exports.ns.referral(r).ok_or(NfsStat4::Nfs4errStale)?;
     Ok(absent_attrs(referral, r, NfsStat4::Nfs4Ok).encode_only(want))
+}
+
+/// The attributes of an object of an export that moved to `to` (RFC
+/// 8881 §11.14; absent here, §11.4.1): NFS4ERR_MOVED unless `want` asks
+/// where it went; then those of [`ABSENT`] it asks for, the export's own
+/// fsid (the same file system, elsewhere). Either way the client has
+/// been told its lease moved (§18.46.3).
+async fn moved(
+    cx: &Compound,
+    fh: &Fh,
+    to: &crate::exports::referral::Location,
+    want: &Bitmap4,
+) -> Result<Fattr4, NfsStat4> {
+    if let Some(s) = &cx.session {
+        cx.srv.state().moved_seen(s.client, fh.export);
+    }
+    if !asks_locations(want) {
+        return Err(NfsStat4::Nfs4errMoved);
+    }
+    let export = cx.export(fh.export)?;
+    let at = crate::exports::referral::ReferralConfig {
+        path: export.path.clone(),
+        locations: vec![to.clone()],
+    };
+    let mounted_on = if want.contains(FATTR4_MOUNTED_ON_FILEID) {
+        let h = fh.handle.clone();
+        cx.vfs(fh.export, move |v, _| v.getattr(&h))
+            .await
+            .ok()
+            .map(|a| {
+                cx.exports
+                    .ns
+                    .root_mounted_on(fh.export, a.fileid)
+                    .unwrap_or(a.fileid)
+            })
+    } else {
+        None
+    };
+    let (major, minor) = export.fsid;
+    Ok(Attrs {
+        fsid: Some(FsId4 { major, minor }),
+        rdattr_error: Some(NfsStat4::Nfs4Ok),
+        fs_locations: Some(at.fs_locations()),
+        mounted_on_fileid: mounted_on,
+        fs_status: Some(Fs4Status {
+            absent: true,
+            type_: Fs4StatusType::Status4Writable,
+            source: Bytes::new(),
+            current: Bytes::new(),
+            age: 0,
+            version: NfsTime4::default(),
+        }),
+        fs_locations_info: Some(at.fs_locations_info()),
+        ..Default::default()
+    }
+    .encode_only(want))
 }
 
 /// Every attribute of [`ABSENT`] for referral `r`, rdattr_error

@@ -9,7 +9,8 @@
 //! one line of JSON. Commands: `stat` (a [`crate::observe::stats::report::Report`]),
 //! `reload` (a [`crate::observe::reload::ReloadReport`], once whoever serves
 //! the reload requests ([`crate::run::Running::reload_requests`]) has
-//! re-read the configuration and applied it).
+//! re-read the configuration and applied it), `migrate EXPORT_PATH
+//! HOST:PORT [LOCATION]` (a [`crate::migrate::outgoing::MoveReport`]).
 //! Anything else, or a request not sent within 5 seconds or longer than
 //! 256 bytes, is answered `{"error": ...}`.
 
@@ -41,6 +42,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// A reload opens new exports' directories and write logs: the most a
 /// caller waits for one.
 const RELOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most a caller waits for a migration's outcome.
+const MIGRATE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Listens at `path` (a stale socket file there is replaced) until
 /// `shutdown`; the file is removed at the end.
@@ -141,6 +144,7 @@ async fn answer(stream: UnixStream, srv: Arc<Server>, reloads: ReloadSlot) {
     .await;
     let reply = match read {
         Ok(Ok(_)) if line.trim() == "reload" => reload(&reloads).await,
+        Ok(Ok(_)) if line.trim().starts_with("migrate ") => migrate(line.trim(), &srv).await,
         Ok(Ok(_)) => command(line.trim(), &srv),
         Ok(Err(e)) => error(&format!("reading the request: {e}")),
         Err(_) => error("no request within 5 seconds"),
@@ -154,7 +158,9 @@ fn command(cmd: &str, srv: &Arc<Server>) -> String {
     match cmd {
         "stat" => serde_json::to_string(&crate::observe::stats::report::build(srv))
             .unwrap_or_else(|e| error(&format!("encoding: {e}"))),
-        other => error(&format!("unknown command {other:?} (known: stat, reload)")),
+        other => error(&format!(
+            "unknown command {other:?} (known: stat, reload, migrate)"
+        )),
     }
 }
 
@@ -176,6 +182,30 @@ async fn reload(reloads: &ReloadSlot) -> String {
         Ok(Ok(answer)) => answer,
         Ok(Err(_)) => not_here(),
         Err(_) => error("the reload did not finish within 60 seconds; see the server's log"),
+    }
+}
+
+/// `migrate EXPORT_PATH HOST:PORT [LOCATION]`: moves the export to
+/// another Ferrite (`crate::migrate`) and answers its report, or why
+/// not. The move goes on if the caller stops waiting.
+async fn migrate(line: &str, srv: &Arc<Server>) -> String {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (export, to, location) = match words.as_slice() {
+        ["migrate", e, t] => (e.to_string(), t.to_string(), None),
+        ["migrate", e, t, l] => (e.to_string(), t.to_string(), Some(l.to_string())),
+        _ => return error("usage: migrate EXPORT_PATH HOST:PORT [LOCATION]"),
+    };
+    let Some(m) = srv.migrator() else {
+        return error("this server does not migrate exports");
+    };
+    let task = tokio::spawn(m.migrate(export, to, location));
+    match tokio::time::timeout(MIGRATE_TIMEOUT, task).await {
+        Ok(Ok(Ok(report))) => report,
+        Ok(Ok(Err(why))) => error(&why),
+        Ok(Err(e)) => error(&format!("the migration failed: {e}")),
+        Err(_) => error(
+            "the migration did not finish within 10 minutes; it goes on: see the server's log",
+        ),
     }
 }
 

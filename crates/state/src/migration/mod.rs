@@ -27,6 +27,7 @@
 pub mod phases;
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use proto::migrate::*;
@@ -156,6 +157,10 @@ impl Tables {
                 gid,
                 flags: c.flags,
                 minorversion: c.minorversion,
+                // The most a transfer carries; a client that moved more
+                // often than that loses the oldest (their stateids are
+                // refused below).
+                aliases: c.aliases.iter().rev().take(64).copied().collect(),
                 states,
             });
         }
@@ -179,7 +184,8 @@ impl Tables {
                 .map(|s| s.other)
                 .collect();
             for s in &c.states {
-                if issuer_client(&s.other) != c.clientid {
+                let issuer = issuer_client(&s.other);
+                if issuer != c.clientid && !c.aliases.contains(&issuer) {
                     return Err(format!(
                         "stateid {:02x?} does not belong to client {:#x}",
                         s.other, c.clientid
@@ -263,11 +269,15 @@ impl Tables {
                     id
                 }
             };
-            self.aliases.insert(pc.clientid, local);
             let Some(c) = self.clients.get_mut(&local) else {
                 continue;
             };
-            c.aliases.push(pc.clientid);
+            for a in std::iter::once(pc.clientid).chain(pc.aliases.iter().copied()) {
+                if a != local && !c.aliases.contains(&a) {
+                    c.aliases.push(a);
+                    self.aliases.insert(a, local);
+                }
+            }
             c.lease.renew(now);
             done.clients.push((local, pc.owner.clone()));
             // Opens first: a lock's open must be there.
@@ -364,6 +374,53 @@ impl State {
         })
     }
 
+    /// Freezes `export` for a migration: opens, closes, locks, unlocks,
+    /// layouts and delegations on its files are NFS4ERR_DELAY (refused,
+    /// for delegations) until [`State::thaw_export`].
+    pub fn freeze_export(&self, export: u16) {
+        self.tables().frozen.insert(export);
+    }
+
+    pub fn thaw_export(&self, export: u16) {
+        self.tables().frozen.remove(&export);
+    }
+
+    /// Checks a transfer as [`State::import_state`] would, taking nothing.
+    pub fn check_import(&self, export: u16, clients: &[PeerClient]) -> Result<(), Refusal> {
+        self.tables().check_import(export, clients)
+    }
+
+    /// Recalls every delegation of a file of `export` (it is about to
+    /// move), as a conflict with anyone would (`Breaking`).
+    pub fn break_export_delegations(&self, export: u16) -> crate::Breaking {
+        self.breaking(|t, now| {
+            let files: Vec<crate::FileKey> = t
+                .files
+                .iter()
+                .filter(|(f, s)| f.0 == export && !s.delegs.is_empty())
+                .map(|(f, _)| f.clone())
+                .collect();
+            let mut all = Vec::new();
+            let mut pending = false;
+            for f in files {
+                let (found, p) = t.deleg_conflicts(&f, &crate::Breaker::Anyone, false, now);
+                all.extend(found);
+                pending |= p;
+            }
+            (all, pending)
+        })
+    }
+
+    /// Delegations and layouts of files of `export` still held.
+    pub fn held_on_export(&self, export: u16) -> usize {
+        let t = self.tables();
+        t.files
+            .iter()
+            .filter(|(f, _)| f.0 == export)
+            .map(|(_, s)| s.delegs.len() + s.layouts.len())
+            .sum()
+    }
+
     /// Forgets the state of `export`, which moved; returns how many
     /// stateids went.
     pub fn drop_export(&self, export: u16) -> usize {
@@ -374,8 +431,8 @@ impl State {
     /// §18.46.3): state of it moved with an export it has not been told
     /// NFS4ERR_MOVED for yet.
     pub fn lease_moved(&self, client: ClientId4) -> bool {
-        let t = self.tables();
-        !t.lease_moved.is_empty() && t.lease_moved.contains_key(&client)
+        self.moved_live.load(Ordering::Relaxed) > 0
+            && self.tables().lease_moved.contains_key(&client)
     }
 
     /// `client` was told NFS4ERR_MOVED for `export` (or read where it
@@ -388,6 +445,8 @@ impl State {
                 t.lease_moved.remove(&client);
             }
         }
+        self.moved_live
+            .store(t.lease_moved.len(), Ordering::Relaxed);
     }
 
     /// Stateids of clients whose id at their source is an alias here.

@@ -63,6 +63,9 @@ impl Tables {
         now: Duration,
     ) -> Option<WhyNoDelegation4> {
         let (client, owner) = asker;
+        if self.frozen.contains(&file.0) {
+            return Some(WhyNoDelegation4::Wnd4Resource);
+        }
         if self.grace.active() && !reclaim {
             return Some(WhyNoDelegation4::Wnd4Contention);
         }

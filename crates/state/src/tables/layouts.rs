@@ -45,6 +45,7 @@ impl Tables {
         offset: u64,
         end: u64,
     ) -> Result<StateId4, NfsStat4> {
+        self.thawed(file)?;
         if self.grace.active() {
             return Err(NfsStat4::Nfs4errGrace);
         }

@@ -9,6 +9,7 @@ impl Tables {
     pub fn lock(&mut self, r: &LockRequest, now: Duration) -> Result<StateId4, LockError> {
         let client = r.client;
         let file = &r.file;
+        self.thawed(file)?;
         self.may_take_state(client, r.reclaim, now)?;
         let e = self.check_stateid(client, &r.presented, file)?;
         let (open, owner) = match (&e.kind, &r.new_owner) {
@@ -85,6 +86,7 @@ impl Tables {
         end: u64,
         now: Duration,
     ) -> Result<(StateId4, Vec<Waiter<OwnerKey>>), NfsStat4> {
+        self.thawed(file)?;
         let e = self.check_stateid(client, sid, file)?;
         let StateKind::Lock { owner, .. } = &e.kind else {
             return Err(NfsStat4::Nfs4errBadStateid);

@@ -171,6 +171,9 @@ pub(super) struct Tables {
     /// Clients whose state moved away with these exports, until each is
     /// told NFS4ERR_MOVED for it (SEQ4_STATUS_LEASE_MOVED).
     pub lease_moved: HashMap<ClientId4, HashSet<u16>>,
+    /// Exports being migrated away: no state changes on their files
+    /// (NFS4ERR_DELAY) until the move is over (`crate::migration`).
+    pub frozen: HashSet<u16>,
 }
 
 /// A delegation kept for its client's next instance.
@@ -218,6 +221,7 @@ impl Tables {
             last_layout_recall_any: None,
             aliases: HashMap::new(),
             lease_moved: HashMap::new(),
+            frozen: HashSet::new(),
         }
     }
 
@@ -231,15 +235,26 @@ impl Tables {
             .is_none_or(|c| c.expired(now, self.lease))
     }
 
+    /// NFS4ERR_DELAY while `file`'s export is frozen for a migration.
+    pub(crate) fn thawed(&self, file: &FileKey) -> Result<(), NfsStat4> {
+        if !self.frozen.is_empty() && self.frozen.contains(&file.0) {
+            return Err(NfsStat4::Nfs4errDelay);
+        }
+        Ok(())
+    }
+
     /// The record of a stateid: its client and entry.
     pub fn entry(&self, other: &[u8; 12]) -> Result<(ClientId4, &StateEntry), NfsStat4> {
+        let issuer = crate::stateid::issuer_client(other);
         let cid = match client_of(self.epoch, other) {
-            Some(cid) => cid,
-            // Issued by the server an export migrated from.
-            None => *self
-                .aliases
-                .get(&crate::stateid::issuer_client(other))
-                .ok_or(NfsStat4::Nfs4errStaleStateid)?,
+            Some(cid) if self.clients.contains_key(&cid) => cid,
+            // Issued by a server the export migrated from (this one
+            // earlier, perhaps, to a client record gone since).
+            mine => match (self.aliases.get(&issuer), mine) {
+                (Some(local), _) => *local,
+                (None, Some(cid)) => cid,
+                (None, None) => return Err(NfsStat4::Nfs4errStaleStateid),
+            },
         };
         self.clients
             .get(&cid)

@@ -16,6 +16,7 @@ impl Tables {
         deny: u32,
         now: Duration,
     ) -> Result<StateId4, NfsStat4> {
+        self.thawed(file)?;
         let key = (owner.clone(), file.clone());
         let mine = self
             .clients
@@ -92,6 +93,7 @@ impl Tables {
         access: u32,
         deny: u32,
     ) -> Result<StateId4, NfsStat4> {
+        self.thawed(file)?;
         self.check_stateid(client, sid, file)?;
         let e = self.entry_mut(client, &sid.other)?;
         let StateKind::Open {
@@ -117,6 +119,7 @@ impl Tables {
         sid: &StateId4,
         file: &FileKey,
     ) -> Result<(), NfsStat4> {
+        self.thawed(file)?;
         let e = self.check_stateid(client, sid, file)?;
         let StateKind::Open { locks, .. } = &e.kind else {
             return Err(NfsStat4::Nfs4errBadStateid);

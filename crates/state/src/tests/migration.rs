@@ -301,3 +301,52 @@ fn a_destination_stages_one_migration_per_export_and_drops_the_forgotten() {
     }
     assert!(i.prepare([99; 16], 99, s(200)).is_err());
 }
+
+#[test]
+fn a_frozen_export_takes_no_state_changes_until_thawed() {
+    let f = Fixture::new();
+    let (c, open, lock, stay) = busy(&f);
+    f.st.freeze_export(1);
+    let o = Bytes::from_static(b"o");
+    assert_eq!(
+        f.st.open(c, &o, &file(2), R, 0),
+        Err(NfsStat4::Nfs4errDelay)
+    );
+    assert!(matches!(
+        f.lock(c, None, lock, &file(1), (200, 300), false),
+        Err(LockError::Status(NfsStat4::Nfs4errDelay))
+    ));
+    assert_eq!(
+        f.st.unlock(c, &lock, &file(1), 0, 100).map(|_| ()),
+        Err(NfsStat4::Nfs4errDelay)
+    );
+    assert_eq!(f.st.close(c, &open, &file(1)), Err(NfsStat4::Nfs4errDelay));
+    // I/O goes on, and other exports are not held.
+    assert_eq!(f.st.check_io(c, &open, &file(1), W), Ok(false));
+    assert!(f.st.close(c, &stay, &other_export(1)).is_ok());
+    f.st.thaw_export(1);
+    assert!(f.st.unlock(c, &lock, &file(1), 0, 100).is_ok());
+}
+
+#[test]
+fn stateids_survive_a_move_there_and_back() {
+    let a = Fixture::new();
+    let b = server(9);
+    let (c, open, lock, _) = busy(&a);
+    b.st.import_state(1, a.st.export_state(1).unwrap()).unwrap();
+    a.st.drop_export(1);
+    let at_b = arrive(&b);
+    let (lock, _) = b.st.unlock(at_b, &lock, &file(1), 0, 10).unwrap();
+    // Back to A: the client's record there is the same instance.
+    a.st.import_state(1, b.st.export_state(1).unwrap()).unwrap();
+    b.st.drop_export(1);
+    assert_eq!(a.st.check_io(c, &open, &file(1), W), Ok(false));
+    assert!(a.st.unlock(c, &lock, &file(1), 10, 100).is_ok());
+    // On to a third server: the transfer carries the ids the stateids
+    // name.
+    let snap = a.st.export_state(1).unwrap();
+    let c2 = server(11);
+    c2.st.import_state(1, snap).unwrap();
+    let at_c = arrive(&c2);
+    assert_eq!(c2.st.check_io(at_c, &open, &file(1), W), Ok(false));
+}

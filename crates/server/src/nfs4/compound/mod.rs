@@ -78,6 +78,15 @@ fn admit(
             return Err(NfsStat4::Nfs4errMoved);
         }
     }
+    // An export not served here now (RFC 8881 §11.14): moved away,
+    // leaving or arriving ([`crate::exports::away`]).
+    if let (true, Some(fh)) = (d.needs_fh(), &cx.cfh) {
+        if fh.pseudo.is_none() && fh.absent.is_none() {
+            if let Some(a) = cx.srv.away.get(fh.export) {
+                away(cx, &a, op, fh.export)?;
+            }
+        }
+    }
     if let (true, Some(fh)) = (d.writes_cfh(), &cx.cfh) {
         cx.check_writable(fh)?;
     }
@@ -94,6 +103,41 @@ fn admit(
         limits.check(used + d.reply_size(cx, op) + slack)?;
     }
     Ok(())
+}
+
+/// What an operation on an export that is away is told: on one served
+/// elsewhere, NFS4ERR_MOVED (§11.3, which also tells the client its lease
+/// moved, §18.46.3), but GETATTR, which may ask where it went
+/// (`attrs::get_with`); on one leaving, NFS4ERR_DELAY for what would
+/// change its state while the state is handed over; on one arriving,
+/// NFS4ERR_DELAY.
+fn away(
+    cx: &Compound,
+    a: &crate::exports::away::Away,
+    op: &NfsArgOp4,
+    export: u16,
+) -> Result<(), NfsStat4> {
+    use crate::exports::away::Away;
+    match a {
+        Away::Elsewhere(_) if matches!(op, NfsArgOp4::GetAttr(_)) => Ok(()),
+        Away::Elsewhere(_) => {
+            if let Some(s) = &cx.session {
+                cx.srv.state().moved_seen(s.client, export);
+            }
+            Err(NfsStat4::Nfs4errMoved)
+        }
+        Away::Arriving => Err(NfsStat4::Nfs4errDelay),
+        Away::Leaving => match op {
+            NfsArgOp4::Open(_)
+            | NfsArgOp4::OpenDowngrade(_)
+            | NfsArgOp4::Close(_)
+            | NfsArgOp4::Lock(_)
+            | NfsArgOp4::LockU(_)
+            | NfsArgOp4::LayoutGet(_)
+            | NfsArgOp4::GetDirDelegation(_) => Err(NfsStat4::Nfs4errDelay),
+            _ => Ok(()),
+        },
+    }
 }
 
 /// Runs an operation; a panic in it (a bug) becomes NFS4ERR_SERVERFAULT

@@ -61,6 +61,11 @@ pub async fn run(cx: &mut Compound, args: Sequence4Args) -> Sequence4Res {
     if session.lease.has_revoked() {
         status_flags |= SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
     }
+    // State of it moved with an export it has not been told of yet
+    // (RFC 8881 §11.14, `state::migration`).
+    if cx.srv.state().lease_moved(session.client) {
+        status_flags |= SEQ4_STATUS_LEASE_MOVED;
+    }
     cx.slot = Some(slot);
     cx.session = Some(session);
     Res4::Ok(Sequence4ResOk {

@@ -58,7 +58,14 @@ pub struct Obj {
 
 impl Ctx {
     /// The export `id`.
+    /// One served elsewhere is stale (NFSv3 has no way to send a client
+    /// to another server); one arriving by migration is not ready yet.
     pub fn export(&self, id: u16) -> Result<&Arc<Export>, NfsStat3> {
+        match self.srv.away.get(id) {
+            Some(crate::exports::away::Away::Elsewhere(_)) => return Err(NfsStat3::Stale),
+            Some(crate::exports::away::Away::Arriving) => return Err(NfsStat3::Jukebox),
+            _ => {}
+        }
         self.exports.get(id).ok_or(NfsStat3::Stale)
     }
 
