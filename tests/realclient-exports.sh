@@ -36,7 +36,9 @@ top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
 
 cargo build --release -p ferrite
+cargo build --release -p e2e --example lockprobe
 bin="$top/target/release/ferrite"
+probe="$top/target/release/examples/lockprobe"
 { ls -1dt /var/tmp/ferrite-rcx.*/ 2>/dev/null || true; } | tail -n +5 | xargs -r rm -rf
 work="$(mktemp -d /var/tmp/ferrite-rcx.XXXXXX)"
 chmod 0755 "$work"
@@ -187,14 +189,40 @@ set -eu
 exports_now() { "$bin" exports --state-dir "$work/state" | grep '^/' | cut -d' ' -f1 | tr '\n' ' '; }
 added_gone() { case " \$(exports_now)" in *" /added "*) return 1 ;; esac; }
 case "\$RC_TAG" in
+probe-start-*)
+    # A second NFS client trying for the guest's lock at both servers
+    # (crates/e2e/examples/lockprobe.rs); on once it has been refused here.
+    rm -f "$work/probe-stop"
+    f="busy-\${RC_TAG#probe-start-}"
+    nohup "$probe" 127.0.0.1:$port 127.0.0.1:2049 mig "\$f" "$work/probe-stop" > "$work/probe-\$f.log" 2>&1 &
+    refused() { grep -q "refused at 127.0.0.1:$port" "$work/probe-\$f.log"; }
+    wait_until 60 refused || { echo "the probe was not refused within 60 s:"; cat "$work/probe-\$f.log"; exit 1; }
+    cat "$work/probe-\$f.log"
+    exit 0
+    ;;
+probe-stop-*)
+    f="busy-\${RC_TAG#probe-stop-}"
+    touch "$work/probe-stop"
+    verdict() { grep -q '^verdict:' "$work/probe-\$f.log"; }
+    wait_until 120 verdict || { echo "the probe gave no verdict within 120 s"; exit 1; }
+    cat "$work/probe-\$f.log"
+    grep -qx 'verdict: ok' "$work/probe-\$f.log"
+    exit
+    ;;
 migrate-*)
     # /mig to the far server, the guest's application busy on it.
     "$bin" migrate /mig --to 127.0.0.1:2049 --location 10.0.2.2:2049 --state-dir "$work/state" --json | tee -a "$work/migrations.jsonl"
-    exit 0
+    exit "\${PIPESTATUS[0]}"
     ;;
 return-*)
-    # And back, nobody mounted.
-    "$bin" migrate /mig --to 127.0.0.1:$port --location 10.0.2.2:$port --state-dir "$work/far-state" --json | tee -a "$work/migrations.jsonl"
+    # And back, nobody mounted (unless it never left).
+    if out=\$("$bin" migrate /mig --to 127.0.0.1:$port --location 10.0.2.2:$port --state-dir "$work/far-state" --json 2>&1); then
+        echo "\$out" | tee -a "$work/migrations.jsonl"
+    else
+        echo "\$out"
+        case "\$out" in *"not served here"*) exit 0 ;; esac
+        exit 1
+    fi
     exit 0
     ;;
 reload-ro-*)
@@ -267,6 +295,14 @@ if [ -s "$work/migrations.jsonl" ]; then
     # The far server took WRITEs from the guest after the move.
     far_writes=$("$bin" stat --state-dir "$work/far-state" --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(sum(o["count"] for p in r["programs"] for o in p["ops"] if o["name"]=="WRITE"))' 2>/dev/null || echo 0)
     if [ "${far_writes:-0}" -gt 0 ]; then echo "PASS host/destination-served-writes ($far_writes)"; else echo "FAIL host/destination-served-writes: the far server counted no WRITE"; hfail=1; fi
+    # Transparent: the guest reclaimed nothing there (a reclaim would be
+    # NFS4ERR_NO_GRACE: the far server has no grace period for it).
+    far_ops=$("$bin" stat --state-dir "$work/far-state" --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(" ".join("%s=%d%s" % (o["name"], o["count"], "".join(",%s:%d" % (k, v) for k, v in o["statuses"])) for p in r["programs"] if p["name"] == "NFSv4" for o in p["ops"] if o["count"]))' 2>/dev/null || echo "?")
+    echo "destination's NFSv4 operations: $far_ops"
+    case "$far_ops" in
+    *NO_GRACE*|*RECLAIM_BAD*|*"?"*) echo "FAIL host/no-reclaim-at-destination: $far_ops"; hfail=1 ;;
+    *) echo "PASS host/no-reclaim-at-destination" ;;
+    esac
 fi
 if alive; then echo "PASS host/ferrite-still-running"; else echo "FAIL host/ferrite-still-running: ferrite exited; see $work/ferrite.log"; hfail=1; fi
 if grep -qi 'panicked' "$work/ferrite.log" "$work/far.log"; then echo "FAIL host/no-panic: see $work/ferrite.log, $work/far.log"; hfail=1; else echo "PASS host/no-panic"; fi
