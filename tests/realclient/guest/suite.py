@@ -1514,8 +1514,11 @@ def main():
 #   /private    its only rule matches 10.0.0.0/8: never this guest
 #   /strict     default rule ("*", secure = true): this guest's unprivileged
 #               ports are refused (NFS4ERR_PERM)
-#   /far        a referral to 10.0.2.2:/ (port 2049): another Ferrite, whose
-#               export holds target.txt (XS_FAR) and is writable by all
+#   /far        a referral to 10.0.2.2:/far (port 2049): another Ferrite,
+#               whose export there holds target.txt (XS_FAR) and is
+#               writable by all
+#   /mig        rw for 127.0.0.1, no squash; migrated by the host to that
+#               other Ferrite mid-scenario (sx_migrate), and back
 # The host script checks on disk what the guest created (owners) and that
 # /pub/docs and /private are unchanged.
 SUITE = os.environ.get("RC_SUITE", "default")
@@ -1634,7 +1637,7 @@ def sx_pseudo_root(c):
     the exports are entered through it with their own rules."""
     R = lambda *p: c.m("root", *p)   # noqa: E731
     names = sorted(must("readdir of the pseudo root", os.listdir, R()))
-    check(names == ["data", "far", "pub", "strict"], "ls of the pseudo root: %s, expected ['data', 'far', 'pub', 'strict'] (never 'private')" % names)
+    check(names == ["data", "far", "mig", "pub", "strict"], "ls of the pseudo root: %s, expected ['data', 'far', 'mig', 'pub', 'strict'] (never 'private')" % names)
     names = sorted(must("readdir of /pub", os.listdir, R("pub")))
     check(names == ["docs"], "ls of /pub: %s, expected ['docs']" % names)
     expect_errno("stat of /private through the pseudo root", lambda: os.stat(R("private")),
@@ -1648,7 +1651,7 @@ def sx_pseudo_root(c):
         ("symlink in the pseudo root", lambda: os.symlink("data", R("link"))),
         ("chmod of the pseudo root", lambda: os.chmod(R(), 0o777)),
     ], *ROFS_OR_ACCES)
-    check(sorted(os.listdir(R())) == ["data", "far", "pub", "strict"], "the pseudo root changed: %s" % sorted(os.listdir(R())))
+    check(sorted(os.listdir(R())) == ["data", "far", "mig", "pub", "strict"], "the pseudo root changed: %s" % sorted(os.listdir(R())))
     ph("read-only")
     # crossing into the exports: their contents and rules
     names = sorted(must("readdir of /data via the pseudo root", os.listdir, R("data")))
