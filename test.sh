@@ -6,7 +6,8 @@
 # time, and exits non-zero if any stage failed.
 # Environment: FERRITE_SKIP_REALCLIENT=1 skips the real Linux client suites,
 # FERRITE_SKIP_GANESHA=1 the tests against NFS-Ganesha, FERRITE_SKIP_FUSE=1
-# the crashfs and power-loss tests (each then says so);
+# the crashfs and power-loss tests and the fail-over over GlusterFS (a FUSE
+# client) (each then says so);
 # FERRITE_FUZZ_CASES sets the proptest fuzz tests' case count,
 # FERRITE_FUZZ_SECS the seconds per target of the libFuzzer run (60).
 set -uo pipefail
@@ -72,6 +73,8 @@ stage "coverage-guided fuzzing, a short bounded run (tools/fuzz.sh short; docs/f
     bash tools/fuzz.sh short "${FERRITE_FUZZ_SECS:-60}"
 stage "crashfs and the power-loss crash harness (tests/crash-power.sh)" \
     bash tests/crash-power.sh
+stage "fail-over to a standby over GlusterFS (tests/failover-gluster.sh)" \
+    bash tests/failover-gluster.sh
 stage "NFSv3/NLM client and nfs3:// benchmark against NFS-Ganesha (tests/peer-ganesha.sh)" \
     bash tests/peer-ganesha.sh
 stage "real Linux client suite (tests/realclient-ferrite.sh)" \

@@ -86,6 +86,7 @@ impl Exports {
             delegations: false,
             pnfs: None,
             served_by: None,
+            fsid: None,
         };
         let exports = vec![
             export(DATA, rules(vec![rule(false, Squash::Root)], all.clone())),
@@ -900,6 +901,7 @@ async fn owner_names_when_not_numeric() {
             delegations: false,
             pnfs: None,
             served_by: None,
+            fsid: None,
             rules: rules(
                 vec![rule(false, Squash::None)],
                 vec![Flavor::Sys, Flavor::None],
@@ -982,6 +984,7 @@ async fn export_ids_survive_reordering() {
             delegations: false,
             pnfs: None,
             served_by: None,
+            fsid: None,
             rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
         };
         let start = |exports: Vec<ExportConfig>| {

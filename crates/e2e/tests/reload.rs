@@ -40,6 +40,7 @@ fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {
         delegations: false,
         pnfs: None,
         served_by: None,
+        fsid: None,
     }
 }
 

@@ -125,6 +125,18 @@ pub struct ServeArgs {
     /// named as the limit.
     #[arg(long, value_name = "MBPS")]
     pub link_mbps: Option<f64>,
+    /// The export's identity, as exports(5)'s fsid (a number or a
+    /// string): its filehandles survive the file system being mounted
+    /// again, elsewhere or by another server. Needed on a FUSE or network
+    /// file system that keeps no extended attributes (elsewhere a marker
+    /// on the export's root does).
+    #[arg(long, requires = "dir", value_name = "ID")]
+    pub fsid: Option<String>,
+    /// Be the standby of the server using the same state directory (on
+    /// storage both see): wait until it stops, however it stops, then
+    /// take over, with a grace period for its clients to reclaim in.
+    #[arg(long)]
+    pub standby: bool,
 }
 
 /// The configuration file's shape. Every field is optional.
@@ -230,6 +242,10 @@ pub struct FileExport {
     /// clients are sent there (NFS4ERR_MOVED) until `ferrite migrate` on
     /// that server moves it here (RFC 8881 §11.14).
     pub served_by: Option<String>,
+    /// The export's identity, as exports(5)'s fsid (a number or any
+    /// string): its filehandles survive the file system being mounted
+    /// again, elsewhere or by another server.
+    pub fsid: Option<toml::Value>,
 }
 
 /// One client rule of an export (the fields of exports(5) that apply).
@@ -279,6 +295,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             }
             rule.secure = args.secure;
             e.metadata_async = args.metadata_async;
+            e.fsid = args.fsid.clone().filter(|f| !f.is_empty());
             e.log = log_config(&e.path, &e.dir, args.log.as_ref(), args.log_mib)?;
             e.pnfs = match &args.data_servers {
                 Some(list) => Some(pnfs_config(
@@ -342,6 +359,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     if let Some(m) = file.reply_cache_mib {
         nfs4.drc_budget = m * 1024 * 1024;
     }
+    nfs4.standby = args.standby;
     if args.delegations {
         for e in &mut exports {
             e.delegations = true;
@@ -575,6 +593,12 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
         if pnfs.is_some() && log.is_some() {
             bail!("export {path}: a write log and data servers together (the data servers keep the bytes; drop one)");
         }
+        let fsid = match &e.fsid {
+            None => None,
+            Some(toml::Value::Integer(n)) => Some(n.to_string()),
+            Some(toml::Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(other) => bail!("export {path}: fsid = {other}: a number or a string"),
+        };
         let served_by = match &e.served_by {
             Some(s) => Some(
                 server::exports::referral::Location::parse(&format!("{s}:{path}"))
@@ -592,6 +616,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             delegations: e.delegations.unwrap_or(delegations),
             pnfs,
             served_by,
+            fsid,
         });
     }
     server::config::export_ids(&out).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -1009,6 +1034,8 @@ mod tests {
             metrics: None,
             admin_socket: None,
             link_mbps: None,
+            fsid: None,
+            standby: false,
         }
     }
 

@@ -127,9 +127,20 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         let running = server::run::start(cfg.clone())
             .await
             .with_context(|| format!("starting the server on {}", cfg.listen))?;
+        let served = running.nfs4.exports();
         for e in &cfg.exports {
+            let away = served
+                .iter()
+                .find(|x| x.path == e.path)
+                .and_then(|x| running.nfs4.away.get(x.id));
+            let note = match away {
+                Some(server::exports::away::Away::Elsewhere(at)) => {
+                    format!(" (served by {at} now: NFSv4 clients are sent there)")
+                }
+                _ => String::new(),
+            };
             println!(
-                "ferrite: exporting {} as {} over NFSv4.1/4.2 on {} (lease {} s, state in {})",
+                "ferrite: exporting {} as {} over NFSv4.1/4.2 on {} (lease {} s, state in {}){note}",
                 e.dir.display(),
                 e.path,
                 running.addr,

@@ -39,6 +39,12 @@ pub struct ExportConfig {
     /// there the same): NFSv4 clients are sent there until a migration
     /// brings it here ([`crate::exports::away`]).
     pub served_by: Option<crate::exports::referral::Location>,
+    /// Its identity, as exports(5)'s `fsid`: what its filehandles are
+    /// bound to instead of the file system's id and the root's kernel
+    /// handle (`vfs::local::Identity`). None: those, or on a file system
+    /// without a stable identity (FUSE, network), a marker kept on its
+    /// root.
+    pub fsid: Option<String>,
 }
 
 impl ExportConfig {
@@ -55,6 +61,7 @@ impl ExportConfig {
             delegations: false,
             pnfs: None,
             served_by: None,
+            fsid: None,
         }
     }
 }
@@ -132,7 +139,24 @@ pub(crate) async fn open_export(
     state_dir: &std::path::Path,
 ) -> std::io::Result<Export> {
     vfs::durable::create_dir_all(&e.dir)?;
-    let fs = vfs::local::LocalFs::new(&e.dir)?;
+    let fs = vfs::local::LocalFs::with_options(
+        &e.dir,
+        &vfs::local::LocalOptions {
+            fsid: e.fsid.clone(),
+        },
+    )?;
+    match fs.identity() {
+        vfs::local::Identity::FileSystem => {}
+        vfs::local::Identity::Configured(f) => tracing::info!(
+            export = %e.path,
+            "identity from the configuration (fsid = {f:?}): filehandles survive remounts"
+        ),
+        vfs::local::Identity::Marker(m) => tracing::info!(
+            export = %e.path,
+            "on a file system whose handles do not survive a remount: identity {m} kept on the export's root ({}), objects named by inode number",
+            vfs::local::MARKER_XATTR
+        ),
+    }
     fs.set_async(e.metadata_async);
     let mut vfs: Arc<dyn vfs::Vfs> = Arc::new(fs);
     let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);

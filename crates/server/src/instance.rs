@@ -68,6 +68,10 @@ pub struct Nfs4Config {
     /// (RFC 8881 §11.15; [`crate::exports::referral`]). A reload applies
     /// changes to them.
     pub referrals: Vec<crate::exports::referral::ReferralConfig>,
+    /// Wait for the server holding the state directory to stop, then
+    /// take over (fail-over, [`crate::stable::serving`]); without it a
+    /// state directory in use is an error.
+    pub standby: bool,
 }
 
 impl Nfs4Config {
@@ -96,6 +100,7 @@ impl Default for Nfs4Config {
             recall_wait: Duration::from_millis(300),
             write_delegations: true,
             referrals: Vec::new(),
+            standby: false,
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct Running {
     reload_slot: ReloadSlot,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// This server's hold on its state directory.
+    _serving: crate::stable::serving::Serving,
 }
 
 impl Running {
@@ -124,6 +126,12 @@ impl Running {
 pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     // Made durably: handles, client records and sessions rest on it.
     vfs::durable::create_dir_all(&cfg.state_dir)?;
+    // One server on it at a time (a standby waits here).
+    let dir = cfg.state_dir.clone();
+    let standby = cfg.nfs4.standby;
+    let serving = tokio::task::spawn_blocking(move || crate::stable::serving::take(&dir, standby))
+        .await
+        .map_err(std::io::Error::other)??;
     let key = FhKey::load_or_create(&cfg.state_dir)?;
     let ids = export_ids(&cfg.exports)?;
     let away_of: Vec<_> = cfg
@@ -439,6 +447,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         reload_slot,
         shutdown: tx,
         tasks,
+        _serving: serving,
     })
 }
 

@@ -117,6 +117,47 @@ pub fn page_cache_visible() -> bool {
 enum Mode {
     Kernel,
     PathMap,
+    /// Handles are inode numbers, resolved through the path map: for file
+    /// systems whose kernel handles do not survive a remount (FUSE, such
+    /// as GlusterFS's and CephFS's clients, and network file systems),
+    /// where inode numbers do (GlusterFS derives them from each file's
+    /// GFID). See [`Identity`].
+    Stable,
+}
+
+/// Where an export's identity comes from (what its filehandles are bound
+/// to, [`Vfs::root_identity`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// The file system's id and the root's kernel handle.
+    FileSystem,
+    /// The configuration (`fsid`, as exports(5)'s).
+    Configured(String),
+    /// A marker kept on the export's root directory (the extended
+    /// attribute [`MARKER_XATTR`]), made the first time.
+    Marker(String),
+}
+
+/// The extended attribute on an export's root that keeps its identity on
+/// a file system without a stable one (`trusted.` when the server runs as
+/// root, else `user.`).
+pub const MARKER_XATTR: &str = "ferrite.export-id";
+
+/// How to open a local export.
+#[derive(Debug, Clone, Default)]
+pub struct LocalOptions {
+    /// The export's identity as configured (exports(5)'s `fsid`): its
+    /// filehandles survive a remount, a move to another mount point or
+    /// another server mounting the same file system.
+    pub fsid: Option<String>,
+}
+
+/// File systems whose kernel handles name objects only for as long as
+/// they stay mounted (FUSE hands out node ids per mount; network file
+/// systems' handles are the client's): their exports take a marker or
+/// configured identity and inode-number handles ([`Mode::Stable`]).
+fn handles_unstable(fstype: &str) -> bool {
+    fstype.starts_with("fuse") || matches!(fstype, "nfs" | "nfs4" | "cifs" | "smb3" | "9p" | "afs")
 }
 
 /// A directory's entries as read, with what identifies that state of it.
@@ -178,8 +219,10 @@ impl Obj {
 pub struct LocalFs {
     root_fd: Arc<OwnedFd>,
     root_handle: Handle,
-    /// The file system's id and the root's kernel handle.
+    /// What handles are bound to: the file system's id and the root's
+    /// kernel handle, or the configured or marked identity.
     root_ident: Bytes,
+    identity: Identity,
     /// Ends every handle of this export: a hash of `root_ident`.
     root_tag: [u8; ROOT_TAG_LEN],
     root_dev: u64,
@@ -445,13 +488,64 @@ fn decode_cookie(c: u64) -> i64 {
     }
 }
 
+/// The identity kept on the export root `root` (open as `fd`) of a file
+/// system without a stable one: the marker attribute's value, made (a
+/// random id) the first time. An error says what to do where the file
+/// system keeps no extended attributes.
+fn marker(root: &Path, fd: RawFd, fstype: Option<&str>) -> std::io::Result<String> {
+    let ns = if sys::geteuid() == 0 {
+        "trusted"
+    } else {
+        "user"
+    };
+    let name = CString::new(format!("{ns}.{MARKER_XATTR}")).map_err(std::io::Error::other)?;
+    let why = |e: Errno| {
+        std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!(
+                "{} is on {}, whose file handles do not survive a remount, and its identity \
+                 cannot be kept on it ({name:?}: {}): give the export an fsid",
+                root.display(),
+                fstype.unwrap_or("a file system without a stable identity"),
+                std::io::Error::from_raw_os_error(e.0)
+            ),
+        )
+    };
+    match sys::fgetxattr(fd, &name) {
+        Ok(v) if !v.is_empty() => return Ok(String::from_utf8_lossy(&v).into_owned()),
+        Ok(_) | Err(Errno(libc::ENODATA)) => {}
+        Err(e) => return Err(why(e)),
+    }
+    let mut id = [0u8; 16];
+    getrandom::getrandom(&mut id).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    // XATTR_CREATE: a marker another server made meanwhile wins.
+    match sys::fsetxattr_create(fd, &name, id.as_bytes()) {
+        Ok(()) => Ok(id),
+        Err(Errno(libc::EEXIST)) => sys::fgetxattr(fd, &name)
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .map_err(why),
+        Err(e) => Err(why(e)),
+    }
+}
+
 impl LocalFs {
     /// Exports the directory `root`.
     pub fn new(root: &Path) -> std::io::Result<LocalFs> {
-        Self::with_mode(root, None)
+        Self::with_options(root, &LocalOptions::default())
     }
 
+    /// Exports the directory `root` as `opts` say.
+    pub fn with_options(root: &Path, opts: &LocalOptions) -> std::io::Result<LocalFs> {
+        Self::open_as(root, None, opts)
+    }
+
+    #[cfg(test)]
     fn with_mode(root: &Path, force: Option<Mode>) -> std::io::Result<LocalFs> {
+        Self::open_as(root, force, &LocalOptions::default())
+    }
+
+    fn open_as(root: &Path, force: Option<Mode>, opts: &LocalOptions) -> std::io::Result<LocalFs> {
         let p = CString::new(root.as_os_str().as_bytes())
             .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         // open_by_handle_at wants a real (not O_PATH) descriptor on the file
@@ -468,17 +562,37 @@ impl LocalFs {
             0 => st.st_dev,
             id => id,
         };
-        let mut ident = Vec::with_capacity(8 + raw_root.0.len());
-        ident.extend_from_slice(&fs_id.to_be_bytes());
-        ident.extend_from_slice(&raw_root.0);
+        let fstype = sys::mount_fstype(root_fd.as_raw_fd());
+        let unstable = fstype.as_deref().is_some_and(handles_unstable);
+        let identity = match (&opts.fsid, unstable) {
+            (Some(f), _) => Identity::Configured(f.clone()),
+            (None, true) => Identity::Marker(marker(root, root_fd.as_raw_fd(), fstype.as_deref())?),
+            (None, false) => Identity::FileSystem,
+        };
+        let ident = match &identity {
+            Identity::FileSystem => {
+                let mut ident = Vec::with_capacity(8 + raw_root.0.len());
+                ident.extend_from_slice(&fs_id.to_be_bytes());
+                ident.extend_from_slice(&raw_root.0);
+                ident
+            }
+            Identity::Configured(f) => format!("fsid:{f}").into_bytes(),
+            Identity::Marker(m) => format!("marker:{m}").into_bytes(),
+        };
         let tag = root_tag(&ident);
         let mode = match force {
             Some(m) => m,
+            None if unstable => Mode::Stable,
             None => match sys::open_by_handle(root_fd.as_raw_fd(), &raw_root.0, libc::O_PATH) {
                 Ok(_) => Mode::Kernel,
                 Err(Errno(libc::EPERM | libc::EBADF)) => Mode::PathMap,
                 Err(e) => return Err(io_err(e)),
             },
+        };
+        let raw_root = if mode == Mode::Stable {
+            sys::ino_handle(root_fd.as_raw_fd(), EMPTY, libc::AT_EMPTY_PATH).map_err(io_err)?
+        } else {
+            raw_root
         };
         let euid = sys::geteuid();
         let nofile = sys::nofile_limit();
@@ -490,11 +604,12 @@ impl LocalFs {
         let file_cap = (nofile / 8).clamp(16, 1024) as usize;
         let sync_keeps_new_name =
             sys::mount_fstype(root_fd.as_raw_fd()).is_some_and(|t| file_sync_keeps_new_name(&t));
-        tracing::debug!(?mode, root = %root.display(), sync_keeps_new_name, "local export");
+        tracing::debug!(?mode, ?identity, root = %root.display(), sync_keeps_new_name, "local export");
         Ok(LocalFs {
             root_fd: Arc::new(root_fd),
             root_handle: bind(&raw_root.0, &tag),
             root_ident: Bytes::from(ident),
+            identity,
             root_tag: tag,
             root_dev: st.st_dev,
             root_ino: st.st_ino,
@@ -586,8 +701,22 @@ impl LocalFs {
     /// This export's handle of `dir`/`name` (`dir` itself with an empty
     /// name and `AT_EMPTY_PATH`).
     fn handle_at(&self, dir: RawFd, name: &CStr, flags: i32) -> Result<Handle> {
-        let raw = sys::name_to_handle(dir, name, flags)?;
+        let raw = if self.mode == Mode::Stable {
+            sys::ino_handle(dir, name, flags)?
+        } else {
+            sys::name_to_handle(dir, name, flags)?
+        };
         Ok(bind(&raw.0, &self.root_tag))
+    }
+
+    /// Whether handles are resolved through the path map.
+    fn mapped(&self) -> bool {
+        self.mode != Mode::Kernel
+    }
+
+    /// Where this export's identity comes from.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// This export's handle of the object `fd` is open on.
@@ -687,7 +816,7 @@ impl LocalFs {
         }
         let fd = match self.mode {
             Mode::Kernel => self.open_by_handle(kernel)?,
-            Mode::PathMap => self.open_mapped(h)?,
+            Mode::PathMap | Mode::Stable => self.open_mapped(h)?,
         };
         let st = sys::fstat(fd.as_raw_fd())?;
         if st.st_nlink == 0 || st.st_dev != self.root_dev {
@@ -698,7 +827,7 @@ impl LocalFs {
         }
         let fd = match self.mode {
             Mode::Kernel => self.check_inside(h, fd, &st).map_err(stale)?,
-            Mode::PathMap => fd,
+            Mode::PathMap | Mode::Stable => fd,
         };
         let fd = Arc::new(fd);
         lock(&self.fds).insert(h.clone(), fd.clone());
@@ -1004,7 +1133,7 @@ impl LocalFs {
 
     /// Path-map mode: records that `child` is `name` in `dir`.
     fn note_child(&self, dir: &Handle, name: &CStr, child: &Handle) {
-        if self.mode != Mode::PathMap {
+        if !self.mapped() {
             return;
         }
         if let Some(r) = self.rel_of(dir) {
@@ -1394,7 +1523,7 @@ impl Vfs for LocalFs {
             sys::openat(d.raw(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?
         };
         let (h, a, _) = self.adopt(fd)?;
-        if self.mode == Mode::PathMap && h != self.root_handle {
+        if self.mapped() && h != self.root_handle {
             if let Some(p) = self.rel_of(dir).as_deref().and_then(Path::parent) {
                 lock(&self.paths).insert(h.clone(), p.to_path_buf());
             }
@@ -1739,7 +1868,7 @@ impl Vfs for LocalFs {
         }
         if let Some(v) = victim {
             self.forget(&v);
-            if self.mode == Mode::PathMap {
+            if self.mapped() {
                 lock(&self.paths).remove(&v);
             }
         }
@@ -1767,12 +1896,12 @@ impl Vfs for LocalFs {
         }
         if let Some(v) = victim.filter(|v| Some(v) != moved.as_ref()) {
             self.forget(&v);
-            if self.mode == Mode::PathMap {
+            if self.mapped() {
                 lock(&self.paths).remove(&v);
             }
         }
         let moved_st = sys::fstatat(td.raw(), &ct, libc::AT_SYMLINK_NOFOLLOW).ok();
-        if self.mode == Mode::PathMap {
+        if self.mapped() {
             if let (Some(m), Some(fr), Some(tr)) = (&moved, self.rel_of(from), self.rel_of(to)) {
                 let old = fr.join(OsStr::from_bytes(cf.to_bytes()));
                 let new = tr.join(OsStr::from_bytes(ct.to_bytes()));
@@ -1848,7 +1977,7 @@ impl Vfs for LocalFs {
         if !d.is_dir() {
             return Err(Errno(libc::ENOTDIR));
         }
-        let rel = if with_attrs && self.mode == Mode::PathMap {
+        let rel = if with_attrs && self.mapped() {
             self.rel_of(dir)
         } else {
             None

@@ -81,6 +81,10 @@ impl Server {
                 vec![]
             })
             .args(["--grace", "0"])
+            // crashfs is FUSE and keeps no extended attributes: the
+            // export's identity from the command line (its handles are
+            // inode numbers, which crashfs never reuses).
+            .args(["--fsid", "crash"])
             .args(
                 std::env::var("CRASH_SERVER_ARGS")
                     .unwrap_or_default()

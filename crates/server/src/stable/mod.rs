@@ -7,5 +7,6 @@
 pub mod durable;
 pub mod groups;
 pub mod records;
+pub mod serving;
 pub mod sessions;
 pub mod writelog;

@@ -147,6 +147,58 @@ pub(crate) fn name_to_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Hand
     Ok(Handle(Bytes::from(out)))
 }
 
+/// A handle naming `dir`/`name` by its inode number (`[0xfffffffe]
+/// [st_ino: u64 BE]`), for file systems whose kernel handles do not
+/// survive a remount (`Mode::Stable`); flags as `name_to_handle`'s.
+pub(crate) fn ino_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Handle> {
+    let mut at = flags & libc::AT_EMPTY_PATH;
+    if flags & libc::AT_SYMLINK_FOLLOW == 0 {
+        at |= libc::AT_SYMLINK_NOFOLLOW;
+    }
+    let st = fstatat(dir, name, at)?;
+    let mut out = Vec::with_capacity(12);
+    out.extend_from_slice(&0xffff_fffeu32.to_be_bytes());
+    out.extend_from_slice(&st.st_ino.to_be_bytes());
+    Ok(Handle(Bytes::from(out)))
+}
+
+/// The value of the extended attribute `name` of the object `fd` is
+/// open on (`fgetxattr(2)`; an `O_PATH` descriptor through /proc).
+pub(crate) fn fgetxattr(fd: RawFd, name: &CStr) -> Result<Vec<u8>> {
+    let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno(libc::EINVAL))?;
+    let mut buf = vec![0u8; 256];
+    // SAFETY: `path` and `name` are NUL-terminated; `buf` is writable for
+    // its length.
+    let n = cvt_long(unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        ) as libc::c_long
+    })?;
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// Sets the extended attribute `name` of the object `fd` is open on to
+/// `value`, only if it does not exist yet (EEXIST otherwise).
+pub(crate) fn fsetxattr_create(fd: RawFd, name: &CStr, value: &[u8]) -> Result<()> {
+    let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno(libc::EINVAL))?;
+    // SAFETY: `path` and `name` are NUL-terminated; `value` is readable
+    // for its length.
+    cvt(unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            libc::XATTR_CREATE,
+        )
+    })?;
+    Ok(())
+}
+
 /// `openat` that only looks in the dentry cache (`openat2` with
 /// `RESOLVE_CACHED`, and the `RESOLVE_*` flags in `resolve`): EAGAIN
 /// where the lookup would have to read the disk; ENOENT for a name known

@@ -30,8 +30,9 @@ fn require_root() {
     );
 }
 
-/// Both resolution modes: whatever the probe picks, and the path map.
-const MODES: [Option<Mode>; 2] = [None, Some(Mode::PathMap)];
+/// Every resolution mode: whatever the probe picks, the path map, and
+/// inode-number handles through the path map (what FUSE exports use).
+const MODES: [Option<Mode>; 3] = [None, Some(Mode::PathMap), Some(Mode::Stable)];
 
 fn open(dir: &TempDir, mode: Option<Mode>) -> LocalFs {
     LocalFs::with_mode(dir.path(), mode).unwrap()
@@ -1389,5 +1390,65 @@ fn the_file_system_type_decides_whether_a_create_syncs_its_directory() {
         fs.sync_keeps_new_name(),
         super::file_sync_keeps_new_name(&t),
         "{t}"
+    );
+}
+
+/// Inode-number handles (FUSE file systems, `Mode::Stable`) resolve in a
+/// new instance that has seen none of them (as after a remount and a
+/// restart), by walking the tree; renamed objects keep them; removed ones
+/// are stale.
+#[test]
+fn inode_handles_resolve_in_a_fresh_instance() {
+    let (dir, fs) = setup(Some(Mode::Stable));
+    let root = fs.root();
+    let d = mkdir(&fs, &root, "d");
+    let f = mkfile(&fs, &d, "f");
+    let gone = mkfile(&fs, &root, "gone");
+    let again = LocalFs::open_as(dir.path(), Some(Mode::Stable), &LocalOptions::default()).unwrap();
+    assert_eq!(again.root(), root, "the root's handle");
+    assert!(again.getattr(&f).is_ok(), "a file two levels down");
+    fs.rename(&rootc(), &d, b"f", &root, b"moved").unwrap();
+    let third = LocalFs::open_as(dir.path(), Some(Mode::Stable), &LocalOptions::default()).unwrap();
+    assert_eq!(third.lookup(&rootc(), &root, b"moved").unwrap().0, f);
+    assert!(third.getattr(&f).is_ok());
+    fs.remove(&rootc(), &root, b"gone").unwrap();
+    assert_eq!(third.getattr(&gone).err(), Some(Errno(libc::ESTALE)));
+}
+
+/// A configured fsid is the export's identity: two instances over the
+/// same directory agree, and one over another directory with the same
+/// fsid does too (the same file system, mounted elsewhere).
+#[test]
+fn a_configured_fsid_is_the_identity() {
+    let a = TempDir::new().unwrap();
+    let b = TempDir::new().unwrap();
+    let o = LocalOptions {
+        fsid: Some("42".into()),
+    };
+    let x = LocalFs::with_options(a.path(), &o).unwrap();
+    let y = LocalFs::with_options(b.path(), &o).unwrap();
+    assert_eq!(x.root_identity(), y.root_identity());
+    assert_eq!(x.identity(), &Identity::Configured("42".into()));
+    let plain = LocalFs::new(a.path()).unwrap();
+    assert_ne!(plain.root_identity(), x.root_identity());
+    assert_eq!(plain.identity(), &Identity::FileSystem);
+}
+
+/// The marker made on a root is kept there and read back.
+#[test]
+fn the_marker_is_made_once_and_kept() {
+    let a = TempDir::new().unwrap();
+    let fd = sys::openat(
+        libc::AT_FDCWD,
+        &CString::new(a.path().as_os_str().as_bytes()).unwrap(),
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+    )
+    .unwrap();
+    let first = marker(a.path(), fd.as_raw_fd(), Some("fuse.test")).unwrap();
+    assert_eq!(first.len(), 32);
+    assert_eq!(
+        marker(a.path(), fd.as_raw_fd(), Some("fuse.test")).unwrap(),
+        first
     );
 }
