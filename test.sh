@@ -81,6 +81,8 @@ stage "real Linux client suite (tests/realclient-ferrite.sh)" \
     bash tests/realclient-ferrite.sh
 stage "real Linux client: export rules (tests/realclient-exports.sh)" \
     bash tests/realclient-exports.sh
+stage "real Linux clients: fail-over over GlusterFS (tests/realclient-failover.sh)" \
+    bash tests/realclient-failover.sh
 
 printf '\n==== summary (%d s in all) ====\n' "$((SECONDS - started))"
 printf '%s\n' "${results[@]}"

@@ -151,10 +151,14 @@ pub async fn migrate(
                 continue;
             }
             OutAction::CheckRecalls => {
-                tokio::time::sleep(RECALL_POLL).await;
-                OutEvent::Recalled {
-                    left: srv.state().held_on_export(e.id),
+                // At once the first time: with nothing to recall the
+                // export is frozen only as long as the transfer takes.
+                let mut left = srv.state().held_on_export(e.id);
+                if left > 0 {
+                    tokio::time::sleep(RECALL_POLL).await;
+                    left = srv.state().held_on_export(e.id);
                 }
+                OutEvent::Recalled { left }
             }
             OutAction::SendTransfer => match snapshot(srv, &e).await {
                 Err(why) => OutEvent::SnapshotRefused(why),

@@ -16,12 +16,9 @@ use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::Duration;
 
 /// The lock file in the state directory.
 pub const FILE: &str = "serving.lock";
-/// How often a standby tries for the lock.
-const STANDBY_POLL: Duration = Duration::from_millis(500);
 
 /// The lock, held while this value lives.
 #[derive(Debug)]
@@ -29,20 +26,27 @@ pub struct Serving {
     _file: std::fs::File,
 }
 
-/// Tries for an exclusive lock on the whole of `f`, without waiting.
-fn try_lock(f: &std::fs::File) -> std::io::Result<bool> {
+/// Takes an exclusive lock on the whole of `f`: at once or not at all
+/// (false), or, with `wait`, once its holder lets go (F_SETLKW: the
+/// kernel, or the file system's lock server, wakes the waiter when the
+/// holder's lock goes, so a standby takes over at once).
+fn lock(f: &std::fs::File, wait: bool) -> std::io::Result<bool> {
     // SAFETY: an all-zero flock is a valid value to fill in.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = libc::F_WRLCK as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
-    // SAFETY: `f` is an open descriptor and `fl` a valid flock.
-    let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) };
-    if r == 0 {
-        return Ok(true);
-    }
-    match std::io::Error::last_os_error() {
-        e if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(false),
-        e => Err(e),
+    let cmd = if wait { libc::F_SETLKW } else { libc::F_SETLK };
+    loop {
+        // SAFETY: `f` is an open descriptor and `fl` a valid flock.
+        let r = unsafe { libc::fcntl(f.as_raw_fd(), cmd, &fl) };
+        if r == 0 {
+            return Ok(true);
+        }
+        match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EINTR) => continue,
+            e if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => return Ok(false),
+            e => return Err(e),
+        }
     }
 }
 
@@ -68,8 +72,7 @@ pub fn take(dir: &Path, standby: bool) -> std::io::Result<Serving> {
         .truncate(false)
         .mode(0o600)
         .open(&path)?;
-    let mut waited = false;
-    while !try_lock(&f)? {
+    if !lock(&f, false)? {
         let who = holder(&mut f);
         if !standby {
             return Err(std::io::Error::new(
@@ -81,13 +84,8 @@ pub fn take(dir: &Path, standby: bool) -> std::io::Result<Serving> {
                 ),
             ));
         }
-        if !waited {
-            tracing::info!(state = %dir.display(), active = %who, "standby: waiting for the active server to stop");
-            waited = true;
-        }
-        std::thread::sleep(STANDBY_POLL);
-    }
-    if waited {
+        tracing::info!(state = %dir.display(), active = %who, "standby: waiting for the active server to stop");
+        while !lock(&f, true)? {}
         tracing::info!(state = %dir.display(), "standby: the active server stopped; taking over");
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();

@@ -82,7 +82,8 @@ pub enum OutAction {
     /// Stop state changes on the export and recall its delegations and
     /// layouts.
     Freeze,
-    /// Count what is still held, after `RECALL_POLL`.
+    /// Count what is still held (waiting `RECALL_POLL` first if some
+    /// is).
     CheckRecalls,
     /// Snapshot the export's state and send TRANSFER.
     SendTransfer,

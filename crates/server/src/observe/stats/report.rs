@@ -127,7 +127,8 @@ pub struct ExportReport {
     pub clients: Vec<String>,
     /// Security flavors accepted, preferred first ("sys", "none").
     pub sec: Vec<String>,
-    /// Options: "async", "delegations", "log".
+    /// Options: "async", "delegations", "log", data servers, and where
+    /// an export served elsewhere now is.
     pub options: Vec<String>,
     pub ops: u64,
     pub errors: u64,
@@ -218,6 +219,19 @@ pub fn build(srv: &Server) -> Report {
                     };
                     options.push(format!("data server {} ({state})", ds.addr));
                 }
+            }
+            // Not served here now (migration, served_by).
+            match srv.away.get(e.id) {
+                Some(crate::exports::away::Away::Elsewhere(at)) => {
+                    options.push(format!("served by {at} (clients are sent there)"))
+                }
+                Some(crate::exports::away::Away::Leaving) => {
+                    options.push("being migrated away".to_string())
+                }
+                Some(crate::exports::away::Away::Arriving) => {
+                    options.push("arriving by a migration".to_string())
+                }
+                None => {}
             }
             ExportReport {
                 id: e.id,
