@@ -467,3 +467,69 @@ async fn an_unreturned_delegation_holds_the_move_until_it_is_revoked() {
     })
     .await;
 }
+
+/// A source that restarts in the middle of its commit does not know
+/// whether the destination committed: it holds the export off, asks the
+/// destination, then sends clients there (committed) or serves the
+/// export again (not committed). Never both servers.
+#[tokio::test]
+async fn a_source_restarted_during_its_commit_asks_the_destination() {
+    within(async {
+        for committed in [true, false] {
+            let Pair {
+                a: old,
+                b,
+                a_state,
+                b_state: _b_state,
+                _data,
+            } = pair(false, false).await;
+            let (data, a_state) = (_data.path().to_path_buf(), a_state.path().to_path_buf());
+            old.stop().await;
+            // The record a source leaves just before COMMIT.
+            let id = "0123456789abcdef0123456789abcdef";
+            let leaving = server::exports::away::Leaving {
+                to: b.addr.to_string(),
+                location: Location::parse(&format!("{}:/data", b.addr)).expect("location"),
+                migration: id.into(),
+            };
+            let exports = vec![(0u16, "/data".to_string(), None)];
+            server::exports::away::AwayExports::load(Some(&a_state), &exports)
+                .expect("load")
+                .record_leaving("/data", &leaving)
+                .expect("record");
+            if committed {
+                b.nfs4
+                    .away
+                    .record_arrived("/data", id)
+                    .expect("arrived at B");
+            }
+            let a = server::run::start(config(&data, &a_state, None, false))
+                .await
+                .expect("A restarts");
+            let c = Client::connect(a.addr, options()).await.expect("A");
+            let want = if committed {
+                NfsStat4::Nfs4errMoved
+            } else {
+                NfsStat4::Nfs4Ok
+            };
+            // Held off (NFS4ERR_DELAY) until B has answered.
+            let until = std::time::Instant::now() + Duration::from_secs(60);
+            let got = loop {
+                let r = c
+                    .compound(vec![NfsArgOp4::PutRootFh, lookup("data"), NfsArgOp4::GetFh])
+                    .await;
+                let s = match r {
+                    Ok(_) => NfsStat4::Nfs4Ok,
+                    Err(e) => e.status().expect("an NFS status"),
+                };
+                if s != NfsStat4::Nfs4errDelay || std::time::Instant::now() > until {
+                    break s;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            assert_eq!(got, want, "committed at B: {committed}");
+            a.stop().await;
+        }
+    })
+    .await;
+}

@@ -218,6 +218,7 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     let peer = crate::migrate::Peer::new(nfs4.clone());
     let as_migrator: Arc<dyn crate::instance::Migrator> = peer.clone();
     nfs4.install_migrator(&as_migrator);
+    crate::migrate::outgoing::resolve(&peer);
     let programs = aux(rpc::Programs::new())
         .add(
             proto::nfs4::NFS_PROGRAM,

@@ -7,12 +7,18 @@
 //! Which exports moved out and which arrived is kept in the state
 //! directory (`away`, one line each, replaced whole and synced), so a
 //! restart serves what the last migration left here and no more: two
-//! servers never both serve one export's state.
+//! servers never both serve one export's state. Before a source sends
+//! COMMIT it records the export as leaving (to whom, by which
+//! migration): a source that restarts with such a record does not know
+//! whether the destination committed, so the export is held off
+//! ([`Away::Uncertain`]) until the destination says (`crate::migrate`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use super::referral::Location;
 
@@ -28,6 +34,19 @@ pub enum Away {
     Leaving,
     /// Its state is on its way here: nothing on it yet.
     Arriving,
+    /// This server restarted while moving it away, after it asked the
+    /// destination to commit: nothing on it until the destination says
+    /// whether it did.
+    Uncertain(Leaving),
+}
+
+/// A move under way at its commit: the destination's peer address, where
+/// clients are sent, and the migration's id (hex).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leaving {
+    pub to: String,
+    pub location: Location,
+    pub migration: String,
 }
 
 /// One line of the file: an export path that moved to a location, or
@@ -36,6 +55,15 @@ pub enum Away {
 enum Record {
     Moved(String, Location),
     Arrived(String, String),
+    Leaving(String, Leaving),
+}
+
+impl Record {
+    fn path(&self) -> &str {
+        match self {
+            Record::Moved(p, _) | Record::Arrived(p, _) | Record::Leaving(p, _) => p,
+        }
+    }
 }
 
 /// The exports that are away, by id.
@@ -44,7 +72,8 @@ pub struct AwayExports {
     /// Whether any export is away: the only thing a request looks at
     /// when none is.
     any: AtomicBool,
-    map: Mutex<HashMap<u16, Away>>,
+    /// Read by every request on a server with an export away: no lock.
+    map: ArcSwap<HashMap<u16, Away>>,
     /// The state directory's file; none: nothing kept (tests).
     file: Option<PathBuf>,
     records: Mutex<Vec<Record>>,
@@ -57,6 +86,14 @@ fn parse(text: &str) -> Result<Vec<Record>, String> {
         let r = match f.as_slice() {
             ["moved", path, to] => Record::Moved(path.to_string(), Location::parse(to)?),
             ["arrived", path, id] => Record::Arrived(path.to_string(), id.to_string()),
+            ["leaving", path, to, loc, id] => Record::Leaving(
+                path.to_string(),
+                Leaving {
+                    to: to.to_string(),
+                    location: Location::parse(loc)?,
+                    migration: id.to_string(),
+                },
+            ),
             [""] => continue,
             _ => return Err(format!("line {}: {line:?}", n + 1)),
         };
@@ -96,6 +133,14 @@ impl AwayExports {
             let arrived = records
                 .iter()
                 .any(|r| matches!(r, Record::Arrived(p, _) if p == path));
+            let leaving = records.iter().find_map(|r| match r {
+                Record::Leaving(p, l) if p == path => Some(l.clone()),
+                _ => None,
+            });
+            if let Some(l) = leaving {
+                map.insert(*id, Away::Uncertain(l));
+                continue;
+            }
             match (moved, served_by) {
                 (Some(to), _) => {
                     map.insert(*id, Away::Elsewhere(to));
@@ -108,14 +153,10 @@ impl AwayExports {
         }
         Ok(AwayExports {
             any: AtomicBool::new(!map.is_empty()),
-            map: Mutex::new(map),
+            map: ArcSwap::from_pointee(map),
             file,
             records: Mutex::new(records),
         })
-    }
-
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<u16, Away>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// What export `id` is, if it is away (cheap when none is).
@@ -123,7 +164,7 @@ impl AwayExports {
         if !self.any.load(Ordering::Acquire) {
             return None;
         }
-        self.map().get(&id).cloned()
+        self.map.load().get(&id).cloned()
     }
 
     /// Whether any export is away.
@@ -133,7 +174,9 @@ impl AwayExports {
 
     /// Sets (or, with `None`, clears) what export `id` is.
     pub fn set(&self, id: u16, away: Option<Away>) {
-        let mut m = self.map();
+        // One writer at a time (the records' lock), readers never wait.
+        let _one = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = HashMap::clone(&self.map.load());
         match away {
             Some(a) => {
                 m.insert(id, a);
@@ -142,12 +185,19 @@ impl AwayExports {
                 m.remove(&id);
             }
         }
-        self.any.store(!m.is_empty(), Ordering::Release);
+        let any = !m.is_empty();
+        self.map.store(Arc::new(m));
+        self.any.store(any, Ordering::Release);
     }
 
     /// Every export away, for reports.
     pub fn all(&self) -> Vec<(u16, Away)> {
-        let mut v: Vec<(u16, Away)> = self.map().iter().map(|(k, v)| (*k, v.clone())).collect();
+        let mut v: Vec<(u16, Away)> = self
+            .map
+            .load()
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
         v.sort_by_key(|(k, _)| *k);
         v
     }
@@ -156,16 +206,31 @@ impl AwayExports {
     /// it is answered NFS4ERR_MOVED). Blocking.
     pub fn record_moved(&self, path: &str, to: &Location) -> std::io::Result<()> {
         self.rewrite(|r| {
-            r.retain(|x| !matches!(x, Record::Moved(p, _) | Record::Arrived(p, _) if p == path));
+            r.retain(|x| x.path() != path);
             r.push(Record::Moved(path.to_string(), to.clone()));
         })
+    }
+
+    /// Records, durably, that the export at `path` is leaving as `l` says
+    /// (before COMMIT is sent). Blocking.
+    pub fn record_leaving(&self, path: &str, l: &Leaving) -> std::io::Result<()> {
+        self.rewrite(|r| {
+            r.retain(|x| x.path() != path);
+            r.push(Record::Leaving(path.to_string(), l.clone()));
+        })
+    }
+
+    /// Records, durably, that the export at `path` is served here as
+    /// configured (a move that did not happen). Blocking.
+    pub fn record_here(&self, path: &str) -> std::io::Result<()> {
+        self.rewrite(|r| r.retain(|x| x.path() != path))
     }
 
     /// Records, durably, that the export at `path` arrived by migration
     /// `id` (before the arrival is acknowledged). Blocking.
     pub fn record_arrived(&self, path: &str, id: &str) -> std::io::Result<()> {
         self.rewrite(|r| {
-            r.retain(|x| !matches!(x, Record::Moved(p, _) | Record::Arrived(p, _) if p == path));
+            r.retain(|x| x.path() != path);
             r.push(Record::Arrived(path.to_string(), id.to_string()));
         })
     }
@@ -190,6 +255,10 @@ impl AwayExports {
                 match x {
                     Record::Moved(p, to) => text.push_str(&format!("moved\t{p}\t{to}\n")),
                     Record::Arrived(p, id) => text.push_str(&format!("arrived\t{p}\t{id}\n")),
+                    Record::Leaving(p, l) => text.push_str(&format!(
+                        "leaving\t{p}\t{}\t{}\t{}\n",
+                        l.to, l.location, l.migration
+                    )),
                 }
             }
             let tmp = f.with_extension("tmp");
@@ -237,6 +306,22 @@ mod tests {
         let c = AwayExports::load(Some(dir.path()), &exports).unwrap();
         assert_eq!((c.get(0), c.get(1)), (None, None));
         assert!(!c.any());
+        // A restart in the middle of a commit: held off until resolved.
+        let l = Leaving {
+            to: "127.0.0.1:2050".into(),
+            location: Location::parse("10.0.0.3:2049:/a").unwrap(),
+            migration: "0101".into(),
+        };
+        c.record_leaving("/a", &l).unwrap();
+        let d = AwayExports::load(Some(dir.path()), &exports).unwrap();
+        assert_eq!(d.get(0), Some(Away::Uncertain(l)));
+        d.record_here("/a").unwrap();
+        assert_eq!(
+            AwayExports::load(Some(dir.path()), &exports)
+                .unwrap()
+                .get(0),
+            None
+        );
         std::fs::write(dir.path().join(FILE), "bogus line\n").unwrap();
         assert!(AwayExports::load(Some(dir.path()), &exports).is_err());
     }

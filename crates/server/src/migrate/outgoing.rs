@@ -15,7 +15,7 @@ use xdr::Unpack;
 
 use super::channel::Channel;
 use super::{lock, Peer};
-use crate::exports::away::Away;
+use crate::exports::away::{Away, Leaving};
 use crate::exports::referral::Location;
 use crate::handoff::off_thread;
 
@@ -47,7 +47,7 @@ impl Drop for Moving<'_> {
     }
 }
 
-async fn resolve(to: &str) -> Result<SocketAddr, String> {
+async fn resolve_addr(to: &str) -> Result<SocketAddr, String> {
     let bad = || format!("--to {to:?}: expected HOST:PORT");
     if !to.contains(':') {
         return Err(bad());
@@ -79,7 +79,7 @@ pub async fn migrate(
     location: Option<&str>,
 ) -> Result<MoveReport, String> {
     let srv = &peer.srv;
-    let addr = resolve(to).await?;
+    let addr = resolve_addr(to).await?;
     let shown = location.unwrap_or(to);
     let loc = Location::parse(&format!("{shown}:{path}"))
         .map_err(|why| format!("where clients are sent, {shown:?}: {why}"))?;
@@ -102,6 +102,12 @@ pub async fn migrate(
         Some(Away::Leaving) => return Err(format!("a migration of {path} is already under way")),
         Some(Away::Elsewhere(l)) => return Err(format!("{path} is not served here: it is at {l}")),
         Some(Away::Arriving) => return Err(format!("{path} is arriving here from another server")),
+        Some(Away::Uncertain(l)) => {
+            return Err(format!(
+                "{path} waits for {} to say whether an earlier move committed",
+                l.to
+            ))
+        }
     }
     if !lock(&peer.outgoing).insert(e.id) {
         return Err(format!("a migration of {path} is already under way"));
@@ -115,6 +121,7 @@ pub async fn migrate(
     let mut todo: VecDeque<OutAction> = first.into();
     let mut clients = 0;
     let mut stateids = 0;
+    let mut recorded_leaving = false;
     let mut result = None;
     while let Some(a) = todo.pop_front() {
         let ev = match a {
@@ -176,12 +183,28 @@ pub async fn migrate(
                 }
             },
             OutAction::SendCommit => {
-                match answered(
-                    ch.call(PEER_COMMIT, &MigrationId { migration: id }).await,
-                    to,
-                ) {
-                    Ok(_) => OutEvent::Committed,
-                    Err(why) => OutEvent::PeerFailed(why),
+                // Durably first: a restart from here on must not serve
+                // the export before learning whether the destination
+                // committed (`exports::away`, `resolve`).
+                let leaving = Leaving {
+                    to: to.to_string(),
+                    location: loc.clone(),
+                    migration: super::hex(&id),
+                };
+                let (srv2, p) = (srv.clone(), e.path.clone());
+                recorded_leaving = true;
+                match off_thread(move || srv2.away.record_leaving(&p, &leaving)).await {
+                    Ok(Ok(())) => match answered(
+                        ch.call(PEER_COMMIT, &MigrationId { migration: id }).await,
+                        to,
+                    ) {
+                        Ok(_) => OutEvent::Committed,
+                        Err(why) => OutEvent::PeerFailed(why),
+                    },
+                    // Not sent: the ABORT that follows finds nothing
+                    // committed, and the export stays.
+                    Ok(Err(err)) => OutEvent::PeerFailed(format!("recording the move: {err}")),
+                    Err(_) => OutEvent::PeerFailed("recording the move panicked".into()),
                 }
             }
             OutAction::SendAbort(after) => {
@@ -217,6 +240,14 @@ pub async fn migrate(
                 continue;
             }
             OutAction::Thaw => {
+                if recorded_leaving {
+                    let (srv2, p) = (srv.clone(), e.path.clone());
+                    if let Ok(Err(err)) = off_thread(move || srv2.away.record_here(&p)).await {
+                        // A restart would ask the destination, and learn
+                        // nothing committed: nothing is lost.
+                        warn!(export = %path, "migration: clearing the record of the move: {err}");
+                    }
+                }
                 srv.state().thaw_export(e.id);
                 srv.away.set(e.id, None);
                 warn!(export = %path, "migration did not happen: the export is served here as before");
@@ -261,4 +292,85 @@ async fn snapshot(
         }
     }
     srv.state().export_state(e.id)
+}
+
+/// After a restart: asks the destinations of the moves this server was
+/// committing when it stopped whether they committed, and serves each
+/// export again, or sends its clients there, once one says. Until then the
+/// export answers NFS4ERR_DELAY (`Away::Uncertain`). Asks again every
+/// [`state::migration::phases::ABORT_RETRY`] while a destination does
+/// not answer.
+pub fn resolve(peer: &Arc<Peer>) {
+    for (id, a) in peer.srv.away.all() {
+        let Away::Uncertain(l) = a else { continue };
+        let Some(path) = peer.srv.export(id).map(|e| e.path.clone()) else {
+            continue;
+        };
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let mut said = false;
+            loop {
+                match ask(&peer, &l).await {
+                    Ok(committed) => {
+                        let srv = peer.srv.clone();
+                        let (p, loc) = (path.clone(), l.location.clone());
+                        let r = off_thread(move || {
+                            if committed {
+                                srv.away.record_moved(&p, &loc)
+                            } else {
+                                srv.away.record_here(&p)
+                            }
+                        })
+                        .await;
+                        if let Ok(Err(err)) = r {
+                            error!(export = %path, "recording the outcome of the move: {err}");
+                        }
+                        if committed {
+                            peer.srv
+                                .away
+                                .set(id, Some(Away::Elsewhere(l.location.clone())));
+                            info!(export = %path, to = %l.location, "the move interrupted by the restart had committed: clients are sent there");
+                        } else {
+                            peer.srv.away.set(id, None);
+                            info!(export = %path, "the move interrupted by the restart had not committed: serving the export");
+                        }
+                        return;
+                    }
+                    Err(why) => {
+                        if !said {
+                            warn!(export = %path, to = %l.to, "held off until the destination says whether the interrupted move committed: {why}");
+                            said = true;
+                        }
+                        tokio::time::sleep(state::migration::phases::ABORT_RETRY).await;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// ABORT of the interrupted migration: whether the destination had
+/// committed it.
+async fn ask(peer: &Peer, l: &Leaving) -> Result<bool, String> {
+    let addr = resolve_addr(&l.to).await?;
+    let mut id = [0u8; 16];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = l
+            .migration
+            .get(2 * i..2 * i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .ok_or_else(|| {
+                format!(
+                    "migration id {:?} in the state directory is not one",
+                    l.migration
+                )
+            })?;
+    }
+    let mut ch = Channel::open(addr, peer.key).await?;
+    let body = answered(
+        ch.call(PEER_ABORT, &MigrationId { migration: id }).await,
+        &l.to,
+    )?;
+    ch.close();
+    Ok(bool::unpack(&mut xdr::Decoder::new(body)).unwrap_or(false))
 }

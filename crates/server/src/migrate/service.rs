@@ -206,7 +206,7 @@ impl Peer {
                 .prepare(a.migration, e.id, now)
                 .map(|_| Bytes::new())
                 .map_err(incoming_error),
-            Some(Away::Leaving) => Err(refused(format!(
+            Some(Away::Leaving | Away::Uncertain(_)) => Err(refused(format!(
                 "export {path} is itself being moved away from here"
             ))),
             None => Err(refused(format!(

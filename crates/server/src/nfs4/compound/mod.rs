@@ -109,7 +109,8 @@ fn admit(
 /// elsewhere, NFS4ERR_MOVED (§11.3, which also tells the client its lease
 /// moved, §18.46.3), but GETATTR, which may ask where it went
 /// (`attrs::get_with`); on one leaving, NFS4ERR_DELAY for what would
-/// change its state while the state is handed over; on one arriving,
+/// change its state while the state is handed over; on one arriving, or
+/// one whose move's outcome this server is waiting to learn,
 /// NFS4ERR_DELAY.
 fn away(
     cx: &Compound,
@@ -126,7 +127,7 @@ fn away(
             }
             Err(NfsStat4::Nfs4errMoved)
         }
-        Away::Arriving => Err(NfsStat4::Nfs4errDelay),
+        Away::Arriving | Away::Uncertain(_) => Err(NfsStat4::Nfs4errDelay),
         Away::Leaving => match op {
             NfsArgOp4::Open(_)
             | NfsArgOp4::OpenDowngrade(_)

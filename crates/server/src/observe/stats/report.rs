@@ -231,6 +231,10 @@ pub fn build(srv: &Server) -> Report {
                 Some(crate::exports::away::Away::Arriving) => {
                     options.push("arriving by a migration".to_string())
                 }
+                Some(crate::exports::away::Away::Uncertain(l)) => options.push(format!(
+                    "held off: waiting for {} to say whether its move there committed",
+                    l.to
+                )),
                 None => {}
             }
             ExportReport {

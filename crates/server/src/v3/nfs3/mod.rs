@@ -63,7 +63,9 @@ impl Ctx {
     pub fn export(&self, id: u16) -> Result<&Arc<Export>, NfsStat3> {
         match self.srv.away.get(id) {
             Some(crate::exports::away::Away::Elsewhere(_)) => return Err(NfsStat3::Stale),
-            Some(crate::exports::away::Away::Arriving) => return Err(NfsStat3::Jukebox),
+            Some(
+                crate::exports::away::Away::Arriving | crate::exports::away::Away::Uncertain(_),
+            ) => return Err(NfsStat3::Jukebox),
             _ => {}
         }
         self.exports.get(id).ok_or(NfsStat3::Stale)
