@@ -396,9 +396,10 @@ async fn peer_calls_that_are_not_authentic_are_refused() {
 }
 
 /// A delegation its holder does not return holds the move up (its
-/// recall goes out, the export takes no new state meanwhile, and a
-/// second move of it is refused) until it is revoked a lease later; then
-/// the move goes through.
+/// recall goes out, no new delegation is granted meanwhile, though opens
+/// and locks go on, and a second move of it is refused) until it is
+/// revoked a lease later; then the move goes through, frozen only for
+/// the transfer itself.
 #[tokio::test]
 async fn an_unreturned_delegation_holds_the_move_until_it_is_revoked() {
     within(async {
@@ -433,7 +434,7 @@ async fn an_unreturned_delegation_holds_the_move_until_it_is_revoked() {
             server::observe::admin::request(&sock, &format!("migrate /data {to}")).await
         });
         // The recall reached the holder; meanwhile another move is
-        // refused and the export takes no new opens.
+        // refused, and a new open is served without a delegation.
         recalls(&k, 1).await;
         let second = migrate(&p.a_state, p.b.addr).await;
         let why = second["error"].as_str().expect("an error");
@@ -441,8 +442,21 @@ async fn an_unreturned_delegation_holds_the_move_until_it_is_revoked() {
         let mut quick = owner("quick");
         quick.delay_retry = Duration::ZERO;
         let q = Client::connect(p.a.addr, quick).await.expect("A");
-        let r = q.open(&dir, "other", OpenOpts::create(0o644)).await;
-        assert_eq!(status(r), NfsStat4::Nfs4errDelay);
+        let mut wants = OpenOpts::create(0o644);
+        wants.access |= OPEN4_SHARE_ACCESS_WANT_READ_DELEG;
+        let other = q
+            .open(&dir, "other", wants)
+            .await
+            .expect("an open while recalling");
+        assert!(
+            !matches!(
+                other.delegation,
+                OpenDelegation4::Read(_) | OpenDelegation4::Write(_)
+            ),
+            "a delegation granted on an export about to move: {:?}",
+            other.delegation
+        );
+        q.close(&other.fh, other.stateid).await.expect("close");
         // The holder keeps renewing; a lease after the recall the
         // delegation is revoked, and the move completes.
         let report = loop {
@@ -454,12 +468,17 @@ async fn an_unreturned_delegation_holds_the_move_until_it_is_revoked() {
         };
         let report: serde_json::Value = serde_json::from_str(&report).expect("JSON");
         assert!(report.get("error").is_none(), "{report}");
-        assert!(
-            report["frozen_ms"].as_u64().expect("frozen_ms") >= 5_000,
-            "{report}"
+        let (took, frozen) = (
+            report["took_ms"].as_u64().expect("took_ms"),
+            report["frozen_ms"].as_u64().expect("frozen_ms"),
         );
-        // It held nothing there, so nothing moved: at B it is a new
-        // client like any other.
+        assert!(
+            took >= 5_000,
+            "the move waited for the revocation: {report}"
+        );
+        assert!(frozen < took, "frozen only after the recall: {report}");
+        // It held nothing there by then, so nothing moved: at B it is a
+        // new client like any other.
         let qb = Client::connect(p.b.addr, owner("quick")).await.expect("B");
         qb.open(&dir, "other", OpenOpts::create(0o644))
             .await

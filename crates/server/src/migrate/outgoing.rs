@@ -141,9 +141,8 @@ pub async fn migrate(
                     Err(why) => OutEvent::PeerFailed(why),
                 }
             }
-            OutAction::Freeze => {
-                srv.away.set(e.id, Some(Away::Leaving));
-                srv.state().freeze_export(e.id);
+            OutAction::StopGrants => {
+                srv.state().stop_grants(e.id);
                 let b = srv.state().break_export_delegations(e.id);
                 let layouts = srv.state().recall_all_layouts(Some(e.id));
                 if let Some(cb) = srv.callbacks() {
@@ -154,7 +153,12 @@ pub async fn migrate(
                         cb.recall_layout(r);
                     }
                 }
-                info!(export = %path, to = %to, "migration: export frozen, its delegations and layouts recalled");
+                info!(export = %path, to = %to, "migration: no new delegations or layouts on the export; those held recalled");
+                continue;
+            }
+            OutAction::Freeze => {
+                srv.away.set(e.id, Some(Away::Leaving));
+                srv.state().freeze_export(e.id);
                 continue;
             }
             OutAction::CheckRecalls => {

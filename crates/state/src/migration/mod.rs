@@ -374,15 +374,25 @@ impl State {
         })
     }
 
-    /// Freezes `export` for a migration: opens, closes, locks, unlocks,
-    /// layouts and delegations on its files are NFS4ERR_DELAY (refused,
-    /// for delegations) until [`State::thaw_export`].
+    /// Grants no more delegations or layouts on `export` (it is about to
+    /// move; those held are being recalled) until [`State::thaw_export`].
+    pub fn stop_grants(&self, export: u16) {
+        self.tables().no_grants.insert(export);
+    }
+
+    /// Freezes `export` for a migration: opens, closes, locks and unlocks
+    /// on its files are NFS4ERR_DELAY, and no delegation or layout is
+    /// granted, until [`State::thaw_export`].
     pub fn freeze_export(&self, export: u16) {
-        self.tables().frozen.insert(export);
+        let mut t = self.tables();
+        t.frozen.insert(export);
+        t.no_grants.insert(export);
     }
 
     pub fn thaw_export(&self, export: u16) {
-        self.tables().frozen.remove(&export);
+        let mut t = self.tables();
+        t.frozen.remove(&export);
+        t.no_grants.remove(&export);
     }
 
     /// Checks a transfer as [`State::import_state`] would, taking nothing.

@@ -3,9 +3,11 @@
 //! actions out (`server::migrate`). Tested on a manual clock.
 //!
 //! The source ([`Outgoing`]): PREPARE the destination (it checks it
-//! serves the same files and will take the export); freeze the export
-//! (no state changes on it; reads and writes go on) and recall its
-//! delegations and layouts; once none is held, snapshot the state and
+//! serves the same files and will take the export); stop granting
+//! delegations and layouts on the export and recall those held (their
+//! holders may need to OPEN and LOCK to give them back, so nothing else
+//! is held up yet); once none is held, freeze the export (no state
+//! changes on it; reads and writes go on), snapshot the state and
 //! TRANSFER it; COMMIT. The destination's commit is the point of no
 //! return: before it, any failure thaws the export and the source goes
 //! on serving with nothing lost; after it, the export is the
@@ -41,7 +43,8 @@ pub const ABORT_RETRY: Duration = Duration::from_secs(2);
 pub enum Phase {
     /// PREPARE sent.
     Prepare,
-    /// Frozen; waiting for delegations and layouts to come back.
+    /// No new delegations or layouts; waiting for those held to come
+    /// back.
     Recall,
     /// TRANSFER sent.
     Transfer,
@@ -79,8 +82,10 @@ pub enum OutEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutAction {
     SendPrepare,
-    /// Stop state changes on the export and recall its delegations and
-    /// layouts.
+    /// Grant no more delegations or layouts on the export, and recall
+    /// those held.
+    StopGrants,
+    /// Stop state changes on the export.
     Freeze,
     /// Count what is still held (waiting `RECALL_POLL` first if some
     /// is).
@@ -94,7 +99,7 @@ pub enum OutAction {
     /// The export is the destination's: answer NFS4ERR_MOVED for it and
     /// forget its state.
     Moved,
-    /// Serve the export as before.
+    /// Serve the export as before (grants again, state changes again).
     Thaw,
     /// The move is over: moved, or why not.
     Finish(Result<(), String>),
@@ -105,6 +110,8 @@ pub enum OutAction {
 pub struct Outgoing {
     pub phase: Phase,
     pub started: Duration,
+    /// When grants stopped (the recalls went out).
+    pub recalling: Option<Duration>,
     /// When the export was frozen, and thawed or moved.
     pub frozen: Option<Duration>,
     pub unfrozen: Option<Duration>,
@@ -122,6 +129,7 @@ impl Outgoing {
             Outgoing {
                 phase: Phase::Prepare,
                 started: now,
+                recalling: None,
                 frozen: None,
                 unfrozen: None,
                 recall_limit,
@@ -141,10 +149,12 @@ impl Outgoing {
 
     fn fail(&mut self, now: Duration, why: String) -> Vec<OutAction> {
         let mut a = Vec::new();
-        if self.frozen.is_some() {
+        if self.recalling.is_some() {
             a.push(OutAction::Thaw);
             a.push(OutAction::SendAbort(Duration::ZERO));
-            self.unfrozen = Some(now);
+            if self.frozen.is_some() {
+                self.unfrozen = Some(now);
+            }
         }
         self.phase = Phase::Failed;
         a.push(OutAction::Finish(Err(why)));
@@ -159,15 +169,16 @@ impl Outgoing {
             (_, E::Tick) => Vec::new(),
             (Phase::Prepare, E::Prepared) => {
                 self.phase = Phase::Recall;
-                self.frozen = Some(now);
-                vec![OutAction::Freeze, OutAction::CheckRecalls]
+                self.recalling = Some(now);
+                vec![OutAction::StopGrants, OutAction::CheckRecalls]
             }
             (Phase::Recall, E::Recalled { left: 0 }) => {
                 self.phase = Phase::Transfer;
-                vec![OutAction::SendTransfer]
+                self.frozen = Some(now);
+                vec![OutAction::Freeze, OutAction::SendTransfer]
             }
             (Phase::Recall, E::Recalled { left }) => {
-                let since = self.frozen.unwrap_or(now);
+                let since = self.recalling.unwrap_or(now);
                 if now.saturating_sub(since) >= self.recall_limit {
                     self.fail(
                         now,

@@ -63,7 +63,7 @@ impl Tables {
         now: Duration,
     ) -> Option<WhyNoDelegation4> {
         let (client, owner) = asker;
-        if self.frozen.contains(&file.0) {
+        if self.no_grants.contains(&file.0) {
             return Some(WhyNoDelegation4::Wnd4Resource);
         }
         if self.grace.active() && !reclaim {

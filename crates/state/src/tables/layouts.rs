@@ -46,6 +46,9 @@ impl Tables {
         end: u64,
     ) -> Result<StateId4, NfsStat4> {
         self.thawed(file)?;
+        if self.no_grants.contains(&file.0) {
+            return Err(NfsStat4::Nfs4errLayouttrylater);
+        }
         if self.grace.active() {
             return Err(NfsStat4::Nfs4errGrace);
         }

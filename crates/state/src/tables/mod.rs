@@ -174,6 +174,9 @@ pub(super) struct Tables {
     /// Exports being migrated away: no state changes on their files
     /// (NFS4ERR_DELAY) until the move is over (`crate::migration`).
     pub frozen: HashSet<u16>,
+    /// Exports about to be migrated away: no delegations or layouts
+    /// granted on their files (those held are being recalled).
+    pub no_grants: HashSet<u16>,
 }
 
 /// A delegation kept for its client's next instance.
@@ -222,6 +225,7 @@ impl Tables {
             aliases: HashMap::new(),
             lease_moved: HashMap::new(),
             frozen: HashSet::new(),
+            no_grants: HashSet::new(),
         }
     }
 

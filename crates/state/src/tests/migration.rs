@@ -175,15 +175,17 @@ fn a_move_freezes_then_moves_and_says_how_long_it_held_clients_off() {
     assert_eq!(a, vec![OutAction::SendPrepare]);
     assert_eq!(
         m.on(OutEvent::Prepared, s(1)),
-        vec![OutAction::Freeze, OutAction::CheckRecalls]
+        vec![OutAction::StopGrants, OutAction::CheckRecalls]
     );
     assert_eq!(
         m.on(OutEvent::Recalled { left: 2 }, s(2)),
         vec![OutAction::CheckRecalls]
     );
+    // Frozen only once the recalls are back.
+    assert_eq!(m.frozen_for(s(3)), s(0));
     assert_eq!(
         m.on(OutEvent::Recalled { left: 0 }, s(3)),
-        vec![OutAction::SendTransfer]
+        vec![OutAction::Freeze, OutAction::SendTransfer]
     );
     assert_eq!(m.on(OutEvent::Staged, s(4)), vec![OutAction::SendCommit]);
     assert_eq!(
@@ -191,7 +193,7 @@ fn a_move_freezes_then_moves_and_says_how_long_it_held_clients_off() {
         vec![OutAction::Moved, OutAction::Finish(Ok(()))]
     );
     assert_eq!(m.phase, Phase::Done);
-    assert_eq!(m.frozen_for(s(100)), s(4));
+    assert_eq!(m.frozen_for(s(100)), s(2));
     assert!(m.on(OutEvent::PeerFailed("late".into()), s(6)).is_empty());
 }
 
@@ -215,6 +217,12 @@ fn a_destination_that_fails_before_its_commit_leaves_the_export_here() {
         ]
     );
     assert_eq!(m.frozen_for(s(50)), s(1));
+    // Refused while recalling: grants resume, nothing was frozen.
+    let (mut m, _) = Outgoing::start(s(0), s(30));
+    m.on(OutEvent::Prepared, s(1));
+    let a = m.on(OutEvent::PeerFailed("gone".into()), s(2));
+    assert_eq!(a[0], OutAction::Thaw);
+    assert_eq!(m.frozen_for(s(50)), s(0));
     // Delegations not back in time: thawed.
     let (mut m, _) = Outgoing::start(s(0), s(30));
     m.on(OutEvent::Prepared, s(1));
