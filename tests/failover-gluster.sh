@@ -7,7 +7,8 @@
 # a grace period from the dead server's client records on the volume, and
 # the client reclaims its open and lock with the dead server's handles;
 # a second client is refused during the grace period and denied the lock
-# after it; every stable write and name survives.
+# after it; every stable write and name survives (the stable writes
+# through a write log on the volume, which the standby replays).
 #
 # Why GlusterFS: one daemon (glusterd) and two commands make a working
 # single-node volume with POSIX locks that span its mounts and are let go

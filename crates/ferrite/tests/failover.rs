@@ -9,7 +9,9 @@
 //! mount: `vfs::local::Identity::Marker`, inode-number handles). A
 //! second client is refused during the grace period and denied the lock
 //! after it; every stable write and every name acknowledged before the
-//! kill is there.
+//! kill is there. The export has a write log on the volume too: the
+//! standby takes it as the export's (the same identity through another
+//! mount) and replays what the dead server had acknowledged from it.
 //!
 //! Needs the file system: tests/failover-gluster.sh brings up a
 //! single-node GlusterFS volume, mounts it twice and runs this with
@@ -49,6 +51,11 @@ impl Node {
             .arg(mount.join("state"))
             .args(["--portmap", "off", "--admin-socket", "off"])
             .args(["--lease", &LEASE.to_string(), "--grace", &GRACE.to_string()])
+            // A write log on the volume too: the standby, on another
+            // mount, must take it as this export's and replay it.
+            .arg("--log")
+            .arg(mount.join("log"))
+            .args(["--log-mib", "64"])
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(out);
@@ -298,11 +305,12 @@ fn the_standby_takes_over_and_the_client_reclaims() {
     });
     b.kill();
     for (who, n) in [("active", &a), ("standby", &b)] {
-        for l in n
-            .log()
-            .lines()
-            .filter(|l| l.contains("identity") || l.contains("standby") || l.contains("grace"))
-        {
+        for l in n.log().lines().filter(|l| {
+            l.contains("identity")
+                || l.contains("standby")
+                || l.contains("grace")
+                || l.contains("write log")
+        }) {
             println!("{who}: {l}");
         }
     }
