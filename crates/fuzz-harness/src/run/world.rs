@@ -90,11 +90,25 @@ fn run_program(data: &[u8], pnfs: bool) {
 fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
     RT.get_or_init(|| {
+        ignore_sigpipe();
         Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("tokio runtime")
     })
+}
+
+/// A write to a connection its peer closed must fail with EPIPE, not
+/// kill the process: what Rust's `main` arranges for every binary, and
+/// what a libFuzzer target (whose `main` is libFuzzer's) must do itself.
+/// Without it, `pnfs_run`'s metadata server writing to its loopback data
+/// server as that connection closed ended a run with SIGPIPE.
+fn ignore_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no
+    // preconditions and installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
 }
 
 pub(super) fn trace() -> bool {
@@ -433,6 +447,7 @@ fn remember<T>(list: &mut Vec<T>, v: T, seen: usize) {
 fn data_server() -> (server::pnfs::dataserver::DataServerAddr, std::path::PathBuf) {
     static DS: OnceLock<(std::net::SocketAddr, std::path::PathBuf)> = OnceLock::new();
     let (addr, dir) = DS.get_or_init(|| {
+        ignore_sigpipe();
         let base = std::env::temp_dir().join(format!("ferrite-fuzz-ds-{}", std::process::id()));
         let (dir, state) = (base.join("export"), base.join("state"));
         std::fs::create_dir_all(&dir).expect("data server directory");
