@@ -165,7 +165,7 @@ pub(crate) fn ino_handle(dir: RawFd, name: &CStr, flags: i32) -> Result<Handle> 
 /// The value of the extended attribute `name` of the object `fd` is
 /// open on (`fgetxattr(2)`; an `O_PATH` descriptor through /proc).
 pub(crate) fn fgetxattr(fd: RawFd, name: &CStr) -> Result<Vec<u8>> {
-    let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno(libc::EINVAL))?;
+    let path = proc_path(fd);
     let mut buf = vec![0u8; 256];
     // SAFETY: `path` and `name` are NUL-terminated; `buf` is writable for
     // its length.
@@ -184,7 +184,7 @@ pub(crate) fn fgetxattr(fd: RawFd, name: &CStr) -> Result<Vec<u8>> {
 /// Sets the extended attribute `name` of the object `fd` is open on to
 /// `value`, only if it does not exist yet (EEXIST otherwise).
 pub(crate) fn fsetxattr_create(fd: RawFd, name: &CStr, value: &[u8]) -> Result<()> {
-    let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Errno(libc::EINVAL))?;
+    let path = proc_path(fd);
     // SAFETY: `path` and `name` are NUL-terminated; `value` is readable
     // for its length.
     cvt(unsafe {
