@@ -41,7 +41,9 @@ fmt() {
 }
 
 clippy() {
-    cargo clippy --workspace --all-targets -- -D warnings
+    # The kerberos feature is linted too: its build needs headers.
+    . tools/krb5-lib.sh && kr_build_deps test.sh
+    cargo clippy --workspace --all-targets --all-features -- -D warnings
     cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 }
 
@@ -56,7 +58,7 @@ layout() {
     local deny=(--deny v3/:nfs4/ --deny nfs4/:v3/)
     # migrate/ (the peer program of migrations) is a protocol folder too.
     deny+=(--deny migrate/:nfs4/ --deny migrate/:v3/ --deny nfs4/:migrate/ --deny v3/:migrate/)
-    for shared in conflicts/ exports/ stable/ observe/ handoff/ pnfs/ instance.rs errors.rs ids.rs cache.rs; do
+    for shared in conflicts/ exports/ stable/ observe/ handoff/ security/ pnfs/ instance.rs errors.rs ids.rs cache.rs; do
         deny+=(--deny "$shared:nfs4/" --deny "$shared:v3/" --deny "$shared:migrate/")
     done
     python3 tools/imports.py --crate crates/server --check "${deny[@]}"
@@ -75,6 +77,8 @@ stage "crashfs and the power-loss crash harness (tests/crash-power.sh)" \
     bash tests/crash-power.sh
 stage "fail-over to a standby over GlusterFS (tests/failover-gluster.sh)" \
     bash tests/failover-gluster.sh
+stage "RPCSEC_GSS with Kerberos against a real KDC (tests/kerberos.sh)" \
+    bash tests/kerberos.sh
 stage "NFSv3/NLM client and nfs3:// benchmark against NFS-Ganesha (tests/peer-ganesha.sh)" \
     bash tests/peer-ganesha.sh
 stage "real Linux client suite (tests/realclient-ferrite.sh)" \

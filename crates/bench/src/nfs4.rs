@@ -162,7 +162,7 @@ impl Nfs4Fs {
             "RECLAIM_COMPLETE",
             &["SEQUENCE", "RECLAIM_COMPLETE"],
         );
-        let call_overhead = call_overhead(client.cred());
+        let call_overhead = call_overhead(&client.cred());
         let mut fs = Nfs4Fs {
             client,
             stats,
@@ -271,12 +271,12 @@ impl Nfs4Fs {
             args.extend(body.iter().cloned());
             let reply = self
                 .client
-                .connection()
+                .sec()
                 .call(
+                    self.client.connection(),
                     NFS_PROGRAM,
                     NFS_V4,
                     client::NFSPROC4_COMPOUND,
-                    self.client.cred(),
                     args,
                 )
                 .await;

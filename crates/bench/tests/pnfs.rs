@@ -35,6 +35,7 @@ fn config(state: &Path, e: ExportConfig) -> ServerConfig {
         rpc: Default::default(),
         aux: Default::default(),
         admin: Default::default(),
+        kerberos: None,
     }
 }
 

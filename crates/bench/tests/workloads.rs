@@ -32,6 +32,7 @@ impl Srv {
             rpc: Default::default(),
             aux: Default::default(),
             admin: Default::default(),
+            kerberos: None,
         })
         .await
         .unwrap();

@@ -82,6 +82,83 @@ pub struct ClientOptions {
     /// Give a recalled delegation back (DELEGRETURN) at once, as a client
     /// should; off to play a client that keeps it (tests of revocation).
     pub return_delegations: bool,
+    /// Use RPCSEC_GSS with Kerberos instead of `auth` (RFC 2203).
+    pub gss: Option<GssOptions>,
+}
+
+/// RPCSEC_GSS with Kerberos V5: whom to authenticate to and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GssOptions {
+    /// The server's service name, GSS_C_NT_HOSTBASED_SERVICE style:
+    /// `nfs@server.example` (its key: `nfs/server.example@REALM`).
+    pub target: String,
+    /// The credential cache holding the user's ticket; none: the default
+    /// (KRB5CCNAME).
+    pub ccache: Option<String>,
+    /// krb5, krb5i or krb5p.
+    pub service: rpc::gss::GssService,
+}
+
+/// A Kerberos initiator towards `g.target` (reading the credential cache
+/// on the blocking pool).
+#[cfg(feature = "kerberos")]
+async fn initiator(g: &GssOptions) -> Result<Box<dyn rpc::gss::mech::MechContext>> {
+    let (target, ccache) = (g.target.clone(), g.ccache.clone());
+    tokio::task::spawn_blocking(move || rpc::gss::krb5::initiator(&target, ccache.as_deref()))
+        .await
+        .map_err(|e| Error::Unexpected(format!("GSS: {e}")))?
+        .map_err(|e| Error::Rpc(rpc::CallError::Security(e.to_string())))
+}
+
+#[cfg(not(feature = "kerberos"))]
+async fn initiator(_: &GssOptions) -> Result<Box<dyn rpc::gss::mech::MechContext>> {
+    Err(Error::Rpc(rpc::CallError::Security(
+        "this build has no Kerberos (the `kerberos` feature)".into(),
+    )))
+}
+
+/// The security of a client's calls: a plain credential, or an
+/// RPCSEC_GSS context.
+#[derive(Clone)]
+pub enum Sec {
+    Plain(OpaqueAuth),
+    Gss(Arc<rpc::gss::ClientContext>),
+}
+
+impl Sec {
+    /// Makes the context for `opts` over `conn` if it asks for GSS.
+    pub async fn establish(conn: &Connection, opts: &ClientOptions) -> Result<Sec> {
+        let Some(g) = &opts.gss else {
+            return Ok(Sec::Plain(opts.auth.to_opaque()));
+        };
+        let mech = initiator(g).await?;
+        let ctx =
+            rpc::gss::ClientContext::establish(conn, NFS_PROGRAM, NFS_V4, mech, g.service).await?;
+        Ok(Sec::Gss(Arc::new(ctx)))
+    }
+
+    /// One call with this security.
+    pub async fn call(
+        &self,
+        conn: &Connection,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: Vec<Bytes>,
+    ) -> std::result::Result<Decoder, rpc::CallError> {
+        match self {
+            Sec::Plain(cred) => conn.call(prog, vers, proc_, cred, args).await,
+            Sec::Gss(ctx) => conn.call_gss(prog, vers, proc_, ctx, args).await,
+        }
+    }
+
+    /// The credential plain calls carry (AUTH_NONE's for GSS).
+    pub fn plain(&self) -> OpaqueAuth {
+        match self {
+            Sec::Plain(c) => c.clone(),
+            Sec::Gss(_) => OpaqueAuth::none(),
+        }
+    }
 }
 
 impl ClientOptions {
@@ -98,6 +175,7 @@ impl ClientOptions {
             conn: rpc::ConnConfig::default(),
             reclaim_complete: true,
             persist: false,
+            gss: None,
             return_delegations: true,
         }
     }
@@ -159,7 +237,7 @@ pub struct Client {
 
 struct Inner {
     conn: Arc<Connection>,
-    cred: OpaqueAuth,
+    cred: Sec,
     opts: ClientOptions,
     clientid: ClientId4,
     sessionid: SessionId4,
@@ -197,8 +275,17 @@ pub async fn send_compound_bytes(
     cred: &OpaqueAuth,
     args: Vec<Bytes>,
 ) -> Result<Compound4Res> {
-    let mut d: Decoder = conn
-        .call(NFS_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, cred, args)
+    send_compound_sec(conn, &Sec::Plain(cred.clone()), args).await
+}
+
+/// [`send_compound_bytes`] with any [`Sec`].
+pub async fn send_compound_sec(
+    conn: &Connection,
+    sec: &Sec,
+    args: Vec<Bytes>,
+) -> Result<Compound4Res> {
+    let mut d: Decoder = sec
+        .call(conn, NFS_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, args)
         .await?;
     Ok(Compound4Res::unpack(&mut d)?)
 }
@@ -208,6 +295,17 @@ pub async fn send_compound_bytes(
 pub async fn send_compound(
     conn: &Connection,
     cred: &OpaqueAuth,
+    tag: &[u8],
+    minorversion: u32,
+    ops: &[NfsArgOp4],
+) -> Result<Compound4Res> {
+    send_ops(conn, &Sec::Plain(cred.clone()), tag, minorversion, ops).await
+}
+
+/// [`send_compound`] with any [`Sec`].
+pub async fn send_ops(
+    conn: &Connection,
+    cred: &Sec,
     tag: &[u8],
     minorversion: u32,
     ops: &[NfsArgOp4],
@@ -222,7 +320,7 @@ pub async fn send_compound(
     for op in ops {
         op.pack(&mut e);
     }
-    send_compound_bytes(conn, cred, e.finish()).await
+    send_compound_sec(conn, cred, e.finish()).await
 }
 
 /// The only result of a session-less COMPOUND of one operation.
@@ -264,7 +362,7 @@ impl Client {
             state: callbacks.clone(),
         });
         let conn = rpc::start(stream, Some(service), opts.conn.clone())?;
-        let cred = opts.auth.to_opaque();
+        let cred = Sec::establish(&conn, &opts).await?;
         let minor = opts.minorversion;
 
         let eid = ExchangeId4Args {
@@ -276,7 +374,7 @@ impl Client {
             state_protect: StateProtect4A::None,
             client_impl_id: None,
         };
-        let res = send_compound(
+        let res = send_ops(
             &conn,
             &cred,
             b"exchange_id",
@@ -303,7 +401,7 @@ impl Client {
             cb_program: CB_PROGRAM,
             sec_parms: vec![CallbackSecParms4::AuthNone],
         };
-        let res = send_compound(
+        let res = send_ops(
             &conn,
             &cred,
             b"create_session",
@@ -364,8 +462,14 @@ impl Client {
         &self.inner.conn
     }
 
-    /// The credential sent with every call.
-    pub fn cred(&self) -> &OpaqueAuth {
+    /// The credential plain calls carry (AUTH_NONE's under GSS: see
+    /// [`Client::sec`]).
+    pub fn cred(&self) -> OpaqueAuth {
+        self.inner.cred.plain()
+    }
+
+    /// The security every call of this client has.
+    pub fn sec(&self) -> &Sec {
         &self.inner.cred
     }
 
@@ -437,12 +541,12 @@ impl Client {
     /// The RPC NULL procedure.
     pub async fn null(&self) -> Result<()> {
         self.inner
-            .conn
+            .cred
             .call(
+                &self.inner.conn,
                 NFS_PROGRAM,
                 NFS_V4,
                 NFSPROC4_NULL,
-                &self.inner.cred,
                 Vec::new(),
             )
             .await?;
@@ -474,13 +578,13 @@ impl Client {
         minorversion: u32,
         ops: &[NfsArgOp4],
     ) -> Result<Compound4Res> {
-        send_compound(&self.inner.conn, &self.inner.cred, tag, minorversion, ops).await
+        send_ops(&self.inner.conn, &self.inner.cred, tag, minorversion, ops).await
     }
 
     /// Sends pre-encoded COMPOUND arguments (anything at all) and decodes
     /// the reply.
     pub async fn compound_raw_bytes(&self, args: Vec<Bytes>) -> Result<Compound4Res> {
-        send_compound_bytes(&self.inner.conn, &self.inner.cred, args).await
+        send_compound_sec(&self.inner.conn, &self.inner.cred, args).await
     }
 
     /// Runs `ops` under SEQUENCE; the SEQUENCE result is stripped. A

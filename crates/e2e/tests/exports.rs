@@ -111,6 +111,7 @@ impl Exports {
             rpc: Default::default(),
             aux: Default::default(),
             admin: Default::default(),
+            kerberos: None,
         };
         let running = server::run::start(cfg).await.expect("server starts");
         Exports {
@@ -705,6 +706,7 @@ async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
         rpc: Default::default(),
         aux: Default::default(),
         admin: Default::default(),
+        kerberos: None,
     };
     server::run::start(cfg).await.expect("server starts")
 }
@@ -918,6 +920,7 @@ async fn owner_names_when_not_numeric() {
             rpc: Default::default(),
             aux: Default::default(),
             admin: Default::default(),
+            kerberos: None,
         })
         .await
         .unwrap();
@@ -999,6 +1002,7 @@ async fn export_ids_survive_reordering() {
                 rpc: Default::default(),
                 aux: Default::default(),
                 admin: Default::default(),
+                kerberos: None,
             })
         };
         for with_ids in [true, false] {

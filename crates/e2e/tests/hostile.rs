@@ -78,6 +78,7 @@ async fn start(rpc: rpc::ConnConfig) -> Srv {
         rpc,
         aux: Default::default(),
         admin: Default::default(),
+        kerberos: None,
     };
     let running = server::run::start(cfg).await.expect("server starts");
     Srv {

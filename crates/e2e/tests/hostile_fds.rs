@@ -132,6 +132,7 @@ async fn out_of_descriptors_backs_off_and_recovers() {
             rpc: Default::default(),
             aux: Default::default(),
             admin: Default::default(),
+            kerberos: None,
         })
         .await
         .expect("server starts");

@@ -57,6 +57,7 @@ fn config(
             metrics: None,
             link_bytes_per_s: None,
         },
+        kerberos: None,
     }
 }
 

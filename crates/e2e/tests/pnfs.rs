@@ -39,6 +39,7 @@ fn config(state: &Path, e: ExportConfig, lease: Duration) -> ServerConfig {
         rpc: Default::default(),
         aux: Default::default(),
         admin: Default::default(),
+        kerberos: None,
     }
 }
 

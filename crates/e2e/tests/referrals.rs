@@ -46,6 +46,7 @@ async fn start() -> World {
         rpc: Default::default(),
         aux: Default::default(),
         admin: Default::default(),
+        kerberos: None,
     };
     let running = server::run::start(cfg).await.expect("server starts");
     World {

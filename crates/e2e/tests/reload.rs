@@ -56,6 +56,7 @@ fn config(state: &Path, exports: Vec<ExportConfig>) -> ServerConfig {
         rpc: Default::default(),
         aux: Default::default(),
         admin: Default::default(),
+        kerberos: None,
     }
 }
 

@@ -254,7 +254,7 @@ async fn bind_conn_to_session_lets_a_second_connection_use_the_session() {
         let seq = c.sequence_args(&slot, false);
         let r = send_compound(
             &conn2,
-            c.cred(),
+            &c.cred(),
             b"",
             1,
             &[

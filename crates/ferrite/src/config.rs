@@ -193,8 +193,26 @@ pub struct FileConfig {
     pub admin_socket: Option<PathBuf>,
     /// See --link-mbps.
     pub link_mbps: Option<f64>,
+    /// RPCSEC_GSS with Kerberos V5 (the `krb5`, `krb5i` and `krb5p`
+    /// flavors of `sec`).
+    pub kerberos: Option<FileKerberos>,
     #[serde(default)]
     pub export: Vec<FileExport>,
+}
+
+/// `[kerberos]`.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct FileKerberos {
+    /// The key table holding the service's keys, `nfs/HOST@REALM`
+    /// (default /etc/krb5.keytab).
+    pub keytab: Option<PathBuf>,
+    /// Principals mapped to local user names, before krb5.conf's
+    /// auth_to_local rules: `"alice@EXAMPLE.COM" = "alice"`.
+    #[serde(default)]
+    pub principals: std::collections::BTreeMap<String, String>,
+    /// Most GSS contexts held at once (default 4096).
+    pub max_contexts: Option<usize>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -316,6 +334,30 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     };
     if exports.is_empty() && referrals.is_empty() {
         bail!("nothing to export: give a directory (ferrite serve DIR) or [[export]] entries in --config");
+    }
+    let kerberos = file.kerberos.as_ref().map(|k| {
+        let mut c = server::security::kerberos::KerberosConfig::new(
+            k.keytab
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/etc/krb5.keytab")),
+        );
+        c.principals = k.principals.clone().into_iter().collect();
+        if let Some(n) = k.max_contexts {
+            c.max_contexts = n.max(1);
+        }
+        c
+    });
+    if kerberos.is_none() {
+        for e in &exports {
+            if let Some(f) = e.rules.sec.iter().find(|f| f.is_kerberos()) {
+                bail!(
+                    "export {}: sec {:?} needs Kerberos: add a [kerberos] section with the \
+                     server's key table (keytab = \"/etc/krb5.keytab\")",
+                    e.path,
+                    f.name()
+                );
+            }
+        }
     }
     let mut nfs4 = server::instance::Nfs4Config {
         referrals,
@@ -448,6 +490,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         rpc,
         aux,
         admin,
+        kerberos,
     })
 }
 
@@ -539,16 +582,22 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
         let sec = match &e.sec {
             None => vec![Flavor::Sys],
             Some(v) if v.is_empty() => bail!("export {path}: sec = [] accepts no one"),
-            Some(v) => v
-                .iter()
-                .map(|f| match f.as_str() {
-                    "sys" => Ok(Flavor::Sys),
-                    "none" => Ok(Flavor::None),
-                    other => bail!(
-                        "export {path}: unknown security flavor {other:?} (\"sys\" or \"none\")"
-                    ),
-                })
-                .collect::<anyhow::Result<_>>()?,
+            Some(v) => {
+                let mut flavors = Vec::new();
+                for f in v {
+                    let Some(fl) = Flavor::parse(f) else {
+                        bail!(
+                            "export {path}: unknown security flavor {f:?} \
+                             (\"krb5p\", \"krb5i\", \"krb5\", \"sys\" or \"none\")"
+                        );
+                    };
+                    if flavors.contains(&fl) {
+                        bail!("export {path}: security flavor {f:?} listed twice");
+                    }
+                    flavors.push(fl);
+                }
+                flavors
+            }
         };
         let clients = match &e.clients {
             None => vec![ClientRule::new(ClientMatch::Any)],

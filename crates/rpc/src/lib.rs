@@ -2,6 +2,7 @@
 
 mod admit;
 pub mod conn;
+pub mod gss;
 pub mod msg;
 mod out;
 pub mod ratelimit;
@@ -10,8 +11,8 @@ pub mod server;
 pub mod udp;
 
 pub use conn::{
-    connect, parse_call, reply_message, start, Auth, Call, CallError, ConnConfig, Connection,
-    Reply, ReplyFuture, Service, MAX_AUTH_BYTES,
+    connect, parse_call, parse_head, reply_message, simple_auth, start, Auth, Call, CallError,
+    CallHead, ConnConfig, Connection, Reply, ReplyFuture, Service, MAX_AUTH_BYTES,
 };
 pub use msg::*;
 pub use ratelimit::RateLimit;

@@ -87,6 +87,12 @@ pub enum AuthStat {
     TooWeak = 5,
     InvalidResp = 6,
     Failed = 7,
+    /// RFC 2203 §4: no credentials for the user (unknown context, bad
+    /// header checksum): the client makes a new context.
+    GssCredProblem = 13,
+    /// RFC 2203 §4: a problem with the context (expired, sequence
+    /// numbers used up).
+    GssCtxProblem = 14,
 }
 
 /// RFC 5531 §9: the reply_body arms other than a successful result.

@@ -28,6 +28,7 @@ struct Program {
 #[derive(Default)]
 pub struct Programs {
     programs: HashMap<u32, Program>,
+    gss: Option<Arc<crate::gss::Gate>>,
 }
 
 impl Programs {
@@ -38,6 +39,12 @@ impl Programs {
     /// Serves versions `low..=high` of program `prog` with `service`.
     pub fn add(mut self, prog: u32, low: u32, high: u32, service: Arc<dyn Service>) -> Self {
         self.programs.insert(prog, Program { low, high, service });
+        self
+    }
+
+    /// Takes RPCSEC_GSS calls through `gate` (RFC 2203).
+    pub fn with_gss(mut self, gate: Option<Arc<crate::gss::Gate>>) -> Self {
+        self.gss = gate;
         self
     }
 }
@@ -61,6 +68,10 @@ impl Service for Programs {
         for p in self.programs.values() {
             p.service.disconnected(conn);
         }
+    }
+
+    fn gss(&self) -> Option<Arc<crate::gss::Gate>> {
+        self.gss.clone()
     }
 }
 

@@ -32,6 +32,9 @@ impl Service for Echo {
                 2 => match call.auth {
                     Auth::Sys(p) => Reply::success(&p.uid),
                     Auth::None => Reply::success(&u32::MAX),
+                    Auth::Gss(g) => {
+                        Reply::success(&g.principal.ids.as_ref().map_or(u32::MAX - 1, |i| i.uid))
+                    }
                 },
                 3 => {
                     BIG_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

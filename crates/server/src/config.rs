@@ -128,6 +128,8 @@ pub struct ServerConfig {
     pub rpc: rpc::ConnConfig,
     pub aux: AuxConfig,
     pub admin: AdminConfig,
+    /// RPCSEC_GSS with Kerberos V5; none: AUTH_SYS and AUTH_NONE only.
+    pub kerberos: Option<crate::security::kerberos::KerberosConfig>,
 }
 
 /// Opens the backend of export `e` (its directory created if missing),

@@ -119,6 +119,39 @@ fn lookup_uid(name: &str) -> Option<u32> {
     (r == 0 && !out.is_null()).then_some(pw.pw_uid)
 }
 
+/// Supplementary groups taken for a user: AUTH_SYS carries at most 16;
+/// a Kerberos user gets up to this many.
+pub const MAX_GROUPS: usize = 64;
+
+/// A local user's uid, primary gid and groups (getpwnam_r,
+/// getgrouplist): the identity a Kerberos principal mapped to `name`
+/// acts as. Blocks on the name service.
+pub fn user_ids(name: &str) -> Option<(u32, u32, Vec<u32>)> {
+    let c = CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut pw: libc::passwd = unsafe_zeroed_passwd();
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call; buf outlives pw.
+    let r = unsafe { libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut out) };
+    if r != 0 || out.is_null() {
+        return None;
+    }
+    let (uid, gid) = (pw.pw_uid, pw.pw_gid);
+    let mut groups = vec![0 as libc::gid_t; MAX_GROUPS];
+    let mut n = MAX_GROUPS as libc::c_int;
+    // SAFETY: groups has room for n entries; getgrouplist writes at most
+    // n and sets n to the number it found (more than n: it returns -1
+    // and fills only n, which is the bound we keep).
+    let r = unsafe { libc::getgrouplist(c.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+    let n = if r < 0 {
+        MAX_GROUPS
+    } else {
+        (n.max(0) as usize).min(MAX_GROUPS)
+    };
+    groups.truncate(n);
+    Some((uid, gid, groups))
+}
+
 fn lookup_gid(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
     let mut buf = vec![0 as libc::c_char; 4096];

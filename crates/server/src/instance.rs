@@ -150,6 +150,8 @@ pub struct Server {
     /// the peer program ([`Server::install_migrator`]), which holds the
     /// server: weak, or neither would ever go.
     migrator: OnceLock<std::sync::Weak<dyn Migrator>>,
+    /// RPCSEC_GSS with Kerberos, when configured ([`Server::install_gss`]).
+    gss: OnceLock<Arc<rpc::gss::Gate>>,
     state: State,
 }
 
@@ -229,6 +231,7 @@ impl Server {
             callbacks: OnceLock::new(),
             away: recovery.away,
             migrator: OnceLock::new(),
+            gss: OnceLock::new(),
             state: State::recovering(
                 epoch,
                 cfg_lease,
@@ -341,6 +344,29 @@ impl Server {
 
     pub fn migrator(&self) -> Option<Arc<dyn Migrator>> {
         self.migrator.get()?.upgrade()
+    }
+
+    /// Sets the RPCSEC_GSS gate (once).
+    pub fn install_gss(&self, g: Arc<rpc::gss::Gate>) {
+        let _ = self.gss.set(g);
+    }
+
+    pub fn gss(&self) -> Option<&Arc<rpc::gss::Gate>> {
+        self.gss.get()
+    }
+
+    /// The flavors the pseudo file system's nodes list in SECINFO (they
+    /// accept every flavor): the Kerberos ones first when Kerberos is
+    /// configured, so that a client choosing the first it can use picks
+    /// the strongest (RFC 8881 §2.6.3.1.1).
+    pub fn pseudo_flavors(&self) -> Vec<crate::exports::export::Flavor> {
+        use crate::exports::export::Flavor;
+        let mut v = Vec::new();
+        if self.gss.get().is_some() {
+            v.extend([Flavor::Krb5p, Flavor::Krb5i, Flavor::Krb5]);
+        }
+        v.extend([Flavor::Sys, Flavor::None]);
+        v
     }
 
     /// Sends CB_NOTIFY_LOCKs to the NFSv4 waiters an unlock (any

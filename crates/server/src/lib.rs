@@ -18,5 +18,6 @@ pub mod nfs4;
 pub mod observe;
 pub mod pnfs;
 pub mod run;
+pub mod security;
 pub mod stable;
 pub mod v3;

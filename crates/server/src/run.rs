@@ -168,6 +168,19 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
     );
     crate::nfs4::install(&nfs4);
     crate::pnfs::fence::install(&nfs4);
+    let gss = match &cfg.kerberos {
+        Some(k) => {
+            let k = k.clone();
+            let gate = tokio::task::spawn_blocking(move || crate::security::kerberos::gate(&k))
+                .await
+                .map_err(std::io::Error::other)?
+                .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+            nfs4.install_gss(gate.clone());
+            tracing::info!("RPCSEC_GSS: Kerberos V5 (krb5, krb5i, krb5p)");
+            Some(gate)
+        }
+        None => None,
+    };
     spawn_heap_trim();
     let nlm = crate::v3::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
     nlm.start();
@@ -231,7 +244,8 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             proto::migrate::FERRITE_PEER_V1,
             proto::migrate::FERRITE_PEER_V1,
             Arc::new(crate::migrate::service::PeerService(peer)),
-        );
+        )
+        .with_gss(gss);
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);

@@ -15,7 +15,12 @@ use crate::types::FileKey;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Principal {
     None,
-    Sys { uid: u32, gid: u32 },
+    Sys {
+        uid: u32,
+        gid: u32,
+    },
+    /// An RPCSEC_GSS principal (`nfs/client.example@REALM`).
+    Gss(String),
 }
 
 /// A client record, with everything the client holds.

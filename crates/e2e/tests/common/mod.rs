@@ -74,6 +74,7 @@ fn config(
             metrics: Some("127.0.0.1:0".parse().expect("address")),
             link_bytes_per_s: None,
         },
+        kerberos: None,
     }
 }
 

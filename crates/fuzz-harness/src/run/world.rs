@@ -469,6 +469,7 @@ fn data_server() -> (server::pnfs::dataserver::DataServerAddr, std::path::PathBu
                     rpc: Default::default(),
                     aux: Default::default(),
                     admin: Default::default(),
+                    kerberos: None,
                 };
                 let r = server::run::start(cfg).await.expect("data server starts");
                 let _ = tx.send(r.addr);

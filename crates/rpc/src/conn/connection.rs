@@ -13,8 +13,9 @@ use tokio::time::Instant;
 use xdr::{Decoder, Encoder, Pack, Piece};
 
 use super::limits::{Charge, ConnConfig, Flow, Shared};
-use super::message::{parse_reply, reply_pieces, CallError, Reply};
+use super::message::{parse_reply_verf, reply_pieces, CallError, Reply};
 use crate::admit;
+use crate::gss::Seal;
 use crate::msg::*;
 use crate::out::{Flushed, Out, Queued};
 use crate::record::record_header;
@@ -279,6 +280,24 @@ impl Connection {
         cred: &OpaqueAuth,
         args: Vec<Bytes>,
     ) -> Result<Decoder, CallError> {
+        let (_, d) = self
+            .call_raw(prog, vers, proc_, cred, |_| OpaqueAuth::none(), args)
+            .await?;
+        Ok(d)
+    }
+
+    /// [`Connection::call`] with the verifier made from the call's header
+    /// (xid through credential: RPCSEC_GSS's checksum, RFC 2203 §5.3.1);
+    /// returns the reply's verifier too.
+    pub async fn call_raw(
+        &self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        cred: &OpaqueAuth,
+        verifier: impl FnOnce(&[u8]) -> OpaqueAuth,
+        args: Vec<Bytes>,
+    ) -> Result<(OpaqueAuth, Decoder), CallError> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let (done_tx, done_rx) = oneshot::channel();
         self.pending
@@ -288,15 +307,21 @@ impl Connection {
         let mut h = Encoder::with_capacity(64);
         h.u32(xid);
         h.u32(CALL);
-        CallHeader {
-            rpcvers: RPC_VERSION,
-            prog,
-            vers,
-            proc_,
-            cred: cred.clone(),
-            verf: OpaqueAuth::none(),
-        }
-        .pack(&mut h);
+        h.u32(RPC_VERSION);
+        h.u32(prog);
+        h.u32(vers);
+        h.u32(proc_);
+        cred.pack(&mut h);
+        let verf = if cred.flavor == RPCSEC_GSS {
+            let mut head = h;
+            let bytes = std::mem::take(&mut head).to_bytes();
+            h = Encoder::with_capacity(bytes.len() + 64);
+            h.raw(&bytes);
+            verifier(&bytes)
+        } else {
+            OpaqueAuth::none()
+        };
+        verf.pack(&mut h);
         let args = args.into_iter().map(Piece::Mem).collect();
         if !self.send_message(h, args, None, false) {
             if let Ok(mut p) = self.pending.lock() {
@@ -305,7 +330,27 @@ impl Connection {
             return Err(CallError::Closed);
         }
         let reply = done_rx.await.map_err(|_| CallError::Closed)?;
-        parse_reply(reply)
+        parse_reply_verf(reply)
+    }
+
+    /// A call under an RPCSEC_GSS context with the context's service:
+    /// the arguments sealed, the reply checked and unsealed.
+    pub async fn call_gss(
+        &self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        ctx: &crate::gss::ClientContext,
+        args: Vec<Bytes>,
+    ) -> Result<Decoder, CallError> {
+        let seq = ctx.next_seq();
+        let service = ctx.service;
+        let cred = ctx.cred(crate::gss::wire::GssProc::Data, seq, service);
+        let args = ctx.seal_args(seq, service, args);
+        let (verf, d) = self
+            .call_raw(prog, vers, proc_, &cred, |h| ctx.verifier(h), args)
+            .await?;
+        ctx.open_reply(seq, service, &verf, d)
     }
 
     /// [`Connection::call`] with typed arguments.
@@ -323,14 +368,14 @@ impl Connection {
     }
 
     /// Answers a call counted in `running` (`direct`: see [`Self::send`]).
-    pub(super) fn finish(&self, xid: u32, reply: Reply, charge: Charge, direct: bool) {
-        self.reply(xid, reply, charge, direct);
+    pub(super) fn finish(&self, xid: u32, reply: Reply, seal: &Seal, charge: Charge, direct: bool) {
+        self.reply(xid, reply, seal, charge, direct);
         self.running.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// Answers call `xid`; `charge` is what the call held.
-    pub(super) fn reply(&self, xid: u32, reply: Reply, charge: Charge, direct: bool) {
-        if let Some((h, body)) = reply_pieces(xid, reply) {
+    /// Answers call `xid`, sealed by `seal`; `charge` is what the call held.
+    pub(super) fn reply(&self, xid: u32, reply: Reply, seal: &Seal, charge: Charge, direct: bool) {
+        if let Some((h, body)) = reply_pieces(xid, reply, seal) {
             self.send_message(h, body, Some(charge), direct);
         }
     }

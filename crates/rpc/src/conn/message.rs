@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use xdr::{Decoder, Encoder, Pack, Piece, Unpack};
 
+use crate::gss::Seal;
 use crate::msg::*;
 
 /// The caller's identity as its credential states it (RFC 5531 §8.2, App. A).
@@ -11,6 +12,10 @@ use crate::msg::*;
 pub enum Auth {
     None,
     Sys(AuthSysParms),
+    /// RPCSEC_GSS (RFC 2203): the context's principal and the call's
+    /// service. Only ever received: a caller seals its calls with a
+    /// [`crate::gss::ClientContext`].
+    Gss(crate::gss::GssAuth),
 }
 
 impl Auth {
@@ -22,7 +27,14 @@ impl Auth {
                 flavor: AUTH_SYS,
                 body: xdr::to_bytes(p),
             },
+            Auth::Gss(_) => OpaqueAuth::none(),
         }
+    }
+
+    /// Whether replies to this caller are checksummed or encrypted whole
+    /// (krb5i, krb5p): they cannot be sent from a file's pages.
+    pub fn wraps_body(&self) -> bool {
+        matches!(self, Auth::Gss(g) if g.service != crate::gss::GssService::None)
     }
 
     /// A plain AUTH_SYS credential.
@@ -83,48 +95,61 @@ pub enum CallError {
     Rejected(ReplyError),
     #[error("malformed reply: {0}")]
     Garbage(#[from] xdr::Error),
+    #[error("security: {0}")]
+    Security(String),
 }
 
 /// The reply message to call `xid` (RFC 5531 §9): its header and the
 /// results after it, in memory; none for [`Reply::Drop`].
 pub fn reply_message(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Bytes>)> {
-    let (h, body) = reply_pieces(xid, reply.in_memory())?;
+    let (h, body) = reply_pieces(xid, reply.in_memory(), &Seal::None)?;
     // `in_memory` left only bytes in memory: this reads nothing.
     Some((h, xdr::in_memory(body).ok()?))
 }
 
-/// [`reply_message`], ranges of files kept as such.
-pub(super) fn reply_pieces(xid: u32, reply: Reply) -> Option<(Encoder, Vec<Piece>)> {
+/// [`reply_message`], ranges of files kept as such, its verifier and
+/// body sealed by `seal` (RPCSEC_GSS, RFC 2203 §5.3.3.2). A reply that
+/// cannot be sealed becomes SYSTEM_ERR.
+pub(super) fn reply_pieces(xid: u32, reply: Reply, seal: &Seal) -> Option<(Encoder, Vec<Piece>)> {
     let mut h = Encoder::with_capacity(32);
     h.u32(xid);
     h.u32(REPLY);
-    let accepted = |h: &mut Encoder| {
-        h.u32(MSG_ACCEPTED);
-        OpaqueAuth::none().pack(h);
-        AcceptStat::Success.pack(h);
+    let reply = match reply {
+        Reply::Pieces(p) if seal.wraps_body() => Reply::Pieces(p).in_memory(),
+        r => r,
     };
-    let body = match reply {
+    let sealed = match reply {
         Reply::Drop => return None,
-        Reply::Success(body) => {
-            accepted(&mut h);
-            body.into_iter().map(Piece::Mem).collect()
-        }
-        Reply::Pieces(body) => {
-            accepted(&mut h);
-            body
-        }
+        Reply::Success(body) => seal.seal(Some(body)).map(|(v, b)| {
+            (
+                v,
+                b.unwrap_or_default().into_iter().map(Piece::Mem).collect(),
+            )
+        }),
+        Reply::Pieces(body) => seal.seal(None).map(|(v, _)| (v, body)),
         Reply::Error(err) => {
-            encode_error(&mut h, &err);
-            Vec::new()
+            let verf = match &err {
+                ReplyError::RpcMismatch { .. } | ReplyError::Auth(_) => Ok(OpaqueAuth::none()),
+                _ => seal.seal(None).map(|(v, _)| v),
+            };
+            encode_error(&mut h, &err, &verf.unwrap_or_else(|_| OpaqueAuth::none()));
+            return Some((h, Vec::new()));
         }
     };
+    let Ok((verf, body)) = sealed else {
+        encode_error(&mut h, &ReplyError::SystemErr, &OpaqueAuth::none());
+        return Some((h, Vec::new()));
+    };
+    h.u32(MSG_ACCEPTED);
+    verf.pack(&mut h);
+    AcceptStat::Success.pack(&mut h);
     Some((h, body))
 }
 
-fn encode_error(h: &mut Encoder, err: &ReplyError) {
+fn encode_error(h: &mut Encoder, err: &ReplyError, verf: &OpaqueAuth) {
     let accepted = |h: &mut Encoder, stat: AcceptStat| {
         h.u32(MSG_ACCEPTED);
-        OpaqueAuth::none().pack(h);
+        verf.pack(h);
         stat.pack(h);
     };
     match *err {
@@ -153,12 +178,17 @@ fn encode_error(h: &mut Encoder, err: &ReplyError) {
 
 /// Decodes a reply message after its xid and message type.
 pub fn parse_reply(reply: Bytes) -> Result<Decoder, CallError> {
+    parse_reply_verf(reply).map(|(_, d)| d)
+}
+
+/// [`parse_reply`], with the reply's verifier.
+pub fn parse_reply_verf(reply: Bytes) -> Result<(OpaqueAuth, Decoder), CallError> {
     let mut d = Decoder::new(reply);
     match d.u32()? {
         MSG_ACCEPTED => {
-            let _verf = OpaqueAuth::unpack(&mut d)?;
+            let verf = OpaqueAuth::unpack(&mut d)?;
             match AcceptStat::unpack(&mut d)? {
-                AcceptStat::Success => Ok(d),
+                AcceptStat::Success => Ok((verf, d)),
                 AcceptStat::ProgUnavail => Err(CallError::Rejected(ReplyError::ProgUnavail)),
                 AcceptStat::ProgMismatch => Err(CallError::Rejected(ReplyError::ProgMismatch {
                     low: d.u32()?,
@@ -188,12 +218,22 @@ pub fn parse_reply(reply: Bytes) -> Result<Decoder, CallError> {
 /// RFC 5531 §8.2: the body of an `opaque_auth` is at most 400 bytes.
 pub const MAX_AUTH_BYTES: usize = 400;
 
-/// Decodes a call's header and credential. `Err` carries the rejection to
-/// send back: a credential or verifier that does not decode is
-/// AUTH_BADCRED or AUTH_BADVERF (RFC 5531 §9), not GARBAGE_ARGS.
-/// `d` starts after the xid and message type; it is left at the
-/// procedure's arguments.
-pub fn parse_call(d: &mut Decoder) -> Result<(u32, u32, u32, Auth), ReplyError> {
+/// A call's header as received (RFC 5531 §9), up to its arguments.
+#[derive(Debug, Clone)]
+pub struct CallHead {
+    pub prog: u32,
+    pub vers: u32,
+    pub proc_: u32,
+    pub cred: OpaqueAuth,
+    pub verf: OpaqueAuth,
+}
+
+/// Decodes a call's header, credential and verifier. `Err` carries the
+/// rejection to send back: a credential or verifier that does not
+/// decode is AUTH_BADCRED or AUTH_BADVERF (RFC 5531 §9), not
+/// GARBAGE_ARGS. `d` starts after the xid and message type; it is left
+/// at the procedure's arguments.
+pub fn parse_head(d: &mut Decoder) -> Result<CallHead, ReplyError> {
     let garbage = |_| ReplyError::GarbageArgs;
     let rpcvers = d.u32().map_err(garbage)?;
     let prog = d.u32().map_err(garbage)?;
@@ -209,12 +249,36 @@ pub fn parse_call(d: &mut Decoder) -> Result<(u32, u32, u32, Auth), ReplyError> 
     let flavor = d.u32().map_err(bad_cred)?;
     let body = d.opaque(MAX_AUTH_BYTES).map_err(bad_cred)?;
     let bad_verf = |_| ReplyError::Auth(AuthStat::BadVerf);
-    let _verf_flavor = d.u32().map_err(bad_verf)?;
-    let _verf = d.opaque(MAX_AUTH_BYTES).map_err(bad_verf)?;
-    let auth = match flavor {
-        AUTH_NONE => Auth::None,
-        AUTH_SYS => Auth::Sys(xdr::from_bytes(body).map_err(bad_cred)?),
-        _ => return Err(ReplyError::Auth(AuthStat::RejectedCred)),
-    };
-    Ok((prog, vers, proc_, auth))
+    let verf_flavor = d.u32().map_err(bad_verf)?;
+    let verf = d.opaque(MAX_AUTH_BYTES).map_err(bad_verf)?;
+    Ok(CallHead {
+        prog,
+        vers,
+        proc_,
+        cred: OpaqueAuth { flavor, body },
+        verf: OpaqueAuth {
+            flavor: verf_flavor,
+            body: verf,
+        },
+    })
+}
+
+/// The identity an AUTH_NONE or AUTH_SYS credential states; other
+/// flavors are AUTH_REJECTEDCRED here (RPCSEC_GSS goes through a
+/// [`crate::gss::Gate`]).
+pub fn simple_auth(cred: &OpaqueAuth) -> Result<Auth, ReplyError> {
+    match cred.flavor {
+        AUTH_NONE => Ok(Auth::None),
+        AUTH_SYS => xdr::from_bytes(cred.body.clone())
+            .map(Auth::Sys)
+            .map_err(|_| ReplyError::Auth(AuthStat::BadCred)),
+        _ => Err(ReplyError::Auth(AuthStat::RejectedCred)),
+    }
+}
+
+/// [`parse_head`] for AUTH_NONE and AUTH_SYS callers: the program,
+/// version, procedure and identity.
+pub fn parse_call(d: &mut Decoder) -> Result<(u32, u32, u32, Auth), ReplyError> {
+    let h = parse_head(d)?;
+    Ok((h.prog, h.vers, h.proc_, simple_auth(&h.cred)?))
 }

@@ -21,7 +21,10 @@ mod tasks;
 pub use connection::Connection;
 pub use limits::ConnConfig;
 pub(crate) use limits::Shared;
-pub use message::{parse_call, parse_reply, reply_message, Auth, CallError, Reply, MAX_AUTH_BYTES};
+pub use message::{
+    parse_call, parse_head, parse_reply, parse_reply_verf, reply_message, simple_auth, Auth,
+    CallError, CallHead, Reply, MAX_AUTH_BYTES,
+};
 pub use service::{Call, ReplyFuture, Service};
 pub(crate) use tasks::start_shared;
 pub use tasks::{connect, start};

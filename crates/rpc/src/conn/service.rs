@@ -28,4 +28,8 @@ pub trait Service: Send + Sync + 'static {
     fn call(&self, call: Call) -> ReplyFuture;
     /// The connection has closed.
     fn disconnected(&self, _conn: &Arc<Connection>) {}
+    /// The RPCSEC_GSS gate of calls to this service, if it takes them.
+    fn gss(&self) -> Option<Arc<crate::gss::Gate>> {
+        None
+    }
 }

@@ -15,9 +15,10 @@ use xdr::Decoder;
 
 use super::connection::{Connection, Sink};
 use super::limits::{ConnConfig, Live, Shared};
-use super::message::{parse_call, Reply};
+use super::message::{parse_head, simple_auth, Reply};
 use super::service::{Call, Service};
 use crate::admit;
+use crate::gss::{Seal, Verdict};
 use crate::msg::*;
 use crate::out::{Flushed, Out};
 use crate::ratelimit::RateLimit;
@@ -26,6 +27,33 @@ use crate::record::{RecordError, RecordReader};
 static GARBAGE_LOG: RateLimit = RateLimit::per_secs(10);
 static REJECT_LOG: RateLimit = RateLimit::per_secs(10);
 static CLOSE_LOG: RateLimit = RateLimit::per_secs(10);
+static GSS_LOG: RateLimit = RateLimit::per_secs(10);
+
+/// Rejects call `xid` with `e`, logging at most one line per interval.
+fn reject(conn: &Connection, xid: u32, e: ReplyError) {
+    if let Some(n) = REJECT_LOG.allow() {
+        warn!(
+            peer = %conn.peer,
+            xid,
+            "rejecting call: {e:?} ({n} more rejections not logged)"
+        );
+    }
+    conn.reply(
+        xid,
+        Reply::Error(e),
+        &Seal::None,
+        conn.flow.charge(0, None),
+        true,
+    );
+}
+
+/// An RPCSEC_GSS call refused, dropped or noted, logged at most once per
+/// interval.
+fn gss_log(conn: &Connection, xid: u32, why: &str) {
+    if let Some(n) = GSS_LOG.allow() {
+        warn!(peer = %conn.peer, xid, "RPCSEC_GSS: {why} ({n} more not logged)");
+    }
+}
 
 /// Starts serving a connection: a reader task dispatching calls and replies
 /// and a writer task sending records in order of completion. The buffer
@@ -37,6 +65,23 @@ pub fn start(
 ) -> std::io::Result<Arc<Connection>> {
     let shared = Shared::new(&cfg);
     start_shared(stream, service, cfg, shared)
+}
+
+/// A place among the calls in flight, waiting (replies flushed first) if
+/// there is none; None if the connection closes meanwhile.
+async fn permit(
+    in_flight: &Arc<Semaphore>,
+    conn: &Connection,
+    closed: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    if let Ok(p) = in_flight.clone().try_acquire_owned() {
+        return Some(p);
+    }
+    conn.flush();
+    tokio::select! {
+        p = in_flight.clone().acquire_owned() => p.ok(),
+        _ = closed.wait_for(|c| *c) => None,
+    }
 }
 
 /// Closes the connection for `why`, logging at most one line per interval.
@@ -137,6 +182,7 @@ pub(crate) fn start_shared(
     });
 
     let rconn = conn.clone();
+    let gate = service.as_ref().and_then(|s| s.gss());
     let in_flight = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     tokio::spawn(async move {
         let _live = live;
@@ -237,6 +283,7 @@ pub(crate) fn start_shared(
             };
             rconn.touch();
             let rec_len = rec.len();
+            let d_all = rec.clone();
             let mut d = Decoder::new(rec);
             let (xid, mtype) = match (d.u32(), d.u32()) {
                 (Ok(x), Ok(t)) => (x, t),
@@ -257,38 +304,105 @@ pub(crate) fn start_shared(
                     }
                 }
                 CALL => {
-                    let (prog, vers, proc_, auth) = match parse_call(&mut d) {
+                    let head = match parse_head(&mut d) {
                         Ok(v) => v,
                         Err(e) => {
-                            if let Some(n) = REJECT_LOG.allow() {
-                                warn!(
-                                    peer = %rconn.peer,
-                                    xid,
-                                    "rejecting call: {e:?} ({n} more rejections not logged)"
-                                );
-                            }
-                            rconn.reply(xid, Reply::Error(e), rconn.flow.charge(0, None), true);
+                            reject(&rconn, xid, e);
                             continue;
+                        }
+                    };
+                    let (prog, vers, proc_) = (head.prog, head.vers, head.proc_);
+                    let mut seal = Seal::None;
+                    let auth = if head.cred.flavor == RPCSEC_GSS && gate.is_some() {
+                        let Some(gate) = gate.clone() else { continue };
+                        // What the verifier checksums: xid through credential.
+                        let n = head.cred.body.len();
+                        let header_len = 8 + 16 + 8 + n + xdr::pad_len(n);
+                        let header = d_all.slice(..header_len.min(d_all.len()));
+                        match gate.check(
+                            &header,
+                            head.cred.body.clone(),
+                            &head.verf,
+                            proc_,
+                            d,
+                            Instant::now().into_std(),
+                        ) {
+                            Verdict::Call {
+                                auth,
+                                args,
+                                seal: s,
+                            } => {
+                                d = args;
+                                seal = s;
+                                auth
+                            }
+                            Verdict::Init { cred, token } => {
+                                rconn.proven.store(true, Ordering::Relaxed);
+                                // Bounded like calls: at most max_in_flight per connection.
+                                let Some(permit) = permit(&in_flight, &rconn, &mut closed).await
+                                else {
+                                    break;
+                                };
+                                let charge =
+                                    rconn.flow.charge(rec_len + cfg.reply_reserve, Some(permit));
+                                rconn.running.fetch_add(1, Ordering::AcqRel);
+                                let conn = rconn.clone();
+                                tokio::spawn(async move {
+                                    let now = Instant::now().into_std();
+                                    let done = tokio::task::spawn_blocking(move || {
+                                        gate.init(&cred, &token, now)
+                                    })
+                                    .await;
+                                    let (reply, seal) = match done {
+                                        Ok((reply, seal, note)) => {
+                                            if let Some(note) = note {
+                                                gss_log(&conn, xid, &note);
+                                            }
+                                            (reply, seal)
+                                        }
+                                        Err(_) => (Reply::Error(ReplyError::SystemErr), Seal::None),
+                                    };
+                                    conn.finish(xid, reply, &seal, charge, false);
+                                });
+                                continue;
+                            }
+                            Verdict::Answer(reply, seal) => {
+                                rconn.reply(xid, reply, &seal, rconn.flow.charge(0, None), true);
+                                continue;
+                            }
+                            Verdict::Deny(stat, why) => {
+                                gss_log(&rconn, xid, why);
+                                reject(&rconn, xid, ReplyError::Auth(stat));
+                                continue;
+                            }
+                            Verdict::Drop(why) => {
+                                gss_log(&rconn, xid, why);
+                                continue;
+                            }
+                        }
+                    } else {
+                        match simple_auth(&head.cred) {
+                            Ok(a) => a,
+                            Err(e) => {
+                                reject(&rconn, xid, e);
+                                continue;
+                            }
                         }
                     };
                     rconn.proven.store(true, Ordering::Relaxed);
                     let Some(svc) = service.clone() else {
                         let charge = rconn.flow.charge(0, None);
-                        rconn.reply(xid, Reply::Error(ReplyError::ProgUnavail), charge, true);
+                        rconn.reply(
+                            xid,
+                            Reply::Error(ReplyError::ProgUnavail),
+                            &seal,
+                            charge,
+                            true,
+                        );
                         continue;
                     };
-                    let permit = match in_flight.clone().try_acquire_owned() {
-                        Ok(p) => p,
-                        Err(_) => {
-                            rconn.flush();
-                            tokio::select! {
-                                p = in_flight.clone().acquire_owned() => match p {
-                                    Ok(p) => p,
-                                    Err(_) => break,
-                                },
-                                _ = closed.wait_for(|c| *c) => break,
-                            }
-                        }
+                    let Some(permit) = permit(&in_flight, &rconn, &mut closed).await else {
+                        break;
                     };
                     // The arguments until the call returns, then the reply
                     // until it is written.
@@ -313,7 +427,13 @@ pub(crate) fn start_shared(
                         span.in_scope(|| svc.call(call))
                     }));
                     let Ok(mut fut) = made else {
-                        rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge, true);
+                        rconn.finish(
+                            xid,
+                            Reply::Error(ReplyError::SystemErr),
+                            &seal,
+                            charge,
+                            true,
+                        );
                         continue;
                     };
                     let first = std::future::poll_fn(|cx| {
@@ -326,15 +446,23 @@ pub(crate) fn start_shared(
                     .await;
                     match first {
                         Err(_) => {
-                            rconn.finish(xid, Reply::Error(ReplyError::SystemErr), charge, true);
+                            rconn.finish(
+                                xid,
+                                Reply::Error(ReplyError::SystemErr),
+                                &seal,
+                                charge,
+                                true,
+                            );
                         }
-                        Ok(std::task::Poll::Ready(reply)) => rconn.finish(xid, reply, charge, true),
+                        Ok(std::task::Poll::Ready(reply)) => {
+                            rconn.finish(xid, reply, &seal, charge, true)
+                        }
                         Ok(std::task::Poll::Pending) => {
                             let conn = rconn.clone();
                             tokio::spawn(
                                 async move {
                                     let reply = fut.await;
-                                    conn.finish(xid, reply, charge, false);
+                                    conn.finish(xid, reply, &seal, charge, false);
                                 }
                                 .instrument(span),
                             );

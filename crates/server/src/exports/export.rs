@@ -144,26 +144,95 @@ pub enum Squash {
     All,
 }
 
-/// A security flavor an export accepts (RFC 8881 §2.6).
+/// A security flavor an export accepts (RFC 8881 §2.6): AUTH_SYS,
+/// AUTH_NONE, or RPCSEC_GSS with Kerberos V5 and one of its three
+/// services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     Sys,
     None,
+    /// Kerberos authentication (RPCSEC_GSS, rpc_gss_svc_none).
+    Krb5,
+    /// ... and integrity (rpc_gss_svc_integrity).
+    Krb5i,
+    /// ... and privacy (rpc_gss_svc_privacy).
+    Krb5p,
 }
 
+/// The Kerberos V5 mechanism's OID, 1.2.840.113554.1.2.2, DER-encoded
+/// (RFC 1964 §1), as SECINFO names it.
+pub const KRB5_OID: &[u8] = &[
+    0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02,
+];
+
 impl Flavor {
-    /// The RPC flavor number (RFC 5531).
+    /// The flavor number: RFC 5531's, or for Kerberos the pseudo-flavor
+    /// MOUNT's auth_flavors list carries (RFC 2623 §2.2: 390003 to
+    /// 390005).
     pub fn number(self) -> u32 {
         match self {
             Flavor::Sys => AUTH_SYS,
             Flavor::None => AUTH_NONE,
+            Flavor::Krb5 => 390003,
+            Flavor::Krb5i => 390004,
+            Flavor::Krb5p => 390005,
         }
+    }
+
+    /// Its name in the configuration, exports(5)'s `sec=`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Sys => "sys",
+            Flavor::None => "none",
+            Flavor::Krb5 => "krb5",
+            Flavor::Krb5i => "krb5i",
+            Flavor::Krb5p => "krb5p",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Flavor> {
+        [
+            Flavor::Krb5p,
+            Flavor::Krb5i,
+            Flavor::Krb5,
+            Flavor::Sys,
+            Flavor::None,
+        ]
+        .into_iter()
+        .find(|f| f.name() == s)
+    }
+
+    pub fn is_kerberos(self) -> bool {
+        matches!(self, Flavor::Krb5 | Flavor::Krb5i | Flavor::Krb5p)
     }
 
     pub fn of(auth: &rpc::Auth) -> Flavor {
         match auth {
             rpc::Auth::Sys(_) => Flavor::Sys,
             rpc::Auth::None => Flavor::None,
+            rpc::Auth::Gss(g) => match g.service {
+                rpc::gss::GssService::None => Flavor::Krb5,
+                rpc::gss::GssService::Integrity => Flavor::Krb5i,
+                rpc::gss::GssService::Privacy => Flavor::Krb5p,
+            },
+        }
+    }
+
+    /// As SECINFO and SECINFO_NO_NAME list it (RFC 8881 §18.29.2).
+    pub fn secinfo(self) -> proto::nfs4::SecInfo4 {
+        use proto::nfs4::{RpcGssSvc, RpcSecGssInfo, SecInfo4};
+        let gss = |service| {
+            SecInfo4::RpcSecGss(RpcSecGssInfo {
+                oid: bytes::Bytes::from_static(KRB5_OID),
+                qop: 0,
+                service,
+            })
+        };
+        match self {
+            Flavor::Sys | Flavor::None => SecInfo4::Flavor(self.number()),
+            Flavor::Krb5 => gss(RpcGssSvc::RpcGssSvcNone),
+            Flavor::Krb5i => gss(RpcGssSvc::RpcGssSvcIntegrity),
+            Flavor::Krb5p => gss(RpcGssSvc::RpcGssSvcPrivacy),
         }
     }
 }
@@ -243,29 +312,35 @@ impl ClientRule {
     }
 
     /// The identity a request with `auth` acts with under this rule.
-    /// AUTH_NONE callers are always the anonymous identity.
+    /// AUTH_NONE callers, and Kerberos principals that map to no local
+    /// user, are always the anonymous identity.
     pub fn creds(&self, auth: &rpc::Auth) -> vfs::Creds {
         let anon = vfs::Creds {
             uid: self.anonuid,
             gid: self.anongid,
             groups: Vec::new(),
         };
-        let rpc::Auth::Sys(p) = auth else {
-            return anon;
+        let (uid, gid, groups) = match auth {
+            rpc::Auth::Sys(p) => (p.uid, p.gid, &p.gids),
+            rpc::Auth::Gss(g) => match &g.principal.ids {
+                Some(ids) => (ids.uid, ids.gid, &ids.groups),
+                None => return anon,
+            },
+            rpc::Auth::None => return anon,
         };
         match self.squash {
             Squash::All => anon,
             Squash::None => vfs::Creds {
-                uid: p.uid,
-                gid: p.gid,
-                groups: p.gids.clone(),
+                uid,
+                gid,
+                groups: groups.clone(),
             },
             Squash::Root => {
                 let g = |g: u32| if g == 0 { self.anongid } else { g };
                 vfs::Creds {
-                    uid: if p.uid == 0 { self.anonuid } else { p.uid },
-                    gid: g(p.gid),
-                    groups: p.gids.iter().map(|&x| g(x)).collect(),
+                    uid: if uid == 0 { self.anonuid } else { uid },
+                    gid: g(gid),
+                    groups: groups.iter().map(|&x| g(x)).collect(),
                 }
             }
         }

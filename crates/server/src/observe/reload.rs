@@ -285,6 +285,10 @@ fn restart_only(a: &ServerConfig, b: &ServerConfig) -> Vec<String> {
         a.admin != b.admin,
         "the administration socket, metrics or link speed",
     );
+    note(
+        a.kerberos != b.kerberos,
+        "[kerberos] (key table, principal map)",
+    );
     out
 }
 
@@ -302,6 +306,7 @@ mod tests {
             rpc: Default::default(),
             aux: Default::default(),
             admin: Default::default(),
+            kerberos: None,
         }
     }
 

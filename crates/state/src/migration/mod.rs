@@ -144,9 +144,16 @@ impl Tables {
             if states.is_empty() {
                 continue;
             }
-            let (principal, uid, gid) = match c.principal {
+            let (principal, uid, gid) = match &c.principal {
                 Principal::None => (0, 0, 0),
-                Principal::Sys { uid, gid } => (1, uid, gid),
+                Principal::Sys { uid, gid } => (1, *uid, *gid),
+                Principal::Gss(name) => {
+                    return Err(format!(
+                        "client {:#x} holds state as the Kerberos principal {name}, \
+                         which the transfer cannot carry yet",
+                        c.id
+                    ))
+                }
             };
             out.push(PeerClient {
                 clientid: c.id,

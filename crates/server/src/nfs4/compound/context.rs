@@ -84,8 +84,17 @@ pub(crate) fn creds_of(auth: &rpc::Auth) -> vfs::Creds {
             gid: p.gid,
             groups: p.gids.clone(),
         },
-        // AUTH_NONE callers are treated as nobody.
-        rpc::Auth::None => vfs::Creds {
+        rpc::Auth::Gss(rpc::gss::GssAuth { principal, .. }) if principal.ids.is_some() => {
+            let ids = principal
+                .ids
+                .as_ref()
+                .map(|i| (i.uid, i.gid, i.groups.clone()));
+            let (uid, gid, groups) = ids.unwrap_or((65534, 65534, Vec::new()));
+            vfs::Creds { uid, gid, groups }
+        }
+        // AUTH_NONE callers, and principals without a local user, are
+        // treated as nobody.
+        rpc::Auth::None | rpc::Auth::Gss(_) => vfs::Creds {
             uid: 65534,
             gid: 65534,
             groups: Vec::new(),
@@ -103,6 +112,7 @@ impl Compound {
                 uid: p.uid,
                 gid: p.gid,
             },
+            rpc::Auth::Gss(g) => state::Principal::Gss(g.principal.name.clone()),
         }
     }
 
@@ -286,14 +296,11 @@ impl Compound {
     /// The flavors `fh`'s export accepts, as SECINFO lists them.
     pub fn flavors(&self, fh: &Fh) -> Result<Vec<SecInfo4>, NfsStat4> {
         let sec = if fh.pseudo.is_some() || fh.absent.is_some() {
-            vec![Flavor::Sys, Flavor::None]
+            self.srv.pseudo_flavors()
         } else {
             self.export(fh.export)?.rules.sec.clone()
         };
-        Ok(sec
-            .into_iter()
-            .map(|f| SecInfo4::Flavor(f.number()))
-            .collect())
+        Ok(sec.into_iter().map(Flavor::secinfo).collect())
     }
 
     /// NFS4ERR_ROFS if `fh` may not be modified by this client: a pseudo

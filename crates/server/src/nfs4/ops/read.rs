@@ -24,7 +24,9 @@ async fn read(cx: &mut Compound, args: Read4Args) -> Result<Read4ResOk, NfsStat4
     // the page cache, for the connection to send from there.
     if !special {
         let cached = cx.slot.as_ref().is_none_or(|s| s.cachethis);
-        if count as usize >= SEND_FROM_FILE_MIN && !cached {
+        // krb5i and krb5p replies are checksummed or encrypted whole, in
+        // memory.
+        if count as usize >= SEND_FROM_FILE_MIN && !cached && !cx.auth.wraps_body() {
             let slice = cx.vfs_nowait(fh.export, |v, c| {
                 v.read_slice_nowait(c, &fh.handle, offset, count, SEND_FROM_FILE_MIN)
             });

@@ -242,15 +242,7 @@ pub fn build(srv: &Server) -> Report {
                 path: e.path.clone(),
                 dir: e.vfs.describe(),
                 clients: e.rules.clients.iter().map(|r| r.to_string()).collect(),
-                sec: e
-                    .rules
-                    .sec
-                    .iter()
-                    .map(|f| match f {
-                        crate::exports::export::Flavor::Sys => "sys".to_string(),
-                        crate::exports::export::Flavor::None => "none".to_string(),
-                    })
-                    .collect(),
+                sec: e.rules.sec.iter().map(|f| f.name().to_string()).collect(),
                 options,
                 ops: get(|c| &c.ops),
                 errors: get(|c| &c.errors),
