@@ -87,6 +87,8 @@ stage "real Linux client: export rules (tests/realclient-exports.sh)" \
     bash tests/realclient-exports.sh
 stage "real Linux clients: fail-over over GlusterFS (tests/realclient-failover.sh)" \
     bash tests/realclient-failover.sh
+stage "real Linux client with Kerberos: krb5, krb5i, krb5p (tests/realclient-kerberos.sh)" \
+    bash tests/realclient-kerberos.sh
 
 printf '\n==== summary (%d s in all) ====\n' "$((SECONDS - started))"
 printf '%s\n' "${results[@]}"

@@ -8,7 +8,11 @@
 #       [--restart-cmd 'CMD'] [--mountport N] [--mount-opts OPTS]
 #       [--unique-id ID] [--timeout SEC] [--mem SIZE] [--cpus N]
 #       [--keep] [--console] [--list] [--prepare-only]
-#       [--suite default|exports] [--tap BRIDGE]
+#       [--suite default|exports|kerberos] [--tap BRIDGE] [--payload DIR]
+#
+# --suite kerberos runs guest/kerberos.py instead (tests/realclient-
+# kerberos.sh); --payload DIR puts DIR's files in the guest at /rc/extra
+# (its krb5.conf, key table and ticket cache).
 #
 # --restart-cmd CMD: run on the host when a scenario asks for a server
 # restart (or, in the exports suite, a reload), with RC_TAG naming the
@@ -36,7 +40,7 @@ host=127.0.0.1 port=2049 export_path=/ vers=4.2,4.1 only="" out="" restart_cmd="
 # three versions take about 10 minutes under TCG here, 15 on a loaded
 # machine; 3600 s leaves a machine twice as slow, and loaded, well inside.
 mountport="" mount_opts="" unique_id="" timeout=3600 mem=1536M cpus=2 keep=0 console=0
-prepare_only=0 suite=default tap_bridge=""
+prepare_only=0 suite=default tap_bridge="" payload=""
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf 'realclient: %s\n' "$*" >&2; }
@@ -61,9 +65,18 @@ while [ $# -gt 0 ]; do
     --console) console=1; shift ;;
     --suite) suite="$2"; shift 2 ;;
     --tap) tap_bridge="$2"; shift 2 ;;
-    --list) python3 - "$RC_DIR/guest/suite.py" "$suite" <<'EOF'
+    --payload) payload="$2"; shift 2 ;;
+    --list)
+        if [ "$suite" = kerberos ]; then
+            python3 -c 'import ast, sys
+t = ast.parse(open(sys.argv[1]).read())
+flavors = [ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "FLAVORS"][0]
+print("\n".join([f + k for f in flavors for k in ("_io", "_no_ticket")] + ["sys_refused", "restart"]))' "$RC_DIR/guest/kerberos.py"
+            exit $?
+        fi
+        python3 - "$RC_DIR/guest/suite.py" "$suite" <<'EOF'
 import re, sys
-prefix = {"default": "sc", "exports": "sx"}.get(sys.argv[2]) or sys.exit("unknown --suite %s (default, exports)" % sys.argv[2])
+prefix = {"default": "sc", "exports": "sx"}.get(sys.argv[2]) or sys.exit("unknown --suite %s (default, exports, kerberos)" % sys.argv[2])
 for m in re.finditer(r'^\s+\("(\w+)", %s_\w+, \d+\),' % prefix, open(sys.argv[1]).read(), re.M):
     print(m.group(1))
 EOF
@@ -110,7 +123,8 @@ else
     esac
 fi
 [[ "$port" =~ ^[0-9]+$ ]] || { say "bad --port $port"; exit 2; }
-case "$suite" in default|exports) ;; *) say "--suite: unknown suite '$suite' (default, exports)"; exit 2 ;; esac
+case "$suite" in default|exports|kerberos) ;; *) say "--suite: unknown suite '$suite' (default, exports, kerberos)"; exit 2 ;; esac
+[ -z "$payload" ] || [ -d "$payload" ] || { say "--payload: no directory $payload"; exit 2; }
 IFS=, read -r -a vlist <<< "$vers"
 for v in "${vlist[@]}"; do
     case "$v" in 4.2|4.1|3) ;; *) say "--vers: unsupported version '$v' (4.2, 4.1, 3)"; exit 2 ;; esac
@@ -148,12 +162,19 @@ mkdir -p "$g/ctl"
 work="$out/.boot"; rm -rf "$work"; mkdir -p "$work/payload/rc"
 install -m 755 "$RC_DIR/guest/init" "$work/payload/rc/init"
 install -m 644 "$RC_DIR/guest/suite.py" "$work/payload/rc/suite.py"
+install -m 644 "$RC_DIR/guest/kerberos.py" "$work/payload/rc/kerberos.py"
+# --payload DIR: its files, for the guest, at /rc/extra.
+if [ -n "$payload" ]; then
+    mkdir -p "$work/payload/rc/extra"
+    cp -a "$payload"/. "$work/payload/rc/extra/"
+fi
 {
     printf 'export RC_TAP_IP=%q RC_V3_LOCK=%q\n' "$tap_ip" "$([ -n "$tap" ] && echo 1 || echo 0)"
     printf 'export RC_HOST=%q RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=%q\n' "$guest_host" "$port" "$export_path" "$vers" "$only"
     printf 'export RC_MOUNTPORT=%q RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout\n' "$mountport" "$mount_opts" "$runid" "$keep"
     printf 'export RC_RESTART=%q\n' "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
     [ "$suite" = default ] || printf 'export RC_SUITE=%q\n' "$suite"
+    [ "$suite" != kerberos ] || printf 'export RC_SCRIPT=/rc/kerberos.py\n'
 } > "$work/payload/rc/env"
 ( cd "$work/payload" && find . -mindepth 1 | cpio -o -H newc --quiet -R 0:0 ) > "$work/payload.cpio"
 cat "$CACHE/initrd.cpio" "$work/payload.cpio" > "$work/initrd.img"
