@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
-TARGETS=(compound_run pnfs_run nfs3_run compound_decode rpc_record)
+TARGETS=(compound_run pnfs_run nfs3_run compound_decode rpc_record gss_call)
 # Executions per target in the long run (10^8 in all).
 declare -A FUZZ_RUNS=(
     [rpc_record]=${FUZZ_RUNS_rpc_record:-50000000}
@@ -27,6 +27,7 @@ declare -A FUZZ_RUNS=(
     [compound_run]=${FUZZ_RUNS_compound_run:-2000000}
     [nfs3_run]=${FUZZ_RUNS_nfs3_run:-2000000}
     [pnfs_run]=${FUZZ_RUNS_pnfs_run:-500000}
+    [gss_call]=${FUZZ_RUNS_gss_call:-10000000}
 )
 # A crash, a hang (10 s for one input), or an allocation beyond these.
 # The bounds hold on a machine twice as slow: the slowest target averages

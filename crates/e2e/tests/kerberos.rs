@@ -57,6 +57,10 @@ struct KrbServer {
 /// A server with one export per (path, flavors), each open to every
 /// address with root squashed.
 async fn start(exports: &[(&str, &[Flavor])]) -> KrbServer {
+    start_as(exports, false).await
+}
+
+async fn start_as(exports: &[(&str, &[Flavor])], delegations: bool) -> KrbServer {
     let mut dirs = Vec::new();
     let mut list = Vec::new();
     for (path, sec) in exports {
@@ -75,6 +79,7 @@ async fn start(exports: &[(&str, &[Flavor])]) -> KrbServer {
             clients: vec![rule],
             sec: sec.to_vec(),
         };
+        e.delegations = delegations;
         list.push(e);
         dirs.push(d);
     }
@@ -451,6 +456,54 @@ async fn replayed_forged_and_tampered_calls() {
                 AuthStat::GssCredProblem
             )))
         );
+    })
+    .await
+}
+
+/// NFSv4.1 callbacks for clients whose fore channel is Kerberos: a krb5p
+/// client's read delegation is recalled (CB_RECALL on its back channel)
+/// when a krb5i client opens the file for writing, returned, and the
+/// writer goes on (RFC 8881 §2.10.8.3: the back channel has its own
+/// security, from CREATE_SESSION).
+#[tokio::test]
+#[ignore = "needs a Kerberos realm: run by tests/kerberos.sh"]
+async fn callbacks_reach_clients_that_use_kerberos() {
+    within(async {
+        let s = start_as(&[("/", &[Flavor::Krb5p, Flavor::Krb5i])], true).await;
+        let a = gss_client(&s, "alice", GssService::Privacy).await;
+        let mut bo = gss_options("bob", GssService::Integrity);
+        bo.delay_retry = Duration::from_secs(60);
+        let b = Client::connect(s.running.addr, bo)
+            .await
+            .expect("bob connects");
+        let root = a.root_fh().await.expect("root");
+        let mut create = OpenOpts::create(0o666);
+        create.access |= OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
+        let f = a.open(&root, "shared", create).await.expect("create");
+        a.close(&f.fh, f.stateid).await.expect("close");
+        let o = a
+            .open(
+                &root,
+                "shared",
+                OpenOpts {
+                    access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("open for reading");
+        let OpenDelegation4::Read(d) = o.delegation else {
+            panic!("no read delegation: {:?}", o.delegation)
+        };
+        let w = b
+            .open(&root, "shared", OpenOpts::write())
+            .await
+            .expect("bob opens for writing");
+        let got = recalls(&a, 1).await;
+        assert_eq!(got.len(), 1, "alice was called back");
+        assert_eq!(got[0].stateid.other, d.stateid.other);
+        assert_eq!(delegreturns(&a, 1).await, 1);
+        b.close(&w.fh, w.stateid).await.expect("close");
     })
     .await
 }

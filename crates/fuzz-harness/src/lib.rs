@@ -7,6 +7,7 @@
 
 pub mod alloc;
 pub mod decode;
+pub mod gss;
 pub mod nfs3_run;
 pub mod record;
 pub mod run;
@@ -22,4 +23,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("compound_run", run::compound_run),
     ("pnfs_run", run::pnfs_run),
     ("nfs3_run", nfs3_run::nfs3_run),
+    ("gss_call", gss::gss_call),
 ];

@@ -18,6 +18,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "compound_run" => compound_run(),
         "pnfs_run" => pnfs_run(),
         "nfs3_run" => nfs3_run(),
+        "gss_call" => gss_call(),
         _ => Vec::new(),
     }
 }
@@ -764,4 +765,44 @@ fn pnfs_run() -> Vec<(&'static str, Vec<u8>)> {
     let mut v = vec![("seed-layouts", layouts.0), ("seed-recall", recall.0)];
     v.extend(compound_run());
     v
+}
+
+// ---------------------------------------------------------------------------
+// gss_call
+// ---------------------------------------------------------------------------
+
+fn gss_call() -> Vec<(&'static str, Vec<u8>)> {
+    // Mode 1: NULL calls under each service, a replay, then DESTROY.
+    let mut calls = vec![1u8];
+    for (seq, sp, args) in [
+        (1u32, 0u8, &[][..]),
+        (
+            2,
+            2,
+            &[0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8][..],
+        ),
+        (
+            3,
+            3,
+            &[0, 0, 0, 12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12][..],
+        ),
+        (2, 0, &[][..]),
+        (4, 8, &[][..]),
+    ] {
+        calls.extend(seq.to_be_bytes());
+        calls.push(sp);
+        calls.push(args.len() as u8);
+        calls.extend_from_slice(args);
+    }
+    // Mode 0: a credential of version 1 with alice's shape, a verifier.
+    let mut raw = vec![0u8, 20];
+    raw.extend([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]);
+    raw.extend([8, 1, 2, 3, 4, 5, 6, 7, 8, 0]);
+    vec![
+        ("seed-calls", calls),
+        ("seed-raw", raw),
+        ("seed-init", b"\x02alice@TEST".to_vec()),
+        ("seed-continue", b"\x02\x01".to_vec()),
+        ("seed-forged", b"\x02forged@TEST".to_vec()),
+    ]
 }

@@ -6,7 +6,8 @@
 //! context's sequence window, `table.rs` the server's bounded table of
 //! contexts, `gate.rs` what the server does with each call and reply,
 //! `client.rs` the same for a caller, `mech.rs` the mechanism as the RPC
-//! layer sees it, `krb5.rs` the Kerberos mechanism (libgssapi; with the
+//! layer sees it, `toy.rs` a mechanism for tests and
+//! fuzzing, `krb5.rs` the Kerberos mechanism (libgssapi; with the
 //! `kerberos` feature, which needs libkrb5-dev and libclang-dev to
 //! build).
 
@@ -16,6 +17,7 @@ mod gate;
 pub mod krb5;
 pub mod mech;
 mod table;
+pub mod toy;
 mod window;
 pub mod wire;
 
