@@ -34,6 +34,10 @@
 #   GANESHA_GRACE=0             seconds of NFSv4 grace period after a
 #                               restart (0: none, so NLM LOCK works at once)
 #   GANESHA_STATE=/var/tmp/ferrite-bench-ganesha   config, logs, pid files
+#   GANESHA_KRB5_KEYTAB=        a key table with nfs/localhost: Kerberos on
+#                               (RPCSEC_GSS, SecType sys, krb5, krb5i,
+#                               krb5p; KRB5_CONFIG from the environment,
+#                               tools/krb5-ab.sh)
 #   GANESHA_EXPORT_DIR=$GANESHA_STATE/export       the exported directory
 #                                (kept across restarts; FRESH=1 empties it)
 #
@@ -181,7 +185,11 @@ fi)
     RecoveryRoot = "$STATE/recovery";
     Only_Numeric_Owners = true;
 }
-NFS_KRB5 { Active_krb5 = false; }
+$(if [ -n "${GANESHA_KRB5_KEYTAB:-}" ]; then
+    echo "NFS_KRB5 { Active_krb5 = true; PrincipalName = \"nfs@localhost\"; KeytabPath = \"$GANESHA_KRB5_KEYTAB\"; }"
+else
+    echo "NFS_KRB5 { Active_krb5 = false; }"
+fi)
 EXPORT {
     Export_Id = 1;
     Path = "$EXPORT_DIR";
@@ -190,7 +198,7 @@ EXPORT {
     Transports = TCP;
     Access_Type = RW;
     Squash = No_Root_Squash;
-    SecType = sys;
+    SecType = $([ -n "${GANESHA_KRB5_KEYTAB:-}" ] && echo "sys, krb5, krb5i, krb5p" || echo sys);
     PrivilegedPort = false;
     FSAL { Name = VFS; }
 }

@@ -148,12 +148,14 @@ impl Nfs4Fs {
         path: &str,
         persist: bool,
         pnfs: bool,
+        gss: Option<client::GssOptions>,
         owner: String,
         stats: Arc<OpStats>,
     ) -> Result<Arc<Nfs4Fs>> {
         let mut opts = ClientOptions::new(owner.into_bytes());
         opts.delay_retry = Duration::from_secs(60);
         opts.persist = persist;
+        opts.gss = gss;
         let client = Client::connect(addr, opts).await?;
         stats.count_ops(Phase::Setup, "EXCHANGE_ID", &["EXCHANGE_ID"]);
         stats.count_ops(Phase::Setup, "CREATE_SESSION", &["CREATE_SESSION"]);

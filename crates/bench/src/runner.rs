@@ -111,9 +111,11 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
                 .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
         }
         Target::Nfs4 {
+            host,
             path,
             persist,
             pnfs,
+            sec,
             ..
         } => {
             let addr = target
@@ -121,9 +123,22 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
                 .await?
                 .ok_or_else(|| Error::Msg("no address".into()))?;
             let addr = via_proxy(p, run, client, addr, &mut proxies).await?;
-            Nfs4Fs::connect(addr, path, *persist, *pnfs, owner_name(run, client), stats)
-                .await
-                .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
+            let gss = sec.map(|service| client::GssOptions {
+                target: format!("nfs@{host}"),
+                ccache: None,
+                service,
+            });
+            Nfs4Fs::connect(
+                addr,
+                path,
+                *persist,
+                *pnfs,
+                gss,
+                owner_name(run, client),
+                stats,
+            )
+            .await
+            .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
         }
     };
     Ok(Conn {

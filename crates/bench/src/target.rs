@@ -1,4 +1,4 @@
-//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off]`,
+//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off&sec=krb5p]`,
 //! `nfs3://host:port/path?mountport=N&nlmport=M` and `dir:/path`.
 
 use std::fmt;
@@ -22,6 +22,10 @@ pub enum Target {
         path: String,
         persist: bool,
         pnfs: bool,
+        /// RPCSEC_GSS with Kerberos (`sec=krb5`, `krb5i`, `krb5p`): the
+        /// service `nfs@HOST`, the ticket from the default credential
+        /// cache (KRB5CCNAME); none: AUTH_SYS.
+        sec: Option<rpc::gss::GssService>,
     },
     /// NFSv3 + MOUNT (+ NLM for locks) over TCP; `path` is the MNT path.
     /// Ports not given are asked of the portmapper on the host's port 111.
@@ -75,16 +79,20 @@ impl FromStr for Target {
     fn from_str(s: &str) -> Result<Target> {
         if let Some(rest) = s.strip_prefix("nfs4://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
-            let (mut persist, mut pnfs) = (false, true);
+            let (mut persist, mut pnfs, mut sec) = (false, true, None);
             for kv in query.split('&').filter(|k| !k.is_empty()) {
                 match kv {
                     "persist=0" => persist = false,
                     "persist=1" => persist = true,
                     "pnfs=off" | "pnfs=0" => pnfs = false,
                     "pnfs=on" | "pnfs=1" => pnfs = true,
+                    "sec=sys" => sec = None,
+                    "sec=krb5" => sec = Some(rpc::gss::GssService::None),
+                    "sec=krb5i" => sec = Some(rpc::gss::GssService::Integrity),
+                    "sec=krb5p" => sec = Some(rpc::gss::GssService::Privacy),
                     q => {
                         return Err(Error::Msg(format!(
-                            "unknown nfs4 option {q} (persist=1, pnfs=off)"
+                            "unknown nfs4 option {q} (persist=1, pnfs=off, sec=krb5|krb5i|krb5p)"
                         )))
                     }
                 }
@@ -95,6 +103,7 @@ impl FromStr for Target {
                 path,
                 persist,
                 pnfs,
+                sec,
             })
         } else if let Some(rest) = s.strip_prefix("nfs3://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
@@ -128,7 +137,7 @@ impl FromStr for Target {
             Ok(Target::Dir(PathBuf::from(rest)))
         } else {
             Err(Error::Msg(format!(
-                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1&pnfs=off], nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
+                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1&pnfs=off&sec=krb5p], nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
             )))
         }
     }
@@ -143,14 +152,26 @@ impl fmt::Display for Target {
                 path,
                 persist,
                 pnfs,
+                sec,
             } => {
                 write!(f, "nfs4://{host}:{port}{path}")?;
-                match (*persist, *pnfs) {
-                    (false, true) => Ok(()),
-                    (true, true) => write!(f, "?persist=1"),
-                    (false, false) => write!(f, "?pnfs=off"),
-                    (true, false) => write!(f, "?persist=1&pnfs=off"),
+                let mut q = Vec::new();
+                if *persist {
+                    q.push("persist=1");
                 }
+                if !*pnfs {
+                    q.push("pnfs=off");
+                }
+                match sec {
+                    None => {}
+                    Some(rpc::gss::GssService::None) => q.push("sec=krb5"),
+                    Some(rpc::gss::GssService::Integrity) => q.push("sec=krb5i"),
+                    Some(rpc::gss::GssService::Privacy) => q.push("sec=krb5p"),
+                }
+                if !q.is_empty() {
+                    write!(f, "?{}", q.join("&"))?;
+                }
+                Ok(())
             }
             Target::Nfs3 {
                 host,
@@ -203,6 +224,7 @@ mod tests {
                 path: "/export/x".into(),
                 persist: false,
                 pnfs: true,
+                sec: None,
             }
         );
         assert_eq!(t.to_string(), "nfs4://127.0.0.1:12049/export/x");
@@ -215,6 +237,7 @@ mod tests {
             t,
             Target::Nfs4 {
                 pnfs: false,
+                sec: None,
                 persist: false,
                 ..
             }
@@ -226,12 +249,23 @@ mod tests {
             t,
             Target::Nfs4 {
                 pnfs: false,
+                sec: None,
                 persist: true,
                 ..
             }
         ));
         assert_eq!(t.to_string(), u);
         assert!("nfs4://h:1/?pnfs=maybe".parse::<Target>().is_err());
+        let k: Target = "nfs4://h:1/x?sec=krb5p".parse().unwrap();
+        assert!(matches!(
+            k,
+            Target::Nfs4 {
+                sec: Some(rpc::gss::GssService::Privacy),
+                ..
+            }
+        ));
+        assert_eq!(k.to_string(), "nfs4://h:1/x?sec=krb5p");
+        assert!("nfs4://h:1/?sec=krb6".parse::<Target>().is_err());
         let t: Target = "nfs4://localhost".parse().unwrap();
         assert_eq!(t.to_string(), "nfs4://localhost:2049/");
         let t: Target = "nfs3://h:2049/e?mountport=20048".parse().unwrap();

@@ -329,6 +329,17 @@ impl Connection {
             }
             return Err(CallError::Closed);
         }
+        // Given up on (the caller's timeout dropped this future): the
+        // pending entry goes too.
+        struct Forget<'a>(&'a Connection, u32);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut p) = self.0.pending.lock() {
+                    p.remove(&self.1);
+                }
+            }
+        }
+        let _forget = Forget(self, xid);
         let reply = done_rx.await.map_err(|_| CallError::Closed)?;
         parse_reply_verf(reply)
     }
@@ -343,14 +354,24 @@ impl Connection {
         ctx: &crate::gss::ClientContext,
         args: Vec<Bytes>,
     ) -> Result<Decoder, CallError> {
-        let seq = ctx.next_seq();
-        let service = ctx.service;
-        let cred = ctx.cred(crate::gss::wire::GssProc::Data, seq, service);
-        let args = ctx.seal_args(seq, service, args);
-        let (verf, d) = self
-            .call_raw(prog, vers, proc_, &cred, |h| ctx.verifier(h), args)
-            .await?;
-        ctx.open_reply(seq, service, &verf, d)
+        let _place = ctx.place().await;
+        loop {
+            let seq = ctx.next_seq();
+            let service = ctx.service;
+            let cred = ctx.cred(crate::gss::wire::GssProc::Data, seq, service);
+            let sealed = ctx.seal_args(seq, service, args.clone());
+            let call = self.call_raw(prog, vers, proc_, &cred, |h| ctx.verifier(h), sealed);
+            // A server may drop a call silently (RFC 2203 §5.3.3.1: one
+            // it takes for a replay or too old); it is sent again, with a
+            // new sequence number, as RFC 2203 §5.3.3.1 asks of a retry.
+            match tokio::time::timeout(ctx.retransmit_after, call).await {
+                Ok(r) => {
+                    let (verf, d) = r?;
+                    return ctx.open_reply(seq, service, &verf, d);
+                }
+                Err(_) => ctx.retransmitted(),
+            }
+        }
     }
 
     /// [`Connection::call`] with typed arguments.

@@ -19,9 +19,19 @@ pub struct ClientContext {
     mech: Mutex<Box<dyn MechContext>>,
     handle: Bytes,
     next_seq: AtomicU32,
+    /// Calls in flight at most: the server's window. A call takes its
+    /// place before its sequence number and keeps it until answered, so
+    /// that no call reaches the server more than a window behind the
+    /// highest number it has seen (it would be dropped unanswered,
+    /// RFC 2203 §5.3.3.1).
+    in_flight: Arc<tokio::sync::Semaphore>,
     /// The server's window (RFC 2203 §5.2.3.1).
     pub window: u32,
     pub service: GssService,
+    /// A call unanswered this long is sent again under a new sequence
+    /// number ([`Connection::call_gss`]).
+    pub retransmit_after: std::time::Duration,
+    retransmits: std::sync::atomic::AtomicU64,
 }
 
 fn failed(e: MechError) -> CallError {
@@ -111,8 +121,13 @@ impl ClientContext {
                         mech: Mutex::new(mech),
                         handle: res.handle,
                         next_seq: AtomicU32::new(1),
+                        in_flight: Arc::new(tokio::sync::Semaphore::new(
+                            res.seq_window.clamp(1, 1024) as usize,
+                        )),
                         window: res.seq_window,
                         service,
+                        retransmit_after: std::time::Duration::from_secs(2),
+                        retransmits: std::sync::atomic::AtomicU64::new(0),
                     });
                 }
                 GSS_S_CONTINUE_NEEDED => {
@@ -128,6 +143,21 @@ impl ClientContext {
                 }
             }
         }
+    }
+
+    /// A place among the calls in flight (see `in_flight`); take it
+    /// before [`ClientContext::next_seq`], hold it until the answer.
+    pub async fn place(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.in_flight.clone().acquire_owned().await.ok()
+    }
+
+    /// Calls sent again after going unanswered.
+    pub fn retransmits(&self) -> u64 {
+        self.retransmits.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn retransmitted(&self) {
+        self.retransmits.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The next sequence number.
