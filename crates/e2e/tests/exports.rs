@@ -966,6 +966,76 @@ async fn owner_names_when_not_numeric() {
     .await
 }
 
+/// With an owner domain (idmapd's `Domain`), a client that sends owners
+/// as names gets names back, `user@domain`, and one that does not stays
+/// numeric; a name of another domain is NFS4ERR_BADOWNER (RFC 8881 §5.9).
+#[tokio::test]
+async fn owner_domain_names_go_to_clients_that_send_names() {
+    within(async {
+        let (a, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(a.path().join("f"), b"x").unwrap();
+        let running = server::run::start(ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: state.path().to_path_buf(),
+            exports: vec![ExportConfig {
+                rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
+                ..ExportConfig::open("/", a.path())
+            }],
+            nfs4: Nfs4Config {
+                owner_domain: Some("ferrite.test".into()),
+                ..Default::default()
+            },
+            rpc: Default::default(),
+            aux: Default::default(),
+            admin: Default::default(),
+            kerberos: None,
+        })
+        .await
+        .unwrap();
+        let (named, numeric) = (
+            Client::connect(running.addr, options()).await.unwrap(),
+            Client::connect(running.addr, options()).await.unwrap(),
+        );
+        let root = named.root_fh().await.unwrap();
+        let f = named.lookup(&root, "f").await.unwrap();
+        let want = [FATTR4_OWNER, FATTR4_OWNER_GROUP];
+        let owner = |a: &Attrs| String::from_utf8(a.owner.clone().unwrap().to_vec()).unwrap();
+        assert_eq!(owner(&named.getattr(&f, &want).await.unwrap()), "0");
+        let setattr = |c: &Client, who: &str| {
+            let (c, f, who) = (c.clone(), f.clone(), who.to_string());
+            async move {
+                c.compound(vec![
+                    putfh(&f),
+                    NfsArgOp4::SetAttr(SetAttr4Args {
+                        stateid: StateId4::ANONYMOUS,
+                        obj_attributes: Attrs {
+                            owner: Some(Bytes::from(who)),
+                            ..Default::default()
+                        }
+                        .encode(),
+                    }),
+                ])
+                .await
+            }
+        };
+        // A name of another domain names nobody here.
+        assert_eq!(
+            failed_at(setattr(&named, "root@elsewhere.example").await),
+            (1, NfsStat4::Nfs4errBadowner)
+        );
+        setattr(&named, "root@ferrite.test").await.unwrap();
+        let got = named.getattr(&f, &want).await.unwrap();
+        assert_eq!(owner(&got), "root@ferrite.test");
+        assert_eq!(got.owner_group.as_deref(), Some(&b"root@ferrite.test"[..]));
+        // The other client never sent a name: numbers.
+        assert_eq!(owner(&numeric.getattr(&f, &want).await.unwrap()), "0");
+        // Numbers are taken whatever the domain.
+        setattr(&numeric, "0@elsewhere.example").await.unwrap();
+        running.stop().await;
+    })
+    .await
+}
+
 /// Exports with ids keep their clients' filehandles when the
 /// configuration lists them in another order; without ids (the order is
 /// the id) the same reordering makes them stale.

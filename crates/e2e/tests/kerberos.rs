@@ -93,6 +93,7 @@ async fn start_as(exports: &[(&str, &[Flavor])], delegations: bool) -> KrbServer
         nfs4: server::instance::Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(Duration::ZERO),
+            owner_domain: Some("ferrite.test".into()),
             ..Default::default()
         },
         rpc: Default::default(),
@@ -174,6 +175,9 @@ async fn krb5_krb5i_krb5p_write_read_and_lock() {
             c.locku(&o.fh, NfsLockType4::WriteLt, lk, 0, 100)
                 .await
                 .expect("unlock");
+            // A Kerberos caller gets owners as names (RFC 8881 §5.9).
+            let a = c.getattr(&o.fh, &[FATTR4_OWNER]).await.expect("getattr");
+            assert_eq!(a.owner.as_deref(), Some(&b"ferrite-krb@ferrite.test"[..]));
             c.close(&o.fh, o.stateid).await.expect("close");
             let meta = std::fs::metadata(s.dirs[0].path().join(&name)).expect("file on disk");
             assert_eq!(

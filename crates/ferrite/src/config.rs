@@ -161,6 +161,10 @@ pub struct FileConfig {
     pub reply_cache_mib: Option<usize>,
     /// Report owners as host user and group names instead of numbers.
     pub owner_names: Option<bool>,
+    /// The NFSv4 domain of owner names, as idmapd.conf's `Domain`: owners
+    /// go out as user@domain to Kerberos callers and to clients that send
+    /// names; a name of another domain is refused (NFS4ERR_BADOWNER).
+    pub owner_domain: Option<String>,
     /// Most client connections open at once.
     pub max_connections: Option<usize>,
     /// Most connections open at once from one client address.
@@ -397,6 +401,12 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     }
     if let Some(n) = file.owner_names {
         nfs4.numeric_owners = !n;
+    }
+    if let Some(d) = &file.owner_domain {
+        if d.is_empty() || d.contains('@') || d.chars().any(char::is_whitespace) {
+            bail!("owner_domain {d:?}: a DNS domain such as \"example.com\"");
+        }
+        nfs4.owner_domain = Some(d.to_ascii_lowercase());
     }
     if let Some(m) = file.reply_cache_mib {
         nfs4.drc_budget = m * 1024 * 1024;
@@ -979,7 +989,8 @@ mod tests {
         for bad in [
             r#"path = "data""#,
             r#"path = "/a/../b""#,
-            "path = \"/a\"\nsec = [\"krb5\"]",
+            "path = \"/a\"\nsec = [\"krb6\"]",
+            "path = \"/a\"\nsec = [\"krb5\", \"krb5\"]",
             "path = \"/a\"\nsec = []",
             "path = \"/a\"\n[[export.clients]]\nmatch = \"10.0.0.0/40\"",
             "path = \"/a\"\n[[export.clients]]\nmatch = \"10.0.0/8\"",
@@ -1103,6 +1114,37 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.admin.socket, None);
         assert_eq!(cfg.admin.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+    }
+
+    /// Kerberos flavors need a [kerberos] section; its settings are read;
+    /// an owner domain must be a domain.
+    #[test]
+    fn kerberos_and_owner_domain() {
+        let dir = tempfile::tempdir().unwrap();
+        let load_text = |text: &str| {
+            let p = dir.path().join("f.toml");
+            std::fs::write(&p, text).unwrap();
+            load(&ServeArgs {
+                dir: None,
+                config: Some(p),
+                ..quick()
+            })
+        };
+        let export = "[[export]]\npath = \"/s\"\ndir = \"/tmp/s\"\nsec = [\"krb5p\", \"sys\"]\n";
+        let e = format!("{:#}", load_text(export).unwrap_err());
+        assert!(e.contains("needs Kerberos"), "{e}");
+        let cfg = load_text(&format!(
+            "owner_domain = \"Example.COM\"\n[kerberos]\nkeytab = \"/k\"\nprincipals = {{ \"a@R\" = \"alice\" }}\n{export}"
+        ))
+        .unwrap();
+        let k = cfg.kerberos.unwrap();
+        assert_eq!(k.keytab, PathBuf::from("/k"));
+        assert_eq!(k.principals, vec![("a@R".to_string(), "alice".to_string())]);
+        assert_eq!(cfg.nfs4.owner_domain.as_deref(), Some("example.com"));
+        assert!(
+            load_text("owner_domain = \"a@b\"\n[[export]]\npath = \"/\"\ndir = \"/tmp/s\"")
+                .is_err()
+        );
     }
 
     #[test]

@@ -19,6 +19,9 @@ const CACHE_ENTRIES: usize = 1024;
 const CACHE_TTL: Duration = Duration::from_secs(600);
 
 pub struct IdMap {
+    /// The NFSv4 domain owner names carry (`user@domain`, RFC 8881
+    /// §5.9), idmapd's `Domain`; none: bare names, and any domain taken.
+    domain: Option<String>,
     users: Cache<u32, String>,
     groups: Cache<u32, String>,
     uids: Cache<String, Option<u32>>,
@@ -28,6 +31,7 @@ pub struct IdMap {
 impl Default for IdMap {
     fn default() -> Self {
         IdMap {
+            domain: None,
             users: Cache::new("user name", CACHE_ENTRIES, CACHE_TTL),
             groups: Cache::new("group name", CACHE_ENTRIES, CACHE_TTL),
             uids: Cache::new("user id", CACHE_ENTRIES, CACHE_TTL),
@@ -43,22 +47,67 @@ enum Owner<'a> {
     Name(&'a str),
 }
 
-/// Accepts "123", "name" and "name@domain".
-fn owner(name: &[u8]) -> Owner<'_> {
+/// Accepts "123", "name" and "name@domain"; with a configured domain, a
+/// name of another domain names nobody here (as idmapd maps it).
+fn owner<'a>(name: &'a [u8], domain: Option<&str>) -> Owner<'a> {
     let Ok(s) = std::str::from_utf8(name) else {
         return Owner::Invalid;
     };
-    let local = s.split('@').next().unwrap_or(s);
+    let (local, dom) = match s.split_once('@') {
+        Some((l, d)) => (l, Some(d)),
+        None => (s, None),
+    };
     if local.is_empty() {
         return Owner::Invalid;
     }
     match local.parse::<u32>() {
         Ok(n) => Owner::Id(n),
-        Err(_) => Owner::Name(local),
+        Err(_) => match (dom, domain) {
+            (Some(d), Some(mine)) if !d.eq_ignore_ascii_case(mine) => Owner::Invalid,
+            _ => Owner::Name(local),
+        },
     }
 }
 
+/// Whether an owner string is a name rather than a number (RFC 8881
+/// §5.9: "1000" and "1000@domain" are numbers).
+pub fn is_name(s: &[u8]) -> bool {
+    let local = s.split(|b| *b == b'@').next().unwrap_or(s);
+    !local.is_empty() && !local.iter().all(u8::is_ascii_digit)
+}
+
 impl IdMap {
+    /// A map whose owner names carry `domain` (none: bare names).
+    pub fn with_domain(domain: Option<String>) -> IdMap {
+        IdMap {
+            domain: domain.filter(|d| !d.is_empty()),
+            ..IdMap::default()
+        }
+    }
+
+    pub fn domain(&self) -> Option<&str> {
+        self.domain.as_deref()
+    }
+
+    /// The owner string for `uid` when owners go out as names:
+    /// `user@domain` (the bare name without a domain), the number where
+    /// the uid has no name (RFC 8881 §5.9) (blocking).
+    pub fn owner_name(&self, uid: u32) -> String {
+        self.with_domain_of(self.user_name(uid))
+    }
+
+    /// [`IdMap::owner_name`] for a group.
+    pub fn group_owner_name(&self, gid: u32) -> String {
+        self.with_domain_of(self.group_name(gid))
+    }
+
+    fn with_domain_of(&self, name: String) -> String {
+        match &self.domain {
+            Some(d) if is_name(name.as_bytes()) => format!("{name}@{d}"),
+            _ => name,
+        }
+    }
+
     /// The user name for `uid` (blocking).
     pub fn user_name(&self, uid: u32) -> String {
         self.users
@@ -74,7 +123,7 @@ impl IdMap {
 
     /// The uid for an owner string; `None` if it names nobody (blocking).
     pub fn uid(&self, name: &[u8]) -> Option<u32> {
-        match owner(name) {
+        match owner(name, self.domain.as_deref()) {
             Owner::Invalid => None,
             Owner::Id(n) => Some(n),
             Owner::Name(n) => self.uids.get_or(&n.to_string(), || lookup_uid(n)),
@@ -83,7 +132,7 @@ impl IdMap {
 
     /// The gid for a group string; `None` if it names no group (blocking).
     pub fn gid(&self, name: &[u8]) -> Option<u32> {
-        match owner(name) {
+        match owner(name, self.domain.as_deref()) {
             Owner::Invalid => None,
             Owner::Id(n) => Some(n),
             Owner::Name(n) => self.gids.get_or(&n.to_string(), || lookup_gid(n)),
@@ -92,7 +141,7 @@ impl IdMap {
 
     /// [`IdMap::uid`] if it needs no lookup: `None` if it does.
     pub fn try_uid(&self, name: &[u8]) -> Option<Option<u32>> {
-        match owner(name) {
+        match owner(name, self.domain.as_deref()) {
             Owner::Invalid => Some(None),
             Owner::Id(n) => Some(Some(n)),
             Owner::Name(n) => self.uids.get(n),
@@ -101,7 +150,7 @@ impl IdMap {
 
     /// [`IdMap::gid`] if it needs no lookup: `None` if it does.
     pub fn try_gid(&self, name: &[u8]) -> Option<Option<u32>> {
-        match owner(name) {
+        match owner(name, self.domain.as_deref()) {
             Owner::Invalid => Some(None),
             Owner::Id(n) => Some(Some(n)),
             Owner::Name(n) => self.gids.get(n),

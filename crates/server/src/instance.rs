@@ -54,6 +54,12 @@ pub struct Nfs4Config {
     /// differs from the server's (the Linux server does the same by
     /// default). Names are always accepted on SETATTR.
     pub numeric_owners: bool,
+    /// The NFSv4 domain of owner names (`user@domain`; idmapd's
+    /// `Domain`). With one, owners go out as names to the clients that
+    /// send names and to Kerberos callers, numeric to the others (unless
+    /// `numeric_owners` is off: names to all), and a name of another
+    /// domain is NFS4ERR_BADOWNER.
+    pub owner_domain: Option<String>,
     /// Delegations held at most (RFC 8881 §10.2), on the exports that grant
     /// them (`Export::delegations`).
     pub max_delegations: usize,
@@ -96,6 +102,7 @@ impl Default for Nfs4Config {
             drc_budget: 256 * 1024 * 1024,
             max_io: 1024 * 1024,
             numeric_owners: true,
+            owner_domain: None,
             max_delegations: 100_000,
             recall_wait: Duration::from_millis(300),
             write_delegations: true,
@@ -207,6 +214,7 @@ impl Server {
         let record_queue = recovery.records.queue().clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));
         let referrals = cfg.referrals.iter().cloned().map(Arc::new).collect();
+        let ids = IdMap::with_domain(cfg.owner_domain.clone());
         let srv = Arc::new(Server {
             stats: crate::observe::stats::Stats::new(exports.iter().map(|e| e.id)),
             drc: CacheMemory::new(cfg.drc_budget),
@@ -214,7 +222,7 @@ impl Server {
             fh,
             exports: ArcSwap::from_pointee(crate::exports::Exports::new(exports, referrals, None)),
             clock,
-            ids: IdMap::default(),
+            ids,
             write_verf: verf,
             stable: crate::stable::groups::Groups::default(),
             exclusive: crate::conflicts::exclusive::Creators::default(),

@@ -53,6 +53,9 @@ pub struct Session {
     pub cb_down: AtomicBool,
     /// The minor version the session was created with.
     pub minorversion: AtomicU32,
+    /// Its client has sent owners as names (RFC 8881 §5.9): it gets
+    /// names back where the server is configured with a domain.
+    pub owner_names: AtomicBool,
     /// What the driver keeps beside the session, opaque here (Ferrite's
     /// server: the lock on back-channel slot 0, the file of a persistent
     /// session's replies).

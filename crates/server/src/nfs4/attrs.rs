@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use proto::nfs4::*;
 
+pub use super::compound::context::View;
 use super::compound::context::{Compound, Fh};
 use crate::exports::export::Export;
 use crate::instance::Server;
@@ -227,8 +228,8 @@ pub fn max_len(want: &Bitmap4) -> usize {
 }
 
 /// Whether building `want` may need the name service (owner names).
-fn needs_names(srv: &Server, want: &Bitmap4) -> bool {
-    !srv.cfg.numeric_owners && (want.contains(FATTR4_OWNER) || want.contains(FATTR4_OWNER_GROUP))
+fn needs_names(view: View, want: &Bitmap4) -> bool {
+    view.names && (want.contains(FATTR4_OWNER) || want.contains(FATTR4_OWNER_GROUP))
 }
 
 fn ftype(t: vfs::FileType) -> NfsFtype4 {
@@ -253,7 +254,7 @@ fn time(t: vfs::Timespec) -> NfsTime4 {
 /// Builds the attributes of one object, restricted to `want`.
 pub fn build(
     srv: &Server,
-    minorversion: u32,
+    view: View,
     export: &Export,
     fh: &Bytes,
     a: &vfs::Attr,
@@ -270,7 +271,7 @@ pub fn build(
             .as_ref()
             .map(|p| p.geometry.stripe_unit.min(u32::MAX as u64) as u32),
     };
-    build_full(srv, minorversion, place, fh, a, fs, want)
+    build_full(srv, view, place, fh, a, fs, want)
 }
 
 /// The attributes of a pseudo directory (RFC 8881 §7.4): read-only, owned
@@ -303,7 +304,7 @@ pub fn pseudo_attr(srv: &Server, node: u16) -> Option<vfs::Attr> {
 /// The attributes of pseudo node `node`, restricted to `want`.
 pub fn build_pseudo(
     srv: &Server,
-    minorversion: u32,
+    view: View,
     node: u16,
     fh: &Bytes,
     want: &Bitmap4,
@@ -319,15 +320,7 @@ pub fn build_pseudo(
         xattrs: false,
         layout_blksize: None,
     };
-    Ok(build_full(
-        srv,
-        minorversion,
-        place,
-        fh,
-        &a,
-        Some(&fs),
-        want,
-    ))
+    Ok(build_full(srv, view, place, fh, &a, Some(&fs), want))
 }
 
 /// Where an object lies: what its attributes take from its file system.
@@ -347,7 +340,7 @@ pub struct Place {
 /// [`build`] for an object at `place`.
 pub fn build_full(
     srv: &Server,
-    minorversion: u32,
+    view: View,
     place: Place,
     fh: &Bytes,
     a: &vfs::Attr,
@@ -363,7 +356,7 @@ pub fn build_full(
     let w = |n| want.contains(n);
     let mut r = Attrs::default();
     if w(FATTR4_SUPPORTED_ATTRS) {
-        r.supported_attrs = Some(supported(minorversion));
+        r.supported_attrs = Some(supported(view.minor));
     }
     r.type_ = Some(ftype(a.ftype));
     r.fh_expire_type = Some(FH4_PERSISTENT);
@@ -421,17 +414,17 @@ pub fn build_full(
     r.no_trunc = Some(true);
     r.numlinks = Some(a.nlink);
     if w(FATTR4_OWNER) {
-        r.owner = Some(Bytes::from(if srv.cfg.numeric_owners {
-            a.uid.to_string()
+        r.owner = Some(Bytes::from(if view.names {
+            srv.ids.owner_name(a.uid)
         } else {
-            srv.ids.user_name(a.uid)
+            a.uid.to_string()
         }));
     }
     if w(FATTR4_OWNER_GROUP) {
-        r.owner_group = Some(Bytes::from(if srv.cfg.numeric_owners {
-            a.gid.to_string()
+        r.owner_group = Some(Bytes::from(if view.names {
+            srv.ids.group_owner_name(a.gid)
         } else {
-            srv.ids.group_name(a.gid)
+            a.gid.to_string()
         }));
     }
     r.rawdev = Some(SpecData4 {
@@ -461,7 +454,7 @@ pub fn build_full(
             locations: Vec::new(),
         });
     }
-    if minorversion >= 2 {
+    if view.minor >= 2 {
         r.xattr_support = Some(xattrs);
         if w(FATTR4_OPEN_ARGUMENTS) {
             r.open_arguments = Some(open_arguments());
@@ -497,7 +490,8 @@ pub async fn get_with(
         return moved(cx, fh, &to, want).await;
     }
     let with_fs = needs_fsstat(want);
-    if !with_fs && !needs_names(&cx.srv, want) {
+    let view = cx.view();
+    if !with_fs && !needs_names(view, want) {
         let a = match &known {
             Some(a) => Some(Ok(a.clone())),
             None => cx.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)),
@@ -505,19 +499,11 @@ pub async fn get_with(
         if let Some(a) = a {
             let a = a?;
             let export = cx.export(fh.export)?;
-            return Ok(build(
-                &cx.srv,
-                cx.minorversion,
-                export,
-                &fh.wire,
-                &a,
-                None,
-                want,
-            ));
+            return Ok(build(&cx.srv, view, export, &fh.wire, &a, None, want));
         }
     }
     let handle = fh.handle.clone();
-    let (srv, minor, id) = (cx.srv.clone(), cx.minorversion, fh.export);
+    let (srv, id) = (cx.srv.clone(), fh.export);
     let (wire, want) = (fh.wire.clone(), want.clone());
     cx.vfs(fh.export, move |v, _| {
         let a = match known {
@@ -530,7 +516,7 @@ pub async fn get_with(
             None
         };
         let export = srv.export(id).ok_or(vfs::Errno(libc::ESTALE))?;
-        Ok(build(&srv, minor, &export, &wire, &a, fs.as_ref(), &want))
+        Ok(build(&srv, view, &export, &wire, &a, fs.as_ref(), &want))
     })
     .await
 }
@@ -631,22 +617,21 @@ pub async fn pseudo(
     wire: &Bytes,
     want: &Bitmap4,
 ) -> Result<Fattr4, NfsStat4> {
-    if !needs_names(&cx.srv, want) {
-        return build_pseudo(&cx.srv, cx.minorversion, node, wire, want);
+    let view = cx.view();
+    if !needs_names(view, want) {
+        return build_pseudo(&cx.srv, view, node, wire, want);
     }
-    let (srv, minor) = (cx.srv.clone(), cx.minorversion);
+    let srv = cx.srv.clone();
     let (wire, want) = (wire.clone(), want.clone());
-    crate::handoff::off_thread(move || build_pseudo(&srv, minor, node, &wire, &want))
+    crate::handoff::off_thread(move || build_pseudo(&srv, view, node, &wire, &want))
         .await
         .unwrap_or(Err(NfsStat4::Nfs4errServerfault))
 }
 
 /// Decodes a client's attributes to set (SETATTR, CREATE, OPEN), checking
 /// each is writable. Returns what to set and the mask of what will be set.
-pub async fn to_setattr(
-    srv: &Arc<Server>,
-    f: &Fattr4,
-) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
+pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
+    let srv = &cx.srv;
     for n in f.attrmask.iter() {
         if !SUPPORTED.contains(&n) {
             return Err(NfsStat4::Nfs4errAttrnotsupp);
@@ -671,6 +656,15 @@ pub async fn to_setattr(
     }
     if let Some(g) = &a.owner_group {
         s.gid = Some(owner_id(srv, g, true).await?);
+    }
+    // A client that sends names gets names back (RFC 8881 §5.9): its
+    // session remembers that it did.
+    let named = |b: &Option<Bytes>| b.as_ref().is_some_and(|n| crate::ids::is_name(n));
+    if named(&a.owner) || named(&a.owner_group) {
+        if let Some(sess) = &cx.session {
+            sess.owner_names
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     s.size = a.size;
     let set_time = |t: SetTime4| -> Result<vfs::SetTime, NfsStat4> {

@@ -475,7 +475,15 @@ impl crate::conflicts::Callbacks for Nfs4Callbacks {
         want: &Bitmap4,
     ) -> Fattr4 {
         match self.srv.upgrade() {
-            Some(srv) => super::attrs::build(&srv, 1, export, &bytes::Bytes::new(), a, None, want),
+            Some(srv) => super::attrs::build(
+                &srv,
+                super::attrs::View::numeric(1),
+                export,
+                &bytes::Bytes::new(),
+                a,
+                None,
+                want,
+            ),
             None => Fattr4::default(),
         }
     }

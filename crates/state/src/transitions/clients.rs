@@ -127,6 +127,7 @@ impl State {
                 lease,
                 cb_down: AtomicBool::new(false),
                 minorversion: AtomicU32::new(req.minorversion),
+                owner_names: AtomicBool::new(false),
                 io: std::mem::replace(&mut io, Box::new(())),
             });
             let resok = CreateSession4ResOk {

@@ -77,6 +77,25 @@ pub struct Compound {
     pub sec_pending: bool,
 }
 
+/// How attributes are built for one request: the minor version, and
+/// whether owners go out as names (`user@domain`, RFC 8881 §5.9) or as
+/// numeric strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    pub minor: u32,
+    pub names: bool,
+}
+
+impl View {
+    /// Numeric owners, for `minor`.
+    pub fn numeric(minor: u32) -> View {
+        View {
+            minor,
+            names: false,
+        }
+    }
+}
+
 pub(crate) fn creds_of(auth: &rpc::Auth) -> vfs::Creds {
     match auth {
         rpc::Auth::Sys(p) => vfs::Creds {
@@ -113,6 +132,24 @@ impl Compound {
                 gid: p.gid,
             },
             rpc::Auth::Gss(g) => state::Principal::Gss(g.principal.name.clone()),
+        }
+    }
+
+    /// How this request's attributes are built: owners as names when the
+    /// server reports names to all (`numeric_owners` off), or, with an
+    /// owner domain configured, to Kerberos callers and to clients that
+    /// have sent names themselves (RFC 8881 §5.9).
+    pub fn view(&self) -> View {
+        let cfg = &self.srv.cfg;
+        let names = !cfg.numeric_owners
+            || (cfg.owner_domain.is_some()
+                && (matches!(self.auth, rpc::Auth::Gss(_))
+                    || self.session.as_ref().is_some_and(|s| {
+                        s.owner_names.load(std::sync::atomic::Ordering::Relaxed)
+                    })));
+        View {
+            minor: self.minorversion,
+            names,
         }
     }
 

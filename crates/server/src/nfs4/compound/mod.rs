@@ -506,6 +506,7 @@ mod tests {
             lease: Arc::new(state::lease::Lease::new(Default::default())),
             cb_down: AtomicBool::new(false),
             minorversion: AtomicU32::new(1),
+            owner_names: AtomicBool::new(false),
             io: super::super::session_io::SessionIo::boxed(),
         })
     }

@@ -42,7 +42,7 @@ async fn create(cx: &mut Compound, args: Create4Args) -> Result<Create4ResOk, Nf
         CreateType4::Fifo => vfs::CreateKind::Fifo,
         CreateType4::Other(_) => return Err(NfsStat4::Nfs4errBadtype),
     };
-    let (mut set, attrset) = attrs::to_setattr(&cx.srv, &args.createattrs).await?;
+    let (mut set, attrset) = attrs::to_setattr(cx, &args.createattrs).await?;
     if set.size.is_some() {
         // Only regular files have a size to set.
         return Err(NfsStat4::Nfs4errInval);

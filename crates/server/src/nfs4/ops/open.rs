@@ -498,11 +498,11 @@ async fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
     Ok(match openhow {
         OpenFlag4::NoCreate => How::NoCreate,
         OpenFlag4::Create(CreateHow4::Unchecked(a)) => {
-            let (s, m) = attrs::to_setattr(&cx.srv, a).await?;
+            let (s, m) = attrs::to_setattr(cx, a).await?;
             How::Create(vfs::CreateMode::Unchecked, s, m)
         }
         OpenFlag4::Create(CreateHow4::Guarded(a)) => {
-            let (s, m) = attrs::to_setattr(&cx.srv, a).await?;
+            let (s, m) = attrs::to_setattr(cx, a).await?;
             How::Create(vfs::CreateMode::Guarded, s, m)
         }
         OpenFlag4::Create(CreateHow4::Exclusive(verf)) => How::Create(
@@ -520,7 +520,7 @@ async fn how(cx: &Compound, openhow: &OpenFlag4) -> Result<How, NfsStat4> {
             {
                 return Err(NfsStat4::Nfs4errInval);
             }
-            let (s, m) = attrs::to_setattr(&cx.srv, &cva.attrs).await?;
+            let (s, m) = attrs::to_setattr(cx, &cva.attrs).await?;
             How::Create(vfs::CreateMode::Exclusive(cva.verf), s, m)
         }
     })

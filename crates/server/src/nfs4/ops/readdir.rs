@@ -218,7 +218,7 @@ async fn listed(
     let rdattr_error = want.contains(FATTR4_RDATTR_ERROR);
     let srv = cx.srv.clone();
     let snapshot = cx.exports.clone();
-    let minorversion = cx.minorversion;
+    let minorversion = cx.view();
     cx.vfs(export, move |fs, c| {
         need_dir(&fs.getattr(&h)?)?;
         let ex = snapshot.get(export).ok_or(vfs::Errno(libc::ESTALE))?;
@@ -303,7 +303,7 @@ async fn listed(
 fn mounted(
     srv: &Server,
     exports: &Exports,
-    minorversion: u32,
+    minorversion: attrs::View,
     export: u16,
     junction: &vfs::Handle,
     want: &Bitmap4,
@@ -322,7 +322,7 @@ fn mounted(
 /// it is mounted on (blocking).
 fn export_root_attrs(
     srv: &Server,
-    minorversion: u32,
+    minorversion: attrs::View,
     e: &crate::exports::export::Export,
     want: &Bitmap4,
     with_fs: bool,
@@ -403,7 +403,7 @@ async fn pseudo(
                 }
                 Child::Export(id) => {
                     let e = cx.export(id)?;
-                    let (s2, w2, minor) = (srv.clone(), want.clone(), cx.minorversion);
+                    let (s2, w2, minor) = (srv.clone(), want.clone(), cx.view());
                     let e2 = e.clone();
                     let r = cx
                         .blocking(e.vfs.clone(), vfs::Creds::root(), move |_, _| {

@@ -25,7 +25,7 @@ pub async fn run(cx: &mut Compound, args: SetAttr4Args) -> SetAttr4Res {
 async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsStat4> {
     let fh = cx.cfh()?.clone();
     cx.check_writable(&fh)?;
-    let (mut set, mask) = attrs::to_setattr(&cx.srv, &args.obj_attributes).await?;
+    let (mut set, mask) = attrs::to_setattr(cx, &args.obj_attributes).await?;
     // The stateid matters only for a change of size (§18.30.3), which is
     // a write to the file.
     let sized = set.size.is_some();
