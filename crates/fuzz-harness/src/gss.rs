@@ -133,16 +133,13 @@ pub fn gss_call(data: &[u8]) {
                     2 => GssProc::Destroy,
                     _ => GssProc::ContinueInit,
                 };
-                let cred = OpaqueAuth {
-                    flavor: RPCSEC_GSS,
-                    body: GssCred {
-                        proc_,
-                        seq_num: seq,
-                        service,
-                        handle: handle.clone(),
-                    }
-                    .encode(),
-                };
+                let cred = GssCred {
+                    proc_,
+                    seq_num: seq,
+                    service,
+                    handle: handle.clone(),
+                }
+                .opaque();
                 let h = header(&cred, u32::from(sp >> 4 & 1));
                 let verf = OpaqueAuth {
                     flavor: RPCSEC_GSS,

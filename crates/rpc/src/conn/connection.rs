@@ -359,7 +359,7 @@ impl Connection {
             let seq = ctx.next_seq();
             let service = ctx.service;
             let cred = ctx.cred(crate::gss::wire::GssProc::Data, seq, service);
-            let sealed = ctx.seal_args(seq, service, args.clone());
+            let sealed = ctx.seal_args(seq, service, args.clone())?;
             let call = self.call_raw(prog, vers, proc_, &cred, |h| ctx.verifier(h), sealed);
             // A server may drop a call silently (RFC 2203 §5.3.3.1: one
             // it takes for a replay or too old); it is sent again, with a

@@ -313,8 +313,8 @@ pub(crate) fn start_shared(
                     };
                     let (prog, vers, proc_) = (head.prog, head.vers, head.proc_);
                     let mut seal = Seal::None;
-                    let auth = if head.cred.flavor == RPCSEC_GSS && gate.is_some() {
-                        let Some(gate) = gate.clone() else { continue };
+                    let gss = gate.as_ref().filter(|_| head.cred.flavor == RPCSEC_GSS);
+                    let auth = if let Some(gate) = gss {
                         // What the verifier checksums: xid through credential.
                         let n = head.cred.body.len();
                         let header_len = 8 + 16 + 8 + n + xdr::pad_len(n);
@@ -346,7 +346,7 @@ pub(crate) fn start_shared(
                                 let charge =
                                     rconn.flow.charge(rec_len + cfg.reply_reserve, Some(permit));
                                 rconn.running.fetch_add(1, Ordering::AcqRel);
-                                let conn = rconn.clone();
+                                let (conn, gate) = (rconn.clone(), gate.clone());
                                 tokio::spawn(async move {
                                     let now = Instant::now().into_std();
                                     let done = tokio::task::spawn_blocking(move || {

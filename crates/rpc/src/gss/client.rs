@@ -6,9 +6,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use xdr::{Decoder, Unpack};
 
+use super::body::Unopened;
 use super::mech::{MechContext, MechError, Step};
 use super::wire::*;
 use crate::conn::{CallError, Connection};
@@ -38,6 +39,20 @@ fn failed(e: MechError) -> CallError {
     CallError::Security(e.to_string())
 }
 
+/// One step of the mechanism on the blocking pool (a Kerberos client's
+/// may ask the KDC for a ticket); the context comes back with the result.
+async fn step_off(
+    mut mech: Box<dyn MechContext>,
+    input: Option<Vec<u8>>,
+) -> Result<(Box<dyn MechContext>, Result<Step, CallError>), CallError> {
+    tokio::task::spawn_blocking(move || {
+        let s = mech.step(input.as_deref()).map_err(failed);
+        (mech, s)
+    })
+    .await
+    .map_err(|_| CallError::Closed)
+}
+
 fn lock(m: &Mutex<Box<dyn MechContext>>) -> std::sync::MutexGuard<'_, Box<dyn MechContext>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -59,14 +74,9 @@ impl ClientContext {
         let mut input: Option<Vec<u8>> = None;
         let mut handle = Bytes::new();
         loop {
-            let (m, step) = tokio::task::spawn_blocking(move || {
-                let s = mech.step(input.as_deref());
-                (mech, s)
-            })
-            .await
-            .map_err(|_| CallError::Closed)?;
+            let (m, step) = step_off(mech, input.take()).await?;
             mech = m;
-            let token = match step.map_err(failed)? {
+            let token = match step? {
                 Step::More(t) => t,
                 Step::Done(Some(t)) if handle.is_empty() => t,
                 Step::Done(_) => {
@@ -93,10 +103,7 @@ impl ClientContext {
                     prog,
                     vers,
                     0,
-                    &OpaqueAuth {
-                        flavor: RPCSEC_GSS,
-                        body: cred.encode(),
-                    },
+                    &cred.opaque(),
                     |_| OpaqueAuth::none(),
                     e.finish(),
                 )
@@ -105,18 +112,12 @@ impl ClientContext {
             match res.gss_major {
                 GSS_S_COMPLETE => {
                     if !res.gss_token.is_empty() {
-                        let tok = res.gss_token.to_vec();
-                        let (m, step) = tokio::task::spawn_blocking(move || {
-                            let s = mech.step(Some(&tok));
-                            (mech, s)
-                        })
-                        .await
-                        .map_err(|_| CallError::Closed)?;
+                        let (m, step) = step_off(mech, Some(res.gss_token.to_vec())).await?;
                         mech = m;
-                        step.map_err(failed)?;
+                        step?;
                     }
                     // RFC 2203 §5.2.3.1.1: the verifier checksums the window.
-                    lock_free_verify(&mut mech, &be32(res.seq_window), &verf)?;
+                    verify(&mut *mech, &be32(res.seq_window), &verf)?;
                     return Ok(ClientContext {
                         mech: Mutex::new(mech),
                         handle: res.handle,
@@ -167,16 +168,13 @@ impl ClientContext {
 
     /// The credential of a call with sequence number `seq`.
     pub fn cred(&self, proc_: GssProc, seq: u32, service: GssService) -> OpaqueAuth {
-        OpaqueAuth {
-            flavor: RPCSEC_GSS,
-            body: GssCred {
-                proc_,
-                seq_num: seq,
-                service,
-                handle: self.handle.clone(),
-            }
-            .encode(),
+        GssCred {
+            proc_,
+            seq_num: seq,
+            service,
+            handle: self.handle.clone(),
         }
+        .opaque()
     }
 
     /// The verifier of a call: the checksum of its header.
@@ -189,26 +187,13 @@ impl ClientContext {
     }
 
     /// The arguments sealed for `service` (RFC 2203 §5.3.2).
-    pub fn seal_args(&self, seq: u32, service: GssService, args: Vec<Bytes>) -> Vec<Bytes> {
-        if service == GssService::None {
-            return args;
-        }
-        let mut data = BytesMut::with_capacity(4 + args.iter().map(Bytes::len).sum::<usize>());
-        data.put_u32(seq);
-        for a in &args {
-            data.put_slice(a);
-        }
-        let mut m = lock(&self.mech);
-        let mut e = xdr::Encoder::new();
-        if service == GssService::Integrity {
-            let mic = m.get_mic(&data).unwrap_or_default();
-            e.opaque(&data);
-            e.opaque(&mic);
-        } else {
-            let sealed = m.wrap(&data).unwrap_or_default();
-            e.opaque(&sealed);
-        }
-        e.finish()
+    pub fn seal_args(
+        &self,
+        seq: u32,
+        service: GssService,
+        args: Vec<Bytes>,
+    ) -> Result<Vec<Bytes>, CallError> {
+        super::body::seal(&mut **lock(&self.mech), seq, service, args).map_err(failed)
     }
 
     /// Checks a reply's verifier (the checksum of `seq`) and unseals its
@@ -218,30 +203,15 @@ impl ClientContext {
         seq: u32,
         service: GssService,
         verf: &OpaqueAuth,
-        mut d: Decoder,
+        d: Decoder,
     ) -> Result<Decoder, CallError> {
         let mut m = lock(&self.mech);
         verify(&mut **m, &be32(seq), verf)?;
-        let data = match service {
-            GssService::None => return Ok(d),
-            GssService::Integrity => {
-                let n = d.remaining();
-                let data = d.opaque(n)?;
-                let mic = d.opaque(n)?;
-                m.verify_mic(&data, &mic).map_err(failed)?;
-                data
-            }
-            GssService::Privacy => {
-                let n = d.remaining();
-                let sealed = d.opaque(n)?;
-                Bytes::from(m.unwrap(&sealed).map_err(failed)?)
-            }
-        };
-        let mut inner = Decoder::new(data);
-        if inner.u32()? != seq {
-            return Err(CallError::Rejected(ReplyError::GarbageArgs));
-        }
-        Ok(inner)
+        super::body::open(&mut **m, seq, service, d).map_err(|e| match e {
+            Unopened::Xdr(e) => CallError::Garbage(e),
+            Unopened::Mech(e) => failed(e),
+            Unopened::Seq => CallError::Rejected(ReplyError::GarbageArgs),
+        })
     }
 
     /// Ends the context on the server (RFC 2203 §5.4).
@@ -267,12 +237,4 @@ fn verify(m: &mut dyn MechContext, msg: &[u8], verf: &OpaqueAuth) -> Result<(), 
     }
     m.verify_mic(msg, &verf.body)
         .map_err(|_| CallError::Rejected(ReplyError::Auth(AuthStat::InvalidResp)))
-}
-
-fn lock_free_verify(
-    m: &mut Box<dyn MechContext>,
-    msg: &[u8],
-    verf: &OpaqueAuth,
-) -> Result<(), CallError> {
-    verify(&mut **m, msg, verf)
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use xdr::Decoder;
 
 use super::mech::{MechError, Mechanism, Step};
@@ -125,46 +125,14 @@ impl Seal {
                     flavor: RPCSEC_GSS,
                     body: Bytes::from(mic),
                 };
-                let body = match (body, service) {
-                    (None, _) => None,
-                    (Some(b), GssService::None) => Some(b),
-                    (Some(b), GssService::Integrity) => {
-                        let data = with_seq(*seq, &b);
-                        let mic = inner.mech.get_mic(&data)?;
-                        let mut e = xdr::Encoder::with_capacity(data.len() + mic.len() + 16);
-                        e.opaque(&data);
-                        e.opaque(&mic);
-                        Some(e.finish())
-                    }
-                    (Some(b), GssService::Privacy) => {
-                        let sealed = inner.mech.wrap(&with_seq(*seq, &b))?;
-                        let mut e = xdr::Encoder::with_capacity(sealed.len() + 8);
-                        e.opaque(&sealed);
-                        Some(e.finish())
-                    }
+                let body = match body {
+                    Some(b) => Some(super::body::seal(&mut *inner.mech, *seq, *service, b)?),
+                    None => None,
                 };
                 Ok((verf, body))
             }
         }
     }
-}
-
-/// rpc_gss_data_t (RFC 2203 §5.3.2.2): the sequence number, then the
-/// procedure's arguments or results.
-fn with_seq(seq: u32, body: &[Bytes]) -> Vec<u8> {
-    let n: usize = body.iter().map(Bytes::len).sum();
-    let mut v = BytesMut::with_capacity(4 + n);
-    v.put_u32(seq);
-    for b in body {
-        v.put_slice(b);
-    }
-    v.to_vec()
-}
-
-/// The arguments inside rpc_gss_data_t, if its sequence number is `seq`.
-fn strip_seq(seq: u32, data: Bytes) -> Option<Decoder> {
-    let mut d = Decoder::new(data);
-    (d.u32().ok()? == seq).then_some(d)
 }
 
 impl Gate {
@@ -328,23 +296,8 @@ impl Gate {
 
     /// RFC 2203 §5.3.2: the arguments out of their integrity or privacy
     /// wrapping; None if they do not check (GARBAGE_ARGS).
-    fn unseal(&self, ctx: &Context, cred: &GssCred, mut args: Decoder) -> Option<Decoder> {
-        match cred.service {
-            GssService::None => Some(args),
-            GssService::Integrity => {
-                let n = args.remaining();
-                let data = args.opaque(n).ok()?;
-                let mic = args.opaque(n).ok()?;
-                ctx.lock().mech.verify_mic(&data, &mic).ok()?;
-                strip_seq(cred.seq_num, data)
-            }
-            GssService::Privacy => {
-                let n = args.remaining();
-                let sealed = args.opaque(n).ok()?;
-                let data = ctx.lock().mech.unwrap(&sealed).ok()?;
-                strip_seq(cred.seq_num, Bytes::from(data))
-            }
-        }
+    fn unseal(&self, ctx: &Context, cred: &GssCred, args: Decoder) -> Option<Decoder> {
+        super::body::open(&mut *ctx.lock().mech, cred.seq_num, cred.service, args).ok()
     }
 
     /// Context creation (RFC 2203 §5.2.2, §5.2.3): one step of the

@@ -11,6 +11,7 @@
 //! `kerberos` feature, which needs libkrb5-dev and libclang-dev to
 //! build).
 
+mod body;
 mod client;
 mod gate;
 #[cfg(feature = "kerberos")]

@@ -38,16 +38,13 @@ fn gate(max: usize, life: Option<Duration>) -> Gate {
 }
 
 fn cred(proc_: GssProc, seq: u32, service: GssService, handle: &[u8]) -> OpaqueAuth {
-    OpaqueAuth {
-        flavor: RPCSEC_GSS,
-        body: GssCred {
-            proc_,
-            seq_num: seq,
-            service,
-            handle: Bytes::copy_from_slice(handle),
-        }
-        .encode(),
+    GssCred {
+        proc_,
+        seq_num: seq,
+        service,
+        handle: Bytes::copy_from_slice(handle),
     }
+    .opaque()
 }
 
 /// Makes a context for `p` through the gate; returns its handle.
@@ -390,11 +387,13 @@ async fn a_replayed_call_gets_no_answer_and_a_tampered_one_is_garbage() {
     // Build one integrity call by hand and send it twice.
     let seq = ctx.next_seq();
     let c = ctx.cred(GssProc::Data, seq, GssService::Integrity);
-    let args = ctx.seal_args(
-        seq,
-        GssService::Integrity,
-        vec![Bytes::from_static(&[0, 0, 0, 3])],
-    );
+    let args = ctx
+        .seal_args(
+            seq,
+            GssService::Integrity,
+            vec![Bytes::from_static(&[0, 0, 0, 3])],
+        )
+        .expect("sealed");
     let first = conn
         .call_raw(PROG, 1, 1, &c, |h| ctx.verifier(h), args.clone())
         .await
@@ -433,11 +432,13 @@ async fn a_replayed_call_gets_no_answer_and_a_tampered_one_is_garbage() {
     // Arguments changed after their checksum: GARBAGE_ARGS.
     let seq = ctx.next_seq();
     let c = ctx.cred(GssProc::Data, seq, GssService::Integrity);
-    let mut args = ctx.seal_args(
-        seq,
-        GssService::Integrity,
-        vec![Bytes::from_static(&[0, 0, 0, 3])],
-    );
+    let mut args = ctx
+        .seal_args(
+            seq,
+            GssService::Integrity,
+            vec![Bytes::from_static(&[0, 0, 0, 3])],
+        )
+        .expect("sealed");
     let mut flat = flat(&args).to_vec();
     flat[11] ^= 1;
     args = vec![Bytes::from(flat)];

@@ -63,6 +63,14 @@ impl GssCred {
         self.pack(&mut e);
         e.to_bytes()
     }
+
+    /// The call's credential: flavor RPCSEC_GSS with this body.
+    pub fn opaque(&self) -> crate::msg::OpaqueAuth {
+        crate::msg::OpaqueAuth {
+            flavor: crate::msg::RPCSEC_GSS,
+            body: self.encode(),
+        }
+    }
 }
 
 /// RFC 2203 §5.2.3.1: rpc_gss_init_res.

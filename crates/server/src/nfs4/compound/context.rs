@@ -97,27 +97,28 @@ impl View {
 }
 
 pub(crate) fn creds_of(auth: &rpc::Auth) -> vfs::Creds {
+    // AUTH_NONE callers, and principals without a local user, are
+    // treated as nobody.
+    let nobody = || vfs::Creds {
+        uid: 65534,
+        gid: 65534,
+        groups: Vec::new(),
+    };
     match auth {
         rpc::Auth::Sys(p) => vfs::Creds {
             uid: p.uid,
             gid: p.gid,
             groups: p.gids.clone(),
         },
-        rpc::Auth::Gss(rpc::gss::GssAuth { principal, .. }) if principal.ids.is_some() => {
-            let ids = principal
-                .ids
-                .as_ref()
-                .map(|i| (i.uid, i.gid, i.groups.clone()));
-            let (uid, gid, groups) = ids.unwrap_or((65534, 65534, Vec::new()));
-            vfs::Creds { uid, gid, groups }
-        }
-        // AUTH_NONE callers, and principals without a local user, are
-        // treated as nobody.
-        rpc::Auth::None | rpc::Auth::Gss(_) => vfs::Creds {
-            uid: 65534,
-            gid: 65534,
-            groups: Vec::new(),
+        rpc::Auth::Gss(g) => match &g.principal.ids {
+            Some(i) => vfs::Creds {
+                uid: i.uid,
+                gid: i.gid,
+                groups: i.groups.clone(),
+            },
+            None => nobody(),
         },
+        rpc::Auth::None => nobody(),
     }
 }
 
