@@ -36,6 +36,7 @@ fn config(state: &Path, e: ExportConfig) -> ServerConfig {
         aux: Default::default(),
         admin: Default::default(),
         kerberos: None,
+        tls: None,
     }
 }
 

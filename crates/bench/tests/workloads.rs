@@ -33,6 +33,7 @@ impl Srv {
             aux: Default::default(),
             admin: Default::default(),
             kerberos: None,
+            tls: None,
         })
         .await
         .unwrap();

@@ -84,6 +84,8 @@ pub struct ClientOptions {
     pub return_delegations: bool,
     /// Use RPCSEC_GSS with Kerberos instead of `auth` (RFC 2203).
     pub gss: Option<GssOptions>,
+    /// Run RPC inside TLS (RFC 9289): probe, handshake, then the session.
+    pub tls: Option<rpc::tls::TlsClient>,
 }
 
 /// RPCSEC_GSS with Kerberos V5: whom to authenticate to and how.
@@ -176,6 +178,7 @@ impl ClientOptions {
             reclaim_complete: true,
             persist: false,
             gss: None,
+            tls: None,
             return_delegations: true,
         }
     }
@@ -347,8 +350,29 @@ impl Client {
     /// Connects to `addr`: EXCHANGE_ID, CREATE_SESSION (with the back
     /// channel on this connection) and RECLAIM_COMPLETE.
     pub async fn connect(addr: SocketAddr, opts: ClientOptions) -> Result<Client> {
+        if let Some(tls) = &opts.tls {
+            let service = Self::callback_service();
+            let conn = rpc::tls::connect(
+                addr,
+                NFS_PROGRAM,
+                NFS_V4,
+                tls,
+                Some(service.1),
+                opts.conn.clone(),
+            )
+            .await?;
+            return Self::start_on(conn, service.0, opts).await;
+        }
         let stream = tokio::net::TcpStream::connect(addr).await?;
         Self::connect_stream(stream, opts).await
+    }
+
+    fn callback_service() -> (Arc<callback::CallbackState>, Arc<dyn rpc::Service>) {
+        let callbacks = callback::CallbackState::new(CB_PROGRAM);
+        let service: Arc<dyn rpc::Service> = Arc::new(callback::CallbackService {
+            state: callbacks.clone(),
+        });
+        (callbacks, service)
     }
 
     /// [`Client::connect`] over a TCP connection already made (for
@@ -357,11 +381,17 @@ impl Client {
         stream: tokio::net::TcpStream,
         opts: ClientOptions,
     ) -> Result<Client> {
-        let callbacks = callback::CallbackState::new(CB_PROGRAM);
-        let service: Arc<dyn rpc::Service> = Arc::new(callback::CallbackService {
-            state: callbacks.clone(),
-        });
+        let (callbacks, service) = Self::callback_service();
         let conn = rpc::start(stream, Some(service), opts.conn.clone())?;
+        Self::start_on(conn, callbacks, opts).await
+    }
+
+    /// The session on a connection made.
+    async fn start_on(
+        conn: Arc<Connection>,
+        callbacks: Arc<callback::CallbackState>,
+        opts: ClientOptions,
+    ) -> Result<Client> {
         let cred = Sec::establish(&conn, &opts).await?;
         let minor = opts.minorversion;
 

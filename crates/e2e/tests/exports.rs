@@ -39,7 +39,11 @@ fn rule(read_only: bool, squash: Squash) -> ClientRule {
 }
 
 fn rules(clients: Vec<ClientRule>, sec: Vec<Flavor>) -> ExportRules {
-    ExportRules { clients, sec }
+    ExportRules {
+        clients,
+        sec,
+        ..ExportRules::open()
+    }
 }
 
 struct Exports {
@@ -112,6 +116,7 @@ impl Exports {
             aux: Default::default(),
             admin: Default::default(),
             kerberos: None,
+            tls: None,
         };
         let running = server::run::start(cfg).await.expect("server starts");
         Exports {
@@ -707,6 +712,7 @@ async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
         aux: Default::default(),
         admin: Default::default(),
         kerberos: None,
+        tls: None,
     };
     server::run::start(cfg).await.expect("server starts")
 }
@@ -921,6 +927,7 @@ async fn owner_names_when_not_numeric() {
             aux: Default::default(),
             admin: Default::default(),
             kerberos: None,
+            tls: None,
         })
         .await
         .unwrap();
@@ -989,6 +996,7 @@ async fn owner_domain_names_go_to_clients_that_send_names() {
             aux: Default::default(),
             admin: Default::default(),
             kerberos: None,
+            tls: None,
         })
         .await
         .unwrap();
@@ -1073,6 +1081,7 @@ async fn export_ids_survive_reordering() {
                 aux: Default::default(),
                 admin: Default::default(),
                 kerberos: None,
+                tls: None,
             })
         };
         for with_ids in [true, false] {

@@ -79,6 +79,7 @@ async fn start(rpc: rpc::ConnConfig) -> Srv {
         aux: Default::default(),
         admin: Default::default(),
         kerberos: None,
+        tls: None,
     };
     let running = server::run::start(cfg).await.expect("server starts");
     Srv {

@@ -133,6 +133,7 @@ async fn out_of_descriptors_backs_off_and_recovers() {
             aux: Default::default(),
             admin: Default::default(),
             kerberos: None,
+            tls: None,
         })
         .await
         .expect("server starts");

@@ -76,6 +76,7 @@ async fn start_as(exports: &[(&str, &[Flavor])], delegations: bool) -> KrbServer
         e.rules = ExportRules {
             clients: vec![rule],
             sec: sec.to_vec(),
+            ..ExportRules::open()
         };
         e.delegations = delegations;
         list.push(e);
@@ -98,6 +99,7 @@ async fn start_as(exports: &[(&str, &[Flavor])], delegations: bool) -> KrbServer
         aux: Default::default(),
         admin: Default::default(),
         kerberos: Some(k),
+        tls: None,
     };
     let running = server::run::start(cfg).await.expect("server starts");
     KrbServer {
@@ -143,35 +145,7 @@ async fn krb5_krb5i_krb5p_write_read_and_lock() {
                 .await
                 .expect("create");
             // 300 KiB: READs above the size sent from the page cache.
-            let data: Vec<u8> = (0..300 << 10).map(|i| (i * 7 % 251) as u8).collect();
-            for (i, chunk) in data.chunks(100 << 10).enumerate() {
-                c.write(
-                    &o.fh,
-                    o.stateid,
-                    (i * (100 << 10)) as u64,
-                    Bytes::copy_from_slice(chunk),
-                    StableHow4::FileSync4,
-                )
-                .await
-                .expect("write");
-            }
-            let (back, _) = c.read(&o.fh, o.stateid, 0, 300 << 10).await.expect("read");
-            assert_eq!(back.len(), data.len(), "{service:?}");
-            assert!(back[..] == data[..], "{service:?}: read back differs");
-            let owner = c.new_owner("lk");
-            let lk = c
-                .lock(
-                    &o.fh,
-                    NfsLockType4::WriteLt,
-                    0,
-                    100,
-                    c.new_locker(o.stateid, owner),
-                )
-                .await
-                .expect("lock");
-            c.locku(&o.fh, NfsLockType4::WriteLt, lk, 0, 100)
-                .await
-                .expect("unlock");
+            write_read_back_and_lock(&c, &o, 300 << 10, 100 << 10).await;
             // A Kerberos caller gets owners as names (RFC 8881 §5.9).
             let a = c.getattr(&o.fh, &[FATTR4_OWNER]).await.expect("getattr");
             assert_eq!(a.owner.as_deref(), Some(&b"ferrite-krb@ferrite.test"[..]));
@@ -476,33 +450,7 @@ async fn callbacks_reach_clients_that_use_kerberos() {
             .await
             .expect("bob connects");
         let root = a.root_fh().await.expect("root");
-        let mut create = OpenOpts::create(0o666);
-        create.access |= OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
-        let f = a.open(&root, "shared", create).await.expect("create");
-        a.close(&f.fh, f.stateid).await.expect("close");
-        let o = a
-            .open(
-                &root,
-                "shared",
-                OpenOpts {
-                    access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
-                    ..Default::default()
-                },
-            )
-            .await
-            .expect("open for reading");
-        let OpenDelegation4::Read(d) = o.delegation else {
-            panic!("no read delegation: {:?}", o.delegation)
-        };
-        let w = b
-            .open(&root, "shared", OpenOpts::write())
-            .await
-            .expect("bob opens for writing");
-        let got = recalls(&a, 1).await;
-        assert_eq!(got.len(), 1, "alice was called back");
-        assert_eq!(got[0].stateid.other, d.stateid.other);
-        assert_eq!(delegreturns(&a, 1).await, 1);
-        b.close(&w.fh, w.stateid).await.expect("close");
+        delegation_recalled_by_a_writer(&a, &root, &b, &root, "shared").await;
     })
     .await
 }

@@ -58,6 +58,7 @@ fn config(
             link_bytes_per_s: None,
         },
         kerberos: None,
+        tls: None,
     }
 }
 

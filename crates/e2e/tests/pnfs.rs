@@ -40,6 +40,7 @@ fn config(state: &Path, e: ExportConfig, lease: Duration) -> ServerConfig {
         aux: Default::default(),
         admin: Default::default(),
         kerberos: None,
+        tls: None,
     }
 }
 

@@ -47,6 +47,7 @@ async fn start() -> World {
         aux: Default::default(),
         admin: Default::default(),
         kerberos: None,
+        tls: None,
     };
     let running = server::run::start(cfg).await.expect("server starts");
     World {

@@ -34,6 +34,7 @@ fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {
                 ..ClientRule::new(ClientMatch::Any)
             }],
             sec: vec![Flavor::Sys, Flavor::None],
+            ..ExportRules::open()
         },
         metadata_async: false,
         log: None,
@@ -57,6 +58,7 @@ fn config(state: &Path, exports: Vec<ExportConfig>) -> ServerConfig {
         aux: Default::default(),
         admin: Default::default(),
         kerberos: None,
+        tls: None,
     }
 }
 

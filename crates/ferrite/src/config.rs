@@ -200,6 +200,9 @@ pub struct FileConfig {
     /// RPCSEC_GSS with Kerberos V5 (the `krb5`, `krb5i` and `krb5p`
     /// flavors of `sec`).
     pub kerberos: Option<FileKerberos>,
+    /// RPC-over-TLS (RFC 9289) on the NFS port; exports choose whether
+    /// they demand it (`xprtsec`).
+    pub tls: Option<FileTls>,
     #[serde(default)]
     pub export: Vec<FileExport>,
 }
@@ -217,6 +220,22 @@ pub struct FileKerberos {
     pub principals: std::collections::BTreeMap<String, String>,
     /// Most GSS contexts held at once (default 4096).
     pub max_contexts: Option<usize>,
+}
+
+/// `[tls]`.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct FileTls {
+    /// PEM: the server's certificate, then any intermediates.
+    pub certificate: PathBuf,
+    /// PEM: the certificate's private key.
+    pub key: PathBuf,
+    /// PEM: authorities of client certificates (mutual TLS): a client
+    /// presenting one they signed has an "mtls" connection.
+    pub client_ca: Option<PathBuf>,
+    /// Seconds a client may take from the probe to the handshake's end
+    /// (default 10).
+    pub handshake_timeout: Option<u64>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -238,6 +257,10 @@ pub struct FileExport {
     /// Accepted security flavors, preferred first: "sys", "none".
     /// Default: ["sys"].
     pub sec: Option<Vec<String>>,
+    /// Accepted transport security, as the Linux server's `xprtsec`:
+    /// "none" (plain), "tls" (TLS, no client certificate), "mtls" (TLS
+    /// with a verified client certificate). Default: all three.
+    pub xprtsec: Option<Vec<String>>,
     /// Client rules, first match wins; a client no rule matches cannot
     /// use the export. Default: one rule for "*" with the rule defaults.
     pub clients: Option<Vec<FileClient>>,
@@ -359,6 +382,26 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
                      server's key table (keytab = \"/etc/krb5.keytab\")",
                     e.path,
                     f.name()
+                );
+            }
+        }
+    }
+    let tls = file.tls.as_ref().map(|t| {
+        let mut c = server::security::tls::TlsConfig::new(&t.certificate, &t.key);
+        c.client_ca = t.client_ca.clone();
+        if let Some(s) = t.handshake_timeout {
+            c.handshake_timeout = std::time::Duration::from_secs(s.max(1));
+        }
+        c
+    });
+    if tls.is_none() {
+        for e in &exports {
+            if !e.rules.allows_xprt(rpc::tls::Xprt::None) {
+                bail!(
+                    "export {}: xprtsec {:?} needs TLS: add a [tls] section with the server's \
+                     certificate and key",
+                    e.path,
+                    e.rules.xprtsec.iter().map(|x| x.name()).collect::<Vec<_>>()
                 );
             }
         }
@@ -501,6 +544,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         aux,
         admin,
         kerberos,
+        tls,
     })
 }
 
@@ -609,6 +653,25 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
                 flavors
             }
         };
+        let xprtsec = match &e.xprtsec {
+            None => ExportRules::ANY_XPRT.to_vec(),
+            Some(v) if v.is_empty() => bail!("export {path}: xprtsec = [] accepts no one"),
+            Some(v) => {
+                let mut modes = Vec::new();
+                for m in v {
+                    let Some(x) = rpc::tls::Xprt::parse(m) else {
+                        bail!(
+                            "export {path}: unknown xprtsec {m:?} (\"tls\", \"mtls\" or \"none\")"
+                        );
+                    };
+                    if modes.contains(&x) {
+                        bail!("export {path}: xprtsec {m:?} listed twice");
+                    }
+                    modes.push(x);
+                }
+                modes
+            }
+        };
         let clients = match &e.clients {
             None => vec![ClientRule::new(ClientMatch::Any)],
             Some(v) => v
@@ -669,7 +732,11 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             id: e.id,
             path,
             dir: dir.clone(),
-            rules: ExportRules { clients, sec },
+            rules: ExportRules {
+                clients,
+                sec,
+                xprtsec,
+            },
             metadata_async: e.metadata_async.unwrap_or(false),
             log,
             delegations: e.delegations.unwrap_or(delegations),
@@ -705,6 +772,7 @@ pub fn referrals_of(
         let extra = [
             ("dir", e.dir.is_some()),
             ("sec", e.sec.is_some()),
+            ("xprtsec", e.xprtsec.is_some()),
             ("clients", e.clients.is_some()),
             ("async", e.metadata_async.is_some()),
             ("log", e.log.is_some() || e.log_mib.is_some()),
@@ -1118,18 +1186,21 @@ mod tests {
 
     /// Kerberos flavors need a [kerberos] section; its settings are read;
     /// an owner domain must be a domain.
+    /// Loads the configuration file `text` (written in `dir`).
+    fn load_toml(dir: &Path, text: &str) -> anyhow::Result<ServerConfig> {
+        let p = dir.join("f.toml");
+        std::fs::write(&p, text).unwrap();
+        load(&ServeArgs {
+            dir: None,
+            config: Some(p),
+            ..quick()
+        })
+    }
+
     #[test]
     fn kerberos_and_owner_domain() {
         let dir = tempfile::tempdir().unwrap();
-        let load_text = |text: &str| {
-            let p = dir.path().join("f.toml");
-            std::fs::write(&p, text).unwrap();
-            load(&ServeArgs {
-                dir: None,
-                config: Some(p),
-                ..quick()
-            })
-        };
+        let load_text = |text: &str| load_toml(dir.path(), text);
         let export = "[[export]]\npath = \"/s\"\ndir = \"/tmp/s\"\nsec = [\"krb5p\", \"sys\"]\n";
         let e = format!("{:#}", load_text(export).unwrap_err());
         assert!(e.contains("needs Kerberos"), "{e}");
@@ -1145,6 +1216,42 @@ mod tests {
             load_text("owner_domain = \"a@b\"\n[[export]]\npath = \"/\"\ndir = \"/tmp/s\"")
                 .is_err()
         );
+    }
+
+    /// `[tls]` is read; `xprtsec` is checked, and without `[tls]` an
+    /// export that refuses plain connections is refused.
+    #[test]
+    fn tls_and_xprtsec() {
+        let dir = tempfile::tempdir().unwrap();
+        let load_text = |text: &str| load_toml(dir.path(), text);
+        let export =
+            |x: &str| format!("[[export]]\npath = \"/s\"\ndir = \"/tmp/s\"\nxprtsec = {x}\n");
+        let e = format!("{:#}", load_text(&export("[\"tls\"]")).unwrap_err());
+        assert!(e.contains("needs TLS"), "{e}");
+        let cfg = load_text(&export("[\"none\", \"tls\"]")).unwrap();
+        assert!(cfg.tls.is_none());
+        assert_eq!(
+            cfg.exports[0].rules.xprtsec,
+            vec![rpc::tls::Xprt::None, rpc::tls::Xprt::Tls]
+        );
+        let tls = "[tls]\ncertificate = \"/c.pem\"\nkey = \"/k.pem\"\nclient_ca = \"/ca.pem\"\nhandshake_timeout = 3\n";
+        let cfg = load_text(&format!("{tls}{}", export("[\"mtls\"]"))).unwrap();
+        let t = cfg.tls.unwrap();
+        assert_eq!(t.certificate, PathBuf::from("/c.pem"));
+        assert_eq!(t.key, PathBuf::from("/k.pem"));
+        assert_eq!(t.client_ca, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(t.handshake_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(cfg.exports[0].rules.xprtsec, vec![rpc::tls::Xprt::Mtls]);
+        for bad in ["[]", "[\"ssl\"]", "[\"tls\", \"tls\"]"] {
+            let e = format!(
+                "{:#}",
+                load_text(&format!("{tls}{}", export(bad))).unwrap_err()
+            );
+            assert!(e.contains("xprtsec"), "{bad}: {e}");
+        }
+        // The default: every transport.
+        let cfg = load_text("[[export]]\npath = \"/s\"\ndir = \"/tmp/s\"\n").unwrap();
+        assert_eq!(cfg.exports[0].rules.xprtsec.len(), 3);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod out;
 pub mod ratelimit;
 pub mod record;
 pub mod server;
+pub mod tls;
 pub mod udp;
 
 pub use conn::{

@@ -11,14 +11,13 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 
 use bytes::Buf;
-use tokio::io::Interest;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
 use xdr::{FileSlice, Piece};
+
+use crate::tls::link::Wire;
 
 /// Slices handed to one `writev` (Linux allows 1024).
 const MAX_SLICES: usize = 64;
@@ -36,7 +35,7 @@ struct State<H> {
     /// Records in order; the first may be partly written (its written
     /// bytes advanced out of its chunks).
     queue: VecDeque<Queued<H>>,
-    socket: Option<Arc<OwnedWriteHalf>>,
+    socket: Option<Arc<Wire>>,
 }
 
 /// What a flush came to.
@@ -57,7 +56,7 @@ pub(crate) struct Out<H> {
 }
 
 impl<H> Out<H> {
-    pub(crate) fn new(socket: OwnedWriteHalf) -> Self {
+    pub(crate) fn new(socket: Wire) -> Self {
         Out {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -80,7 +79,7 @@ impl<H> Out<H> {
     }
 
     /// The socket, for waiting until it can take more.
-    pub(crate) fn socket(&self) -> Option<Arc<OwnedWriteHalf>> {
+    pub(crate) fn socket(&self) -> Option<Arc<Wire>> {
         self.state.lock().ok().and_then(|s| s.socket.clone())
     }
 
@@ -89,7 +88,9 @@ impl<H> Out<H> {
     pub(crate) fn shut(&self) {
         let dropped = match self.state.lock() {
             Ok(mut s) => {
-                s.socket = None;
+                if let Some(w) = s.socket.take() {
+                    w.close_notify();
+                }
                 std::mem::take(&mut s.queue)
             }
             Err(_) => VecDeque::new(),
@@ -145,7 +146,7 @@ impl<H> Out<H> {
                     }
                 }
                 match (&file, n) {
-                    (Some(f), _) => send_file(&socket, f),
+                    (Some(f), _) => socket.send_file(f),
                     (None, 0) => Ok(0),
                     (None, _) => socket.try_write_vectored(&slices[..n]),
                 }
@@ -199,29 +200,16 @@ impl<H> Out<H> {
                 }
             }
         }
-        Flushed::All
-    }
-}
-
-/// Sends what the socket takes of the range `f` of a file, from the page
-/// cache (`sendfile(2)`), without waiting: WouldBlock when the socket's
-/// buffer is full, 0 when the file ends before the range does.
-fn send_file(socket: &OwnedWriteHalf, f: &FileSlice) -> io::Result<usize> {
-    let stream: &tokio::net::TcpStream = socket.as_ref();
-    let sock = stream.as_raw_fd();
-    let fd = f.file.as_raw_fd();
-    stream.try_io(Interest::WRITABLE, || {
-        let mut off = libc::off_t::try_from(f.offset).map_err(|_| io::ErrorKind::InvalidInput)?;
-        // SAFETY: both descriptors are open (the socket half and the file
-        // are borrowed for the call); `off` is a valid off_t the call
-        // updates.
-        let r = unsafe { libc::sendfile(sock, fd, &mut off, f.len) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(r as usize)
+        // What TLS still holds of the records it took.
+        match socket.drain() {
+            Ok(()) => Flushed::All,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Flushed::Blocked,
+            Err(e) => {
+                tracing::debug!("write failed: {e}");
+                Flushed::Closed
+            }
         }
-    })
+    }
 }
 
 #[cfg(test)]
@@ -308,7 +296,7 @@ mod tests {
     async fn a_full_socket_keeps_records_whole_and_in_order() {
         let (server, mut peer) = pair().await;
         let (_rd, wr) = server.into_split();
-        let out = Out::new(wr);
+        let out = Out::new(Wire::new(wr));
         let released = Arc::new(AtomicUsize::new(0));
         let n = 256;
         let file = numbered_file(64 * 1024 + n);
@@ -345,7 +333,7 @@ mod tests {
     async fn shut_releases_what_is_queued_and_refuses_more() {
         let (server, _peer) = pair().await;
         let (_rd, wr) = server.into_split();
-        let out = Out::new(wr);
+        let out = Out::new(Wire::new(wr));
         let released = Arc::new(AtomicUsize::new(0));
         let file = numbered_file(128 * 1024);
         for i in 0..3 {
@@ -375,7 +363,7 @@ mod tests {
     async fn a_truncated_file_closes_the_connection() {
         let (server, mut peer) = pair().await;
         let (_rd, wr) = server.into_split();
-        let out = Out::new(wr);
+        let out = Out::new(Wire::new(wr));
         let file = numbered_file(1000);
         let released = Arc::new(AtomicUsize::new(0));
         let hold = Hold(released.clone());

@@ -117,6 +117,11 @@ impl<R: AsyncRead + Unpin> RecordReader<R> {
         r
     }
 
+    /// The stream read from.
+    pub fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     /// Bytes held for records not yet returned.
     pub fn buffered(&self) -> usize {
         self.buf.len() + self.assembled.as_ref().map_or(0, BytesMut::len)

@@ -29,6 +29,7 @@ struct Program {
 pub struct Programs {
     programs: HashMap<u32, Program>,
     gss: Option<Arc<crate::gss::Gate>>,
+    tls: Option<Arc<crate::tls::TlsServer>>,
 }
 
 impl Programs {
@@ -45,6 +46,12 @@ impl Programs {
     /// Takes RPCSEC_GSS calls through `gate` (RFC 2203).
     pub fn with_gss(mut self, gate: Option<Arc<crate::gss::Gate>>) -> Self {
         self.gss = gate;
+        self
+    }
+
+    /// Answers AUTH_TLS probes and runs TLS with `tls` (RFC 9289).
+    pub fn with_tls(mut self, tls: Option<Arc<crate::tls::TlsServer>>) -> Self {
+        self.tls = tls;
         self
     }
 }
@@ -72,6 +79,10 @@ impl Service for Programs {
 
     fn gss(&self) -> Option<Arc<crate::gss::Gate>> {
         self.gss.clone()
+    }
+
+    fn tls(&self) -> Option<Arc<crate::tls::TlsServer>> {
+        self.tls.clone()
     }
 }
 

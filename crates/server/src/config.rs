@@ -130,6 +130,9 @@ pub struct ServerConfig {
     pub admin: AdminConfig,
     /// RPCSEC_GSS with Kerberos V5; none: AUTH_SYS and AUTH_NONE only.
     pub kerberos: Option<crate::security::kerberos::KerberosConfig>,
+    /// RPC-over-TLS (RFC 9289): the settings with which AUTH_TLS probes
+    /// on the NFS port are answered; none: no TLS offered.
+    pub tls: Option<crate::security::tls::TlsConfig>,
 }
 
 /// Opens the backend of export `e` (its directory created if missing),

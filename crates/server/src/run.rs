@@ -181,6 +181,27 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         }
         None => None,
     };
+    let tls = match &cfg.tls {
+        Some(t) => {
+            let t = t.clone();
+            let server = tokio::task::spawn_blocking(move || t.load())
+                .await
+                .map_err(std::io::Error::other)?
+                .map_err(|why| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("[tls]: {why}"))
+                })?;
+            tracing::info!(
+                "RPC-over-TLS offered on the NFS port{}",
+                if server.mutual {
+                    " (client certificates verified)"
+                } else {
+                    ""
+                }
+            );
+            Some(Arc::new(server))
+        }
+        None => None,
+    };
     spawn_heap_trim();
     let nlm = crate::v3::nlm::Nlm::new(nfs4.clone(), Arc::new(nsm), cfg.aux.client_portmap_port);
     nlm.start();
@@ -245,7 +266,8 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
             proto::migrate::FERRITE_PEER_V1,
             Arc::new(crate::migrate::service::PeerService(peer)),
         )
-        .with_gss(gss);
+        .with_gss(gss)
+        .with_tls(tls);
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);

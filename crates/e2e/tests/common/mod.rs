@@ -75,6 +75,7 @@ fn config(
             link_bytes_per_s: None,
         },
         kerberos: None,
+        tls: None,
     }
 }
 
@@ -392,4 +393,87 @@ pub const QUIET: Duration = Duration::from_millis(300);
 /// AUTH_SYS as root, for the NFSv3 client.
 pub fn root_auth() -> rpc::Auth {
     rpc::Auth::sys(0, 0, Vec::new(), "test")
+}
+
+/// `reader` creates `name` in `rdir` and opens it for reading with a
+/// read delegation; `writer` then opens it (in `wdir`, the same
+/// directory as it sees it) for writing: the delegation must be recalled
+/// over `reader`'s back channel and given back before the open succeeds.
+pub async fn delegation_recalled_by_a_writer(
+    reader: &Client,
+    rdir: &NfsFh4,
+    writer: &Client,
+    wdir: &NfsFh4,
+    name: &str,
+) {
+    let mut create = client::OpenOpts::create(0o666);
+    create.access |= OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
+    let f = reader.open(rdir, name, create).await.expect("create");
+    reader.close(&f.fh, f.stateid).await.expect("close");
+    let o = reader
+        .open(
+            rdir,
+            name,
+            client::OpenOpts {
+                access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("open for reading");
+    let OpenDelegation4::Read(d) = o.delegation else {
+        panic!("no read delegation: {:?}", o.delegation)
+    };
+    let w = writer
+        .open(wdir, name, client::OpenOpts::write())
+        .await
+        .expect("open for writing");
+    let got = recalls(reader, 1).await;
+    assert_eq!(got.len(), 1, "the reader was called back");
+    assert_eq!(got[0].stateid.other, d.stateid.other);
+    assert_eq!(delegreturns(reader, 1).await, 1);
+    writer.close(&w.fh, w.stateid).await.expect("close");
+}
+
+/// Writes `len` bytes of a pattern to the open file `o` in FILE_SYNC
+/// WRITEs of `chunk` bytes, reads them back in READs of `chunk` bytes
+/// and compares; then takes a write lock on its first 100 bytes and
+/// releases it.
+pub async fn write_read_back_and_lock(c: &Client, o: &client::Open, len: usize, chunk: usize) {
+    let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+    for (i, part) in data.chunks(chunk).enumerate() {
+        c.write(
+            &o.fh,
+            o.stateid,
+            (i * chunk) as u64,
+            Bytes::copy_from_slice(part),
+            StableHow4::FileSync4,
+        )
+        .await
+        .expect("write");
+    }
+    let mut back = Vec::new();
+    while back.len() < data.len() {
+        let (got, _) = c
+            .read(&o.fh, o.stateid, back.len() as u64, chunk as u32)
+            .await
+            .expect("read");
+        assert!(!got.is_empty(), "a READ came back empty at {}", back.len());
+        back.extend_from_slice(&got);
+    }
+    assert!(back == data, "read back differs");
+    let owner = c.new_owner("lk");
+    let lk = c
+        .lock(
+            &o.fh,
+            NfsLockType4::WriteLt,
+            0,
+            100,
+            c.new_locker(o.stateid, owner),
+        )
+        .await
+        .expect("lock");
+    c.locku(&o.fh, NfsLockType4::WriteLt, lk, 0, 100)
+        .await
+        .expect("unlock");
 }

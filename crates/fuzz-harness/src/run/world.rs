@@ -470,6 +470,7 @@ fn data_server() -> (server::pnfs::dataserver::DataServerAddr, std::path::PathBu
                     aux: Default::default(),
                     admin: Default::default(),
                     kerberos: None,
+                    tls: None,
                 };
                 let r = server::run::start(cfg).await.expect("data server starts");
                 let _ = tx.send(r.addr);

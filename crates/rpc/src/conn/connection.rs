@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -53,6 +53,8 @@ pub struct Connection {
     pub(super) proven: AtomicBool,
     /// Its service said it carries state ([`Connection::mark_stateful`]).
     stateful: AtomicBool,
+    /// Its transport security ([`crate::tls::Xprt`] as a number).
+    xprt: AtomicU8,
     /// The listener whose table counts it, if any.
     listener: Option<Arc<Shared>>,
 }
@@ -87,6 +89,7 @@ impl Connection {
             running: AtomicUsize::new(0),
             proven: AtomicBool::new(false),
             stateful: AtomicBool::new(false),
+            xprt: AtomicU8::new(0),
             listener,
         })
     }
@@ -162,6 +165,16 @@ impl Connection {
     /// Whether a well-formed call has arrived on it.
     pub(crate) fn proven(&self) -> bool {
         self.proven.load(Ordering::Relaxed)
+    }
+
+    /// Its transport security: plain, TLS, or TLS with a verified client
+    /// certificate (RFC 9289).
+    pub fn xprt(&self) -> crate::tls::Xprt {
+        crate::tls::Xprt::from_u8(self.xprt.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_xprt(&self, x: crate::tls::Xprt) {
+        self.xprt.store(x as u8, Ordering::Release);
     }
 
     /// Whether its service said it carries state.

@@ -26,5 +26,5 @@ pub use message::{
     CallError, CallHead, Reply, MAX_AUTH_BYTES,
 };
 pub use service::{Call, ReplyFuture, Service};
-pub(crate) use tasks::start_shared;
 pub use tasks::{connect, start};
+pub(crate) use tasks::{start_parts, start_shared, Socket};

@@ -32,4 +32,9 @@ pub trait Service: Send + Sync + 'static {
     fn gss(&self) -> Option<Arc<crate::gss::Gate>> {
         None
     }
+    /// The TLS settings with which it answers AUTH_TLS probes (RFC 9289),
+    /// if it offers TLS.
+    fn tls(&self) -> Option<Arc<crate::tls::TlsServer>> {
+        None
+    }
 }

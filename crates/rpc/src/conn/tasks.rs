@@ -14,7 +14,7 @@ use tracing::{debug, warn, Instrument};
 use xdr::Decoder;
 
 use super::connection::{Connection, Sink};
-use super::limits::{ConnConfig, Live, Shared};
+use super::limits::{Charge, ConnConfig, Live, Shared};
 use super::message::{parse_head, simple_auth, Reply};
 use super::service::{Call, Service};
 use crate::admit;
@@ -23,11 +23,14 @@ use crate::msg::*;
 use crate::out::{Flushed, Out};
 use crate::ratelimit::RateLimit;
 use crate::record::{RecordError, RecordReader};
+use crate::tls::link::{lock, Input, Wire};
+use crate::tls::{starttls_verifier, TlsServer, Xprt, AUTH_TLS};
 
 static GARBAGE_LOG: RateLimit = RateLimit::per_secs(10);
 static REJECT_LOG: RateLimit = RateLimit::per_secs(10);
 static CLOSE_LOG: RateLimit = RateLimit::per_secs(10);
 static GSS_LOG: RateLimit = RateLimit::per_secs(10);
+static TLS_LOG: RateLimit = RateLimit::per_secs(10);
 
 /// Rejects call `xid` with `e`, logging at most one line per interval.
 fn reject(conn: &Connection, xid: u32, e: ReplyError) {
@@ -96,6 +99,59 @@ fn closing(conn: &Connection, why: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Answers the AUTH_TLS probe `xid` with STARTTLS and runs the server's
+/// side of the handshake (RFC 9289 §4.1, §5.1), within the handshake
+/// timeout: the transport security the connection then has.
+async fn starttls(
+    conn: &Arc<Connection>,
+    out: &Out<Option<Charge>>,
+    reader: &mut RecordReader<Input>,
+    server: &TlsServer,
+    xid: u32,
+) -> Result<Xprt, String> {
+    let verf = crate::gss::Seal::Verf(starttls_verifier());
+    conn.reply(
+        xid,
+        Reply::Success(Vec::new()),
+        &verf,
+        conn.flow.charge(0, None),
+        true,
+    );
+    let wire = out.socket().ok_or("closed")?;
+    let handshake = async {
+        // The STARTTLS reply all on the wire before TLS begins.
+        loop {
+            match out.flush() {
+                Flushed::All => break,
+                Flushed::Closed => return Err(std::io::Error::other("closed")),
+                Flushed::Blocked => wire.writable().await?,
+            }
+        }
+        let sc =
+            rustls::ServerConnection::new(server.config.clone()).map_err(std::io::Error::other)?;
+        let tls = Arc::new(std::sync::Mutex::new(rustls::Connection::Server(sc)));
+        wire.upgrade(tls.clone());
+        reader.inner_mut().upgrade(tls.clone());
+        crate::tls::drive(reader.inner_mut(), &wire).await?;
+        let certified = lock(&tls)?
+            .peer_certificates()
+            .is_some_and(|c| !c.is_empty());
+        Ok(if certified { Xprt::Mtls } else { Xprt::Tls })
+    };
+    let mut closed = conn.closed_tx.subscribe();
+    tokio::select! {
+        r = tokio::time::timeout(server.handshake_timeout, handshake) => match r {
+            Ok(Ok(x)) => Ok(x),
+            Ok(Err(e)) => Err(format!("TLS handshake failed: {e}")),
+            Err(_) => Err(format!(
+                "TLS handshake not done within {:?}",
+                server.handshake_timeout
+            )),
+        },
+        _ = closed.wait_for(|c| *c) => Err("closed during the TLS handshake".into()),
+    }
+}
+
 /// [`start`] with the budgets shared by the connections of a listener.
 pub(crate) fn start_shared(
     stream: TcpStream,
@@ -107,7 +163,52 @@ pub(crate) fn start_shared(
     let local = stream.local_addr()?;
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
-    let out = Arc::new(Out::new(wr));
+    let socket = Socket {
+        input: Input::new(rd),
+        wire: Wire::new(wr),
+        peer,
+        local,
+        xprt: Xprt::None,
+    };
+    Ok(run(socket, service, cfg, shared))
+}
+
+/// A connected socket's two sides, its addresses, and its transport
+/// security.
+pub(crate) struct Socket {
+    pub(crate) input: Input,
+    pub(crate) wire: Wire,
+    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) local: std::net::SocketAddr,
+    pub(crate) xprt: Xprt,
+}
+
+/// [`start`] for a socket already set up (a client's, after its TLS
+/// handshake), with budgets of its own.
+pub(crate) fn start_parts(
+    socket: Socket,
+    service: Option<Arc<dyn Service>>,
+    cfg: ConnConfig,
+) -> std::io::Result<Arc<Connection>> {
+    let shared = Shared::new(&cfg);
+    Ok(run(socket, service, cfg, shared))
+}
+
+fn run(
+    socket: Socket,
+    service: Option<Arc<dyn Service>>,
+    cfg: ConnConfig,
+    shared: Arc<Shared>,
+) -> Arc<Connection> {
+    let Socket {
+        input,
+        wire,
+        peer,
+        local,
+        xprt,
+    } = socket;
+    let out = Arc::new(Out::new(wire));
+    let rout = out.clone();
     let conn = Connection::new(
         peer,
         local,
@@ -115,6 +216,7 @@ pub(crate) fn start_shared(
         cfg.max_pending_bytes,
         Some(shared.clone()),
     );
+    conn.set_xprt(xprt);
     admit::lock(&shared.table).insert(&conn);
     let live = Live::new(shared.clone());
 
@@ -183,10 +285,12 @@ pub(crate) fn start_shared(
 
     let rconn = conn.clone();
     let gate = service.as_ref().and_then(|s| s.gss());
+    let tls = service.as_ref().and_then(|s| s.tls());
     let in_flight = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     tokio::spawn(async move {
         let _live = live;
-        let mut reader = RecordReader::with_budget(rd, cfg.max_record, shared.buffered.clone());
+        let rout = rout;
+        let mut reader = RecordReader::with_budget(input, cfg.max_record, shared.buffered.clone());
         let mut closed = rconn.closed_tx.subscribe();
         let idle = cfg.idle_timeout.map(|t| t.max(Duration::from_millis(100)));
         let mut idle_timer = Box::pin(tokio::time::sleep_until(idle.map_or_else(
@@ -312,6 +416,35 @@ pub(crate) fn start_shared(
                         }
                     };
                     let (prog, vers, proc_) = (head.prog, head.vers, head.proc_);
+                    if head.cred.flavor == AUTH_TLS {
+                        // RFC 9289 §4.1: the probe, as the first call of a
+                        // plain connection to a server that offers TLS.
+                        let offered = tls.as_ref().filter(|_| {
+                            proc_ == 0
+                                && head.cred.body.is_empty()
+                                && rconn.xprt() == Xprt::None
+                                && !rconn.proven()
+                                && reader.buffered() == 0
+                        });
+                        let Some(server) = offered else {
+                            reject(&rconn, xid, ReplyError::Auth(AuthStat::BadCred));
+                            continue;
+                        };
+                        match starttls(&rconn, &rout, &mut reader, server, xid).await {
+                            Ok(x) => {
+                                rconn.set_xprt(x);
+                                rconn.proven.store(true, Ordering::Relaxed);
+                                rconn.touch();
+                                continue;
+                            }
+                            Err(why) => {
+                                if let Some(n) = TLS_LOG.allow() {
+                                    warn!(peer = %rconn.peer, "{why}; closing ({n} more not logged)");
+                                }
+                                break;
+                            }
+                        }
+                    }
                     let mut seal = Seal::None;
                     let gss = gate.as_ref().filter(|_| head.cred.flavor == RPCSEC_GSS);
                     let auth = if let Some(gate) = gss {
@@ -489,7 +622,7 @@ pub(crate) fn start_shared(
             svc.disconnected(&rconn);
         }
     });
-    Ok(conn)
+    conn
 }
 
 /// Opens a connection to `addr`, optionally serving callbacks on it.

@@ -354,6 +354,10 @@ pub struct ExportRules {
     pub clients: Vec<ClientRule>,
     /// Accepted flavors, preferred first (what SECINFO reports).
     pub sec: Vec<Flavor>,
+    /// Accepted transport security (`xprtsec`, RFC 9289 as the Linux
+    /// server names it): "none" a plain connection, "tls" TLS without a
+    /// client certificate, "mtls" TLS with one the server verified.
+    pub xprtsec: Vec<rpc::tls::Xprt>,
 }
 
 impl ExportRules {
@@ -362,6 +366,7 @@ impl ExportRules {
         ExportRules {
             clients: vec![ClientRule::open()],
             sec: vec![Flavor::Sys, Flavor::None],
+            xprtsec: Self::ANY_XPRT.to_vec(),
         }
     }
 
@@ -384,8 +389,21 @@ impl ExportRules {
         Ok(r)
     }
 
+    /// Every transport security: the default, as the Linux server's.
+    pub const ANY_XPRT: [rpc::tls::Xprt; 3] = [
+        rpc::tls::Xprt::None,
+        rpc::tls::Xprt::Tls,
+        rpc::tls::Xprt::Mtls,
+    ];
+
     pub fn allows(&self, f: Flavor) -> bool {
         self.sec.contains(&f)
+    }
+
+    /// Whether a call over a connection with transport security `x` may
+    /// use the export.
+    pub fn allows_xprt(&self, x: rpc::tls::Xprt) -> bool {
+        self.xprtsec.contains(&x)
     }
 }
 

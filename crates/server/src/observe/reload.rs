@@ -289,6 +289,10 @@ fn restart_only(a: &ServerConfig, b: &ServerConfig) -> Vec<String> {
         a.kerberos != b.kerberos,
         "[kerberos] (key table, principal map)",
     );
+    note(
+        a.tls != b.tls,
+        "[tls] (certificate, key, client authorities)",
+    );
     out
 }
 
@@ -307,6 +311,7 @@ mod tests {
             aux: Default::default(),
             admin: Default::default(),
             kerberos: None,
+            tls: None,
         }
     }
 

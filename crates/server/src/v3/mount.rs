@@ -93,6 +93,7 @@ impl MountService {
                 srv: self.srv.clone(),
                 auth: call.auth.clone(),
                 peer,
+                xprt: None,
             };
             let walked = cx
                 .vfs(export, move |v, c| {

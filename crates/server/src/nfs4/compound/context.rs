@@ -318,13 +318,15 @@ impl Compound {
             .inspect_err(|s| refusal_warning(&e.path, peer, *s))
     }
 
-    /// NFS4ERR_WRONGSEC unless the credential's flavor is one `fh`'s
-    /// export accepts; pseudo nodes and referrals accept every flavor.
+    /// NFS4ERR_WRONGSEC unless the credential's flavor, and the
+    /// connection's transport security (RFC 9289), are ones `fh`'s export
+    /// accepts; pseudo nodes and referrals accept every flavor.
     pub fn check_flavor(&self, fh: &Fh) -> Result<(), NfsStat4> {
         if fh.pseudo.is_some() || fh.absent.is_some() {
             return Ok(());
         }
-        if self.export(fh.export)?.rules.allows(Flavor::of(&self.auth)) {
+        let rules = &self.export(fh.export)?.rules;
+        if rules.allows(Flavor::of(&self.auth)) && rules.allows_xprt(self.conn.xprt()) {
             Ok(())
         } else {
             Err(NfsStat4::Nfs4errWrongsec)
@@ -354,7 +356,8 @@ impl Compound {
     /// squashed as the client's rule says.
     pub fn creds_for(&self, export: u16) -> Result<vfs::Creds, NfsStat4> {
         let rule = self.admit(export)?;
-        if !self.export(export)?.rules.allows(Flavor::of(&self.auth)) {
+        let rules = &self.export(export)?.rules;
+        if !rules.allows(Flavor::of(&self.auth)) || !rules.allows_xprt(self.conn.xprt()) {
             return Err(NfsStat4::Nfs4errWrongsec);
         }
         Ok(rule.creds(&self.auth))

@@ -47,6 +47,10 @@ pub struct Ctx {
     pub exports: Arc<Exports>,
     pub auth: rpc::Auth,
     pub peer: SocketAddr,
+    /// The connection's transport security (RFC 9289) where the export's
+    /// `xprtsec` governs the program: NFS, not MOUNT or NLM (as with the
+    /// Linux server, whose mountd and lockd do not see it).
+    pub xprt: Option<rpc::tls::Xprt>,
 }
 
 /// An object a filehandle names: its export and backend handle.
@@ -128,7 +132,9 @@ impl Ctx {
             proto::nfs4::NfsStat4::Nfs4errPerm => NfsStat3::Perm,
             _ => NfsStat3::Acces,
         })?;
-        if !e.rules.allows(Flavor::of(&self.auth)) {
+        if !e.rules.allows(Flavor::of(&self.auth))
+            || self.xprt.is_some_and(|x| !e.rules.allows_xprt(x))
+        {
             return Err(NfsStat3::Acces);
         }
         Ok(rule.creds(&self.auth))

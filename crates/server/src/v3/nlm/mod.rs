@@ -124,6 +124,7 @@ impl Nlm {
             srv: self.srv.clone(),
             auth: c.auth.clone(),
             peer: c.peer,
+            xprt: None,
         }
     }
 

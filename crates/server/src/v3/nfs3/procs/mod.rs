@@ -37,6 +37,7 @@ impl Service for Nfs3Service {
             srv: self.0.clone(),
             auth: call.auth.clone(),
             peer: call.conn.peer(),
+            xprt: Some(call.conn.xprt()),
         };
         Box::pin(async move { run(&cx, &mut call).await })
     }
