@@ -12,6 +12,7 @@ pub mod nfs3_run;
 pub mod record;
 pub mod run;
 pub mod seeds;
+pub mod tls;
 
 /// A target's body: runs one input, panics on a finding.
 pub type Target = fn(&[u8]);
@@ -24,4 +25,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("pnfs_run", run::pnfs_run),
     ("nfs3_run", nfs3_run::nfs3_run),
     ("gss_call", gss::gss_call),
+    ("tls_probe", tls::tls_probe),
 ];

@@ -87,14 +87,14 @@ fn read_all(stream: Stream<'_>, max: usize, cancel: bool) -> Outcome {
     Outcome(recs, end)
 }
 
-fn poll_once<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
+pub(crate) fn poll_once<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
     f.poll(&mut Context::from_waker(Waker::noop()))
 }
 
 /// One record as the connection's reader takes it (`conn/tasks.rs`): xid and
 /// message type, then a call's header and credential or a reply's
 /// status.
-fn message(rec: Bytes) {
+pub(crate) fn message(rec: Bytes) {
     let mut d = Decoder::new(rec);
     let (Ok(_xid), Ok(mtype)) = (d.u32(), d.u32()) else {
         return;
@@ -121,7 +121,7 @@ fn message(rec: Bytes) {
 
 /// The input as a socket: reads of at most `chunk` bytes, each after a
 /// pending read if `stall`.
-struct Stream<'a> {
+pub(crate) struct Stream<'a> {
     data: &'a [u8],
     chunk: usize,
     stall: bool,
@@ -129,7 +129,7 @@ struct Stream<'a> {
 }
 
 impl<'a> Stream<'a> {
-    fn new(data: &'a [u8], chunk: usize, stall: bool) -> Self {
+    pub(crate) fn new(data: &'a [u8], chunk: usize, stall: bool) -> Self {
         Stream {
             data,
             chunk,

@@ -19,6 +19,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "pnfs_run" => pnfs_run(),
         "nfs3_run" => nfs3_run(),
         "gss_call" => gss_call(),
+        "tls_probe" => tls_probe(),
         _ => Vec::new(),
     }
 }
@@ -804,5 +805,58 @@ fn gss_call() -> Vec<(&'static str, Vec<u8>)> {
         ("seed-init", b"\x02alice@TEST".to_vec()),
         ("seed-continue", b"\x02\x01".to_vec()),
         ("seed-forged", b"\x02forged@TEST".to_vec()),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// tls_probe
+// ---------------------------------------------------------------------------
+
+/// A ClientHello rustls sent once (TLS 1.3, SNI "localhost", ALPN
+/// "sunrpc"), kept as it was so that the seeds stay the same.
+const CLIENT_HELLO: &[&str] = &[
+    "16030100ec010000e803032a87be6066b20fcdad64dc6cdea8779392210b42a7fe6eedd7f73871c5",
+    "8221d720f859a516b0b5c38f948a300e8b2be6c9572dd39726ef5541f1fe981f14736ade00121302",
+    "13011303c02cc02bcca9c030c02fcca80100008d002b0003020304000d0014001205030403080708",
+    "0608050804060105010401002d000201010010000900070673756e7270630000000e000c0000096c",
+    "6f63616c686f737400170000003300260024001d002095a9ba82b6f0152397d2e407886bf691828f",
+    "ed006d006b92c63d116c3e454650000a00080006001d00170018000500050100000000000b000201",
+    "00",
+];
+
+fn tls_probe() -> Vec<(&'static str, Vec<u8>)> {
+    let hello: Vec<u8> = CLIENT_HELLO
+        .concat()
+        .as_bytes()
+        .chunks(2)
+        .map(|h| u8::from_str_radix(std::str::from_utf8(h).expect("hex"), 16).expect("hex"))
+        .collect();
+    let with = |cfg: u8, body: &[u8]| {
+        let mut v = vec![cfg];
+        v.extend_from_slice(body);
+        v
+    };
+    let reply = |stat: u32, verf: &[u8]| {
+        let mut e = Encoder::new();
+        for w in [7u32, rpc::REPLY, stat, 0] {
+            e.u32(w);
+        }
+        Bytes::copy_from_slice(verf).pack(&mut e);
+        e.u32(0);
+        e.to_bytes().to_vec()
+    };
+    let mut garbage = hello.clone();
+    garbage.extend_from_slice(&[0x17, 3, 3, 0, 5, 1, 2, 3, 4, 5]);
+    vec![
+        ("seed-hello", with(6, &hello)),
+        ("seed-hello-trickled", with(8, &hello)),
+        ("seed-hello-then-garbage", with(5, &garbage)),
+        ("seed-http", with(4, b"GET / HTTP/1.1\r\n\r\n")),
+        ("seed-half-header", with(2, &[0x16, 3, 1])),
+        (
+            "seed-probe-starttls",
+            with(0x80, &reply(0, rpc::tls::STARTTLS)),
+        ),
+        ("seed-probe-denied", with(0x80, &reply(1, b""))),
     ]
 }

@@ -127,9 +127,7 @@ async fn starttls(
                 Flushed::Blocked => wire.writable().await?,
             }
         }
-        let sc =
-            rustls::ServerConnection::new(server.config.clone()).map_err(std::io::Error::other)?;
-        let tls = Arc::new(std::sync::Mutex::new(rustls::Connection::Server(sc)));
+        let tls = server.state().map_err(std::io::Error::other)?;
         wire.upgrade(tls.clone());
         reader.inner_mut().upgrade(tls.clone());
         crate::tls::drive(reader.inner_mut(), &wire).await?;

@@ -131,7 +131,27 @@ impl TlsServer {
     }
 }
 
+impl TlsServer {
+    /// The server's TLS state for one new connection.
+    pub fn state(&self) -> Result<super::Tls, String> {
+        let c = rustls::ServerConnection::new(self.config.clone()).map_err(|e| e.to_string())?;
+        Ok(Arc::new(std::sync::Mutex::new(rustls::Connection::Server(
+            c,
+        ))))
+    }
+}
+
 impl TlsClient {
+    /// The client's TLS state for one new connection (its first flight,
+    /// the ClientHello, waiting to be sent).
+    pub fn state(&self) -> Result<super::Tls, String> {
+        let c = rustls::ClientConnection::new(self.config.clone(), self.name.clone())
+            .map_err(|e| e.to_string())?;
+        Ok(Arc::new(std::sync::Mutex::new(rustls::Connection::Client(
+            c,
+        ))))
+    }
+
     /// From PEM files: `ca` (the authorities trusted to sign the server's
     /// certificate), the server's name as its certificate carries it, and
     /// for mutual TLS the client's own certificate chain and key.

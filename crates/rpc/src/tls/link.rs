@@ -18,7 +18,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use xdr::FileSlice;
 
 /// The TLS state of a connection, shared by its two sides.
-pub(crate) type Tls = Arc<Mutex<rustls::Connection>>;
+pub type Tls = Arc<Mutex<rustls::Connection>>;
 
 /// Ciphertext read at once: a TLS record at its largest.
 const CIPHER_BUF: usize = 16 * 1024 + 256;
@@ -35,9 +35,10 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// The reading side.
-pub(crate) struct Input {
-    rd: OwnedReadHalf,
+/// The reading side: the socket's (or, for tests and fuzzing, any
+/// stream's) bytes, plain or, once upgraded, decrypted.
+pub struct Input<R = OwnedReadHalf> {
+    rd: R,
     tls: Option<Tls>,
     /// Ciphertext read but not yet taken by TLS: `cbuf[start..end]`.
     cbuf: Box<[u8]>,
@@ -46,8 +47,8 @@ pub(crate) struct Input {
     eof: bool,
 }
 
-impl Input {
-    pub(crate) fn new(rd: OwnedReadHalf) -> Self {
+impl<R: AsyncRead + Unpin> Input<R> {
+    pub fn new(rd: R) -> Self {
         Input {
             rd,
             tls: None,
@@ -59,7 +60,7 @@ impl Input {
     }
 
     /// From now on, reads go through `tls`.
-    pub(crate) fn upgrade(&mut self, tls: Tls) {
+    pub fn upgrade(&mut self, tls: Tls) {
         self.tls = Some(tls);
         self.cbuf = vec![0u8; CIPHER_BUF].into_boxed_slice();
     }
@@ -96,7 +97,7 @@ impl Input {
     }
 }
 
-impl AsyncRead for Input {
+impl<R: AsyncRead + Unpin> AsyncRead for Input<R> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -144,6 +145,16 @@ impl AsyncRead for Input {
             }
         }
     }
+}
+
+/// Moves what `tls` has to send into `out` (for tests and fuzzing, where
+/// no socket takes it).
+pub fn take_output(tls: &Tls, out: &mut Vec<u8>) -> io::Result<()> {
+    let mut t = lock(tls)?;
+    while t.wants_write() {
+        t.write_tls(out)?;
+    }
+    Ok(())
 }
 
 /// The socket's writing side, as `io::Write` for TLS: non-blocking.

@@ -18,6 +18,7 @@ mod probe;
 
 pub use config::{TlsClient, TlsServer};
 pub(crate) use handshake::drive;
+pub use link::{take_output, Input, Tls};
 pub use probe::{connect, parse_probe_reply, probe_call, read_probe_reply, starttls_verifier};
 
 /// RFC 9289 §4.1: the auth_flavor of the probe.

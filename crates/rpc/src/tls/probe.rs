@@ -6,13 +6,13 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use xdr::{Decoder, Encoder, Unpack};
 
-use super::link::{Input, Tls, Wire};
+use super::link::{Input, Wire};
 use super::{TlsClient, Xprt, AUTH_TLS, STARTTLS};
 use crate::conn::{start_parts, ConnConfig, Connection, Service, Socket};
 use crate::msg::*;
@@ -129,9 +129,9 @@ pub async fn connect(
         let xid = probe_xid();
         wr.write_all(&probe_call(xid, prog, vers)).await?;
         read_probe_reply(&mut rd, xid).await?;
-        let c = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone())
+        let state = tls
+            .state()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let state: Tls = Arc::new(Mutex::new(rustls::Connection::Client(c)));
         let mut input = Input::new(rd);
         input.upgrade(state.clone());
         let wire = Wire::new(wr);
