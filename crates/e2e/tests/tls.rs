@@ -177,6 +177,27 @@ async fn exports_take_the_transports_they_list() {
             .await
             .expect("plain into /plain");
         write_read_lock(&plain, &dir, "in-the-clear").await;
+        // `ferrite stat` counts the handshakes; one that fails counts too.
+        let mut raw = tokio::net::TcpStream::connect(s.running.addr)
+            .await
+            .expect("connect");
+        tokio::io::AsyncWriteExt::write_all(&mut raw, &rpc::tls::probe_call(9, NFS_PROGRAM, 4))
+            .await
+            .expect("probe");
+        rpc::tls::read_probe_reply(&mut raw, 9)
+            .await
+            .expect("STARTTLS");
+        tokio::io::AsyncWriteExt::write_all(&mut raw, b"not a ClientHello at all")
+            .await
+            .expect("garbage");
+        let counts = || server::observe::stats::report::build(&s.running.nfs4).security;
+        let failed = eventually(|| counts().tls.filter(|t| t.failed >= 1)).await;
+        let t = failed.expect("the failed handshake counted");
+        assert!(
+            t.probes >= 3 && t.established >= 2 && t.mutual >= 1,
+            "{t:?}"
+        );
+        assert!(counts().gss.is_none(), "no Kerberos configured");
         // A handle got over TLS does not open the export to a plain caller.
         let fh = tls
             .lookup(&tls.root_fh().await.expect("root"), "tls")

@@ -196,6 +196,21 @@ pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
             rl.applied, rl.refused
         );
     }
+    if let Some(g) = &r.security.gss {
+        let _ = writeln!(
+            o,
+            "RPCSEC_GSS: {} of {} contexts held; {} established, {} refused; calls {} denied, \
+             {} dropped (replays), {} with bad sealed arguments",
+            g.contexts, g.max_contexts, g.established, g.refused, g.denied, g.dropped, g.garbage
+        );
+    }
+    if let Some(t) = &r.security.tls {
+        let _ = writeln!(
+            o,
+            "RPC-over-TLS: {} probes; {} handshakes done ({} with a client certificate), {} failed",
+            t.probes, t.established, t.mutual, t.failed
+        );
+    }
     let l = &r.load;
     let _ = writeln!(
         o,

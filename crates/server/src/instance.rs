@@ -159,6 +159,8 @@ pub struct Server {
     migrator: OnceLock<std::sync::Weak<dyn Migrator>>,
     /// RPCSEC_GSS with Kerberos, when configured ([`Server::install_gss`]).
     gss: OnceLock<Arc<rpc::gss::Gate>>,
+    /// RPC-over-TLS settings and counts, when `[tls]` is configured.
+    tls: OnceLock<Arc<rpc::tls::TlsServer>>,
     state: State,
 }
 
@@ -240,6 +242,7 @@ impl Server {
             away: recovery.away,
             migrator: OnceLock::new(),
             gss: OnceLock::new(),
+            tls: OnceLock::new(),
             state: State::recovering(
                 epoch,
                 cfg_lease,
@@ -361,6 +364,14 @@ impl Server {
 
     pub fn gss(&self) -> Option<&Arc<rpc::gss::Gate>> {
         self.gss.get()
+    }
+
+    pub fn install_tls(&self, t: Arc<rpc::tls::TlsServer>) {
+        let _ = self.tls.set(t);
+    }
+
+    pub fn tls(&self) -> Option<&Arc<rpc::tls::TlsServer>> {
+        self.tls.get()
     }
 
     /// The flavors the pseudo file system's nodes list in SECINFO (they

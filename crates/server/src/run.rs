@@ -198,7 +198,9 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
                     ""
                 }
             );
-            Some(Arc::new(server))
+            let server = Arc::new(server);
+            nfs4.install_tls(server.clone());
+            Some(server)
         }
         None => None,
     };

@@ -96,6 +96,7 @@ async fn getattr_leaves_out_what_is_not_supported() {
     )
     .await;
     assert_eq!(a.type_, Some(NfsFtype4::Nf4Dir));
+    // The in-memory back end keeps no ACLs: none is shown.
     assert_eq!((a.acl, a.hidden), (None, None));
 }
 

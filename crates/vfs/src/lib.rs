@@ -11,6 +11,7 @@
 
 use bytes::Bytes;
 
+pub mod acl;
 pub mod durable;
 pub mod lease;
 pub mod local;
@@ -157,6 +158,9 @@ pub struct SetAttr {
     pub size: Option<u64>,
     pub atime: Option<SetTime>,
     pub mtime: Option<SetTime>,
+    /// POSIX ACLs to set after the mode (as the Linux server does):
+    /// backends without ACLs ([`Vfs::acls`]) refuse it.
+    pub acl: Option<acl::AclSet>,
 }
 
 impl SetAttr {
@@ -529,6 +533,27 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Removes extended attribute `name` (ENODATA: none).
     fn removexattr(&self, _c: &Creds, _h: &Handle, _name: &[u8]) -> Result<()> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Whether the backend keeps POSIX ACLs (the NFSv4 `acl` attribute is
+    /// mapped to and from them).
+    fn acls(&self) -> bool {
+        false
+    }
+    /// The object's access ACL (`default`: a directory's default ACL);
+    /// None when it has none (its mode says everything).
+    fn get_acl(&self, _c: &Creds, _h: &Handle, _default: bool) -> Result<Option<acl::PosixAcl>> {
+        Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Sets the object's access ACL (which sets the mode's bits too) or a
+    /// directory's default ACL; None removes it.
+    fn set_acl(
+        &self,
+        _c: &Creds,
+        _h: &Handle,
+        _default: bool,
+        _acl: Option<&acl::PosixAcl>,
+    ) -> Result<()> {
         Err(Errno(libc::EOPNOTSUPP))
     }
     /// Reserves space for `[offset, offset + len)` without changing the

@@ -1321,6 +1321,10 @@ impl LocalFs {
         // clear set-id bits). Symlinks have no mode of their own.
         if !is_link {
             sys::chmod_fd(fd, mode)?;
+            if let Some(acl) = &set.acl {
+                let st = sys::fstat(fd)?;
+                xattr::write_acl_set(fd, st.st_mode & libc::S_IFMT == libc::S_IFDIR, acl)?;
+            }
         }
         if times && (set.atime.is_some() || set.mtime.is_some()) {
             sys::utimes_fd(fd, set_time(set.atime), set_time(set.mtime))?;
@@ -1584,6 +1588,12 @@ impl Vfs for LocalFs {
                     return Err(Errno(libc::EOPNOTSUPP));
                 }
                 sys::chmod_fd(o.raw(), mode & 0o7777)?;
+            }
+            if let Some(acl) = &set.acl {
+                if o.fmt() == libc::S_IFLNK {
+                    return Err(Errno(libc::EINVAL));
+                }
+                xattr::write_acl_set(o.raw(), o.fmt() == libc::S_IFDIR, acl)?;
             }
             if set.atime.is_some() || set.mtime.is_some() {
                 sys::utimes_fd(o.raw(), set_time(set.atime), set_time(set.mtime))?;
@@ -2161,6 +2171,29 @@ impl Vfs for LocalFs {
 
     fn removexattr(&self, c: &Creds, h: &Handle, name: &[u8]) -> Result<()> {
         self.remove_xattr(c, h, name)
+    }
+
+    fn acls(&self) -> bool {
+        true
+    }
+
+    fn get_acl(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        default: bool,
+    ) -> Result<Option<crate::acl::PosixAcl>> {
+        self.get_posix_acl(c, h, default)
+    }
+
+    fn set_acl(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        default: bool,
+        acl: Option<&crate::acl::PosixAcl>,
+    ) -> Result<()> {
+        self.set_posix_acl(c, h, default, acl)
     }
 
     fn unguard_local_writes(&self, h: &Handle) {

@@ -196,6 +196,10 @@ impl Vfs for MemFs {
     }
 
     fn setattr(&self, c: &Creds, h: &Handle, set: &SetAttr) -> Result<Attr> {
+        if set.acl.is_some() {
+            // No ACLs kept here (`acls` is false).
+            return Err(crate::Errno(libc::EOPNOTSUPP));
+        }
         self.tree().setattr(c, h, set)
     }
 

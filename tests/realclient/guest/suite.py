@@ -865,6 +865,102 @@ def sc_attrs_user(c):
     check(r.returncode == 0 and r.stdout.strip() == "hi", "setpriv write in own dir: " + r.stdout.strip())
 
 
+# NFSv4 ACLs (RFC 8881 §6) through the client's system.nfs4_acl
+# attribute, which carries the ACL's XDR as is: ACE types, flags, masks.
+ACE_ALLOW, ACE_DENY, ACE_AUDIT = 0, 1, 2
+ACE_READ, ACE_WRITE, ACE_APPEND, ACE_EXECUTE = 0x1, 0x2, 0x4, 0x20
+ACE_FILE_INHERIT, ACE_DIR_INHERIT, ACE_INHERIT_ONLY, ACE_GROUP = 0x1, 0x2, 0x8, 0x40
+RWX = ACE_READ | ACE_WRITE | ACE_APPEND | ACE_EXECUTE
+
+
+def acl_encode(aces):
+    out = struct.pack(">I", len(aces))
+    for t, f, m, who in aces:
+        w = who.encode()
+        out += struct.pack(">IIII", t, f, m, len(w)) + w + b"\0" * (-len(w) % 4)
+    return out
+
+
+def acl_decode(b):
+    n, = struct.unpack_from(">I", b, 0)
+    at, aces = 4, []
+    for _ in range(n):
+        t, f, m, ln = struct.unpack_from(">IIII", b, at)
+        at += 16
+        aces.append((t, f, m, b[at:at + ln].decode()))
+        at += ln + (-ln % 4)
+    return aces
+
+
+def acl_of(path):
+    return acl_decode(os.getxattr(path, "system.nfs4_acl"))
+
+
+def allowed(aces, who, bits):
+    return any(t == ACE_ALLOW and w == who and m & bits == bits for t, f, m, w in aces)
+
+
+def sc_acl(c):
+    if c.vers == "3":
+        raise Skip("NFSv3 ACLs travel by the NFSACL side protocol, which Ferrite does not serve")
+    A, B = c.pa, c.pb
+    U, O = USER, OTHER
+    os.chmod(c.a, 0o755)
+    write_file(A("f"), b"acl data")
+    os.chmod(A("f"), 0o600)
+    aces = acl_of(A("f"))
+    check(allowed(aces, "OWNER@", ACE_READ | ACE_WRITE), "mode 0600 as an ACL: %r" % aces)
+    check(not allowed(aces, "EVERYONE@", ACE_READ), "others may read a 0600 file: %r" % aces)
+    user_denied("rcuser reads a 0600 file", U, lambda: read_file(A("f")), errno.EACCES)
+    # rcuser may read and write, the group and others nothing.
+    os.setxattr(A("f"), "system.nfs4_acl", acl_encode([
+        (ACE_ALLOW, 0, RWX & ~ACE_EXECUTE, "OWNER@"),
+        (ACE_ALLOW, 0, ACE_READ | ACE_WRITE | ACE_APPEND, "%d" % U[0]),
+        (ACE_ALLOW, ACE_GROUP, 0, "GROUP@"),
+        (ACE_ALLOW, 0, 0, "EVERYONE@"),
+    ]))
+    check(user_ok("rcuser reads through the ACL", U, lambda: read_file(A("f")).decode()) == "acl data", "content")
+    user_ok("rcuser writes through the ACL", U, lambda: open(A("f"), "ab").write(b"+u"))
+    user_denied("rcother reads", O, lambda: read_file(A("f")), errno.EACCES)
+    check(read_file(B("f")) == b"acl data+u", "the write through the ACL")
+    mode = stat.S_IMODE(os.stat(B("f")).st_mode)
+    check(mode == 0o660, "the mode after the ACL (group bits are the mask): %o" % mode)
+    back = acl_of(B("f"))
+    check(allowed(back, "%d" % U[0], ACE_READ | ACE_WRITE), "rcuser's entry read back: %r" % back)
+    # chmod narrows the mask: rcuser loses write.
+    os.chmod(A("f"), 0o640)
+    user_denied("rcuser writes after chmod 0640", U, lambda: open(A("f"), "ab").close(), errno.EACCES)
+    check(user_ok("rcuser still reads", U, lambda: read_file(A("f")).decode()) == "acl data+u", "content")
+    # A directory's inheritable entries reach what is made in it.
+    os.mkdir(A("d"))
+    inherit = ACE_FILE_INHERIT | ACE_DIR_INHERIT
+    os.setxattr(A("d"), "system.nfs4_acl", acl_encode([
+        (ACE_ALLOW, inherit, RWX, "OWNER@"),
+        (ACE_ALLOW, inherit | ACE_INHERIT_ONLY, ACE_READ | ACE_WRITE | ACE_APPEND, "%d" % O[0]),
+        (ACE_ALLOW, inherit | ACE_GROUP, ACE_READ | ACE_EXECUTE, "GROUP@"),
+        (ACE_DENY, inherit, ACE_WRITE | ACE_APPEND, "EVERYONE@"),
+        (ACE_ALLOW, inherit, ACE_READ | ACE_EXECUTE, "EVERYONE@"),
+    ]))
+    write_file(A("d", "inside"), b"inherited")
+    got = acl_of(B("d", "inside"))
+    # The new file's mode (0644 after the umask) caps the inherited mask
+    # at read, as POSIX has it; a chmod opens it to what the entry says.
+    check(allowed(got, "%d" % O[0], ACE_READ), "the inherited entry: %r" % got)
+    user_denied("rcother writes under the creation mode's mask", O, lambda: open(A("d", "inside"), "ab").close(), errno.EACCES)
+    os.chmod(A("d", "inside"), 0o664)
+    got = acl_of(B("d", "inside"))
+    check(allowed(got, "%d" % O[0], ACE_READ | ACE_WRITE), "the inherited entry after chmod 0664: %r" % got)
+    user_ok("rcother writes the inherited file", O, lambda: open(A("d", "inside"), "ab").write(b"+o"))
+    user_denied("rcuser writes it", U, lambda: open(A("d", "inside"), "ab").close(), errno.EACCES)
+    # What POSIX cannot say is refused, and nothing changes.
+    # NFS4ERR_ATTRNOTSUPP, which the 6.1 client reports as EIO.
+    expect_errno("an AUDIT ACE", lambda: os.setxattr(A("f"), "system.nfs4_acl", acl_encode([
+        (ACE_AUDIT, 0x10, ACE_READ, "EVERYONE@")])), errno.EIO, errno.EOPNOTSUPP)
+    expect_errno("inheritance on a file", lambda: os.setxattr(A("f"), "system.nfs4_acl", acl_encode([
+        (ACE_ALLOW, inherit, ACE_READ, "OWNER@")])), errno.EINVAL)
+    check(allowed(acl_of(B("f")), "%d" % U[0], ACE_READ), "the ACL after refusals")
+
+
 def sc_unlink_open(c):
     A = c.pa
     data = os.urandom(100000)
@@ -1303,6 +1399,7 @@ SCENARIOS = [
     ("symlinks", sc_symlinks, 120),
     ("attrs_root", sc_attrs_root, 120),
     ("attrs_user", sc_attrs_user, 180),
+    ("acl", sc_acl, 180),
     ("unlink_open", sc_unlink_open, 120),
     ("excl_race", sc_excl_race, 180),
     ("fcntl_locks", sc_fcntl_locks, 300),

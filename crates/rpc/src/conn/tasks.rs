@@ -428,14 +428,21 @@ fn run(
                             reject(&rconn, xid, ReplyError::Auth(AuthStat::BadCred));
                             continue;
                         };
+                        let counts = &server.counts;
+                        counts.probes.fetch_add(1, Ordering::Relaxed);
                         match starttls(&rconn, &rout, &mut reader, server, xid).await {
                             Ok(x) => {
+                                counts.established.fetch_add(1, Ordering::Relaxed);
+                                if x == Xprt::Mtls {
+                                    counts.mutual.fetch_add(1, Ordering::Relaxed);
+                                }
                                 rconn.set_xprt(x);
                                 rconn.proven.store(true, Ordering::Relaxed);
                                 rconn.touch();
                                 continue;
                             }
                             Err(why) => {
+                                counts.failed.fetch_add(1, Ordering::Relaxed);
                                 if let Some(n) = TLS_LOG.allow() {
                                     warn!(peer = %rconn.peer, "{why}; closing ({n} more not logged)");
                                 }

@@ -185,6 +185,11 @@ impl Contexts {
         before - t.map.len()
     }
 
+    /// The most contexts held at once.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
     pub fn len(&self) -> usize {
         self.table().map.len()
     }

@@ -15,13 +15,28 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 /// How long a handshake may take, probe to Finished, unless configured.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A server's TLS settings.
+/// A server's TLS settings, and what came of its handshakes.
 #[derive(Clone)]
 pub struct TlsServer {
     pub(crate) config: Arc<ServerConfig>,
     /// Whether client certificates are asked for (and verified).
     pub mutual: bool,
     pub handshake_timeout: Duration,
+    pub counts: Arc<TlsCounts>,
+}
+
+/// Handshakes since the start.
+#[derive(Debug, Default)]
+pub struct TlsCounts {
+    /// Probes answered with STARTTLS.
+    pub probes: std::sync::atomic::AtomicU64,
+    /// Handshakes completed (TLS and mutual TLS).
+    pub established: std::sync::atomic::AtomicU64,
+    /// Of those, with a client certificate the server verified.
+    pub mutual: std::sync::atomic::AtomicU64,
+    /// Handshakes that failed: garbage, a refused certificate, a stall
+    /// past the timeout, a client that went away.
+    pub failed: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for TlsServer {
@@ -127,6 +142,7 @@ impl TlsServer {
             config: Arc::new(config),
             mutual,
             handshake_timeout: HANDSHAKE_TIMEOUT,
+            counts: Arc::default(),
         })
     }
 }

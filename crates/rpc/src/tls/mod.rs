@@ -16,7 +16,7 @@ mod handshake;
 pub(crate) mod link;
 mod probe;
 
-pub use config::{TlsClient, TlsServer};
+pub use config::{TlsClient, TlsCounts, TlsServer};
 pub(crate) use handshake::drive;
 pub use link::{take_output, Input, Tls};
 pub use probe::{connect, parse_probe_reply, probe_call, read_probe_reply, starttls_verifier};

@@ -68,6 +68,9 @@ pub const SUPPORTED: &[u32] = &[
     // A server that answers NFS4ERR_MOVED MUST support it (RFC 8881
     // §11.3); present file systems answer their root and no locations.
     FATTR4_FS_LOCATIONS,
+    // NFSv4 ACLs kept as POSIX ACLs (`nfs4::acl`).
+    FATTR4_ACL,
+    FATTR4_DACL,
 ];
 
 /// What the root of an absent file system (a referral) answers (RFC 8881
@@ -145,6 +148,8 @@ pub const WRITABLE: &[u32] = &[
     FATTR4_OWNER_GROUP,
     FATTR4_TIME_ACCESS_SET,
     FATTR4_TIME_MODIFY_SET,
+    FATTR4_ACL,
+    FATTR4_DACL,
 ];
 
 /// Attributes that may be set by an EXCLUSIVE4_1 create (RFC 8881 §5.8.1.14):
@@ -221,6 +226,9 @@ pub fn max_len(want: &Bitmap4) -> usize {
             FATTR4_FS_LOCATIONS => 4 + 4 + 4096 + 4,
             // Five one-word bitmaps.
             FATTR4_OPEN_ARGUMENTS => 5 * (4 + 4),
+            // Up to 32 POSIX entries each way (access and default), two
+            // ACEs each, a name apiece.
+            FATTR4_ACL | FATTR4_DACL => 4 + 4 + 128 * (16 + 4 + 256),
             _ => 16,
         })
         .sum();
@@ -230,6 +238,42 @@ pub fn max_len(want: &Bitmap4) -> usize {
 /// Whether building `want` may need the name service (owner names).
 fn needs_names(view: View, want: &Bitmap4) -> bool {
     view.names && (want.contains(FATTR4_OWNER) || want.contains(FATTR4_OWNER_GROUP))
+}
+
+/// Whether `want` asks for the ACL (a backend call to read it).
+fn wants_acl(want: &Bitmap4) -> bool {
+    want.contains(FATTR4_ACL) || want.contains(FATTR4_DACL)
+}
+
+/// The NFSv4 ACL of the object with attributes `a` (its POSIX ACLs, or
+/// its mode's when it has none or the file system keeps none), owners
+/// named as `view` has them. Runs on the blocking pool.
+fn read_acl(
+    srv: &Server,
+    view: View,
+    v: &dyn vfs::Vfs,
+    c: &vfs::Creds,
+    h: &vfs::Handle,
+    a: &vfs::Attr,
+) -> vfs::Result<Vec<Nfsace4>> {
+    let dir = a.ftype == vfs::FileType::Directory;
+    let get = |default: bool| match v.get_acl(c, h, default) {
+        Ok(acl) => Ok(acl),
+        Err(vfs::Errno(libc::EOPNOTSUPP)) => Ok(None),
+        Err(e) => Err(e),
+    };
+    let access = get(false)?.unwrap_or_else(|| vfs::acl::PosixAcl::from_mode(a.mode));
+    let default = if dir { get(true)? } else { None };
+    let name = |w: super::acl::Who| match w {
+        super::acl::Who::User(u) if view.names => srv.ids.owner_name(u),
+        super::acl::Who::GroupId(g) if view.names => srv.ids.group_owner_name(g),
+        super::acl::Who::User(id) | super::acl::Who::GroupId(id) => id.to_string(),
+        _ => String::new(),
+    };
+    Ok(super::acl::from_posix(&access, default.as_ref(), dir)
+        .iter()
+        .map(|x| super::acl::to_wire(x, name))
+        .collect())
 }
 
 fn ftype(t: vfs::FileType) -> NfsFtype4 {
@@ -261,11 +305,28 @@ pub fn build(
     fs: Option<&vfs::FsStat>,
     want: &Bitmap4,
 ) -> Fattr4 {
+    build_with_acl(srv, view, export, fh, a, fs, want, None)
+}
+
+/// [`build`] with the object's ACL, read if asked for ([`read_acl`]).
+#[allow(clippy::too_many_arguments)]
+pub fn build_with_acl(
+    srv: &Server,
+    view: View,
+    export: &Export,
+    fh: &Bytes,
+    a: &vfs::Attr,
+    fs: Option<&vfs::FsStat>,
+    want: &Bitmap4,
+    acl: Option<Vec<Nfsace4>>,
+) -> Fattr4 {
     let mounted_on = srv.exports().ns.root_mounted_on(export.id, a.fileid);
     let place = Place {
         fsid: export.fsid,
         mounted_on,
         xattrs: export.vfs.xattrs(),
+        acls: export.vfs.acls(),
+        acl,
         layout_blksize: export
             .pnfs
             .as_ref()
@@ -318,19 +379,25 @@ pub fn build_pseudo(
         fsid: crate::exports::namespace::PSEUDO_FSID,
         mounted_on: None,
         xattrs: false,
+        acls: false,
+        acl: None,
         layout_blksize: None,
     };
     Ok(build_full(srv, view, place, fh, &a, Some(&fs), want))
 }
 
 /// Where an object lies: what its attributes take from its file system.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Place {
     pub fsid: (u64, u64),
     /// mounted_on_fileid, when not the object's own fileid.
     pub mounted_on: Option<u64>,
     /// The file system keeps extended attributes (xattr_support).
     pub xattrs: bool,
+    /// The file system keeps POSIX ACLs (aclsupport).
+    pub acls: bool,
+    /// The object's ACL, when asked for and read.
+    pub acl: Option<Vec<Nfsace4>>,
     /// The file system hands out flexible-file layouts (RFC 8435) whose
     /// stripes are this many bytes (`fs_layout_types`, `layout_types`,
     /// `layout_blksize`; RFC 8881 §5.12).
@@ -351,6 +418,8 @@ pub fn build_full(
         fsid,
         mounted_on,
         xattrs,
+        acls,
+        acl,
         layout_blksize,
     } = place;
     let w = |n| want.contains(n);
@@ -385,7 +454,22 @@ pub fn build_full(
     }
     r.lease_time = Some(srv.cfg.lease.as_secs() as u32);
     r.rdattr_error = Some(NfsStat4::Nfs4Ok);
-    r.aclsupport = Some(0);
+    r.aclsupport = Some(if acls {
+        ACL4_SUPPORT_ALLOW_ACL | ACL4_SUPPORT_DENY_ACL
+    } else {
+        0
+    });
+    if let Some(aces) = acl {
+        if w(FATTR4_DACL) {
+            r.dacl = Some(Nfsacl41 {
+                flag: 0,
+                aces: aces.clone(),
+            });
+        }
+        if w(FATTR4_ACL) {
+            r.acl = Some(aces);
+        }
+    }
     r.cansettime = Some(true);
     r.case_insensitive = Some(false);
     r.case_preserving = Some(true);
@@ -491,7 +575,7 @@ pub async fn get_with(
     }
     let with_fs = needs_fsstat(want);
     let view = cx.view();
-    if !with_fs && !needs_names(view, want) {
+    if !with_fs && !needs_names(view, want) && !wants_acl(want) {
         let a = match &known {
             Some(a) => Some(Ok(a.clone())),
             None => cx.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)),
@@ -505,7 +589,7 @@ pub async fn get_with(
     let handle = fh.handle.clone();
     let (srv, id) = (cx.srv.clone(), fh.export);
     let (wire, want) = (fh.wire.clone(), want.clone());
-    cx.vfs(fh.export, move |v, _| {
+    cx.vfs(fh.export, move |v, c| {
         let a = match known {
             Some(a) => a,
             None => v.getattr(&handle)?,
@@ -515,8 +599,23 @@ pub async fn get_with(
         } else {
             None
         };
+        // A back end without ACLs has none to show (aclsupport 0).
+        let acl = if wants_acl(&want) && v.acls() {
+            Some(read_acl(&srv, view, v, c, &handle, &a)?)
+        } else {
+            None
+        };
         let export = srv.export(id).ok_or(vfs::Errno(libc::ESTALE))?;
-        Ok(build(&srv, view, &export, &wire, &a, fs.as_ref(), &want))
+        Ok(build_with_acl(
+            &srv,
+            view,
+            &export,
+            &wire,
+            &a,
+            fs.as_ref(),
+            &want,
+            acl,
+        ))
     })
     .await
 }
@@ -666,6 +765,23 @@ pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitm
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
+    let aces = match (&a.acl, &a.dacl) {
+        (Some(_), Some(_)) => return Err(NfsStat4::Nfs4errInval),
+        (Some(aces), None) => Some(aces.clone()),
+        (None, Some(d)) => Some(d.aces.clone()),
+        (None, None) => None,
+    };
+    if let Some(aces) = aces {
+        let acls = cx
+            .cfh()
+            .ok()
+            .and_then(|f| cx.export(f.export).ok())
+            .is_some_and(|e| e.vfs.acls());
+        if !acls {
+            return Err(NfsStat4::Nfs4errAttrnotsupp);
+        }
+        s.acl = Some(acl_to_set(srv, &aces).await?);
+    }
     s.size = a.size;
     let set_time = |t: SetTime4| -> Result<vfs::SetTime, NfsStat4> {
         match t {
@@ -682,6 +798,38 @@ pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitm
     s.atime = a.time_access_set.map(set_time).transpose()?;
     s.mtime = a.time_modify_set.map(set_time).transpose()?;
     Ok((s, a.mask()))
+}
+
+/// The POSIX ACLs an NFSv4 ACL from a client comes to (`nfs4::acl`):
+/// principals resolved as owners are, what POSIX cannot express refused.
+async fn acl_to_set(srv: &Arc<Server>, aces: &[Nfsace4]) -> Result<vfs::acl::AclSet, NfsStat4> {
+    use super::acl::{allows, scope, to_posix, Ace, Who};
+    if aces.len() > vfs::acl::MAX_ENTRIES {
+        return Err(NfsStat4::Nfs4errInval);
+    }
+    let mut out = Vec::with_capacity(aces.len());
+    for x in aces {
+        let allow = allows(x.type_).map_err(|r| r.status())?;
+        let scope = scope(x.flag).map_err(|r| r.status())?;
+        let group = x.flag & ACE4_IDENTIFIER_GROUP != 0;
+        let who = match &x.who[..] {
+            b"OWNER@" => Who::Owner,
+            b"GROUP@" => Who::Group,
+            b"EVERYONE@" => Who::Everyone,
+            // Other special principals (INTERACTIVE@, NETWORK@, ...) have
+            // no POSIX form.
+            w if w.ends_with(b"@") => return Err(NfsStat4::Nfs4errInval),
+            _ if group => Who::GroupId(owner_id(srv, &x.who, true).await?),
+            _ => Who::User(owner_id(srv, &x.who, false).await?),
+        };
+        out.push(Ace {
+            allow,
+            scope,
+            mask: x.access_mask,
+            who,
+        });
+    }
+    to_posix(&out).map_err(|r| r.status())
 }
 
 /// The id an owner (or, `group`, owner_group) string names (RFC 8881

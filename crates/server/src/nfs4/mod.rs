@@ -1,5 +1,6 @@
 //! The NFSv4.1/4.2 server (RFC 8881, RFC 7862).
 
+pub mod acl;
 pub mod attrs;
 pub mod callback;
 pub mod check;

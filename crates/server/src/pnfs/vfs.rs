@@ -316,6 +316,21 @@ impl Vfs for DataVfs {
     fn xattrs(&self) -> bool {
         self.inner.xattrs()
     }
+    fn acls(&self) -> bool {
+        self.inner.acls()
+    }
+    fn get_acl(&self, c: &Creds, h: &Handle, default: bool) -> Result<Option<vfs::acl::PosixAcl>> {
+        self.inner.get_acl(c, h, default)
+    }
+    fn set_acl(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        default: bool,
+        acl: Option<&vfs::acl::PosixAcl>,
+    ) -> Result<()> {
+        self.inner.set_acl(c, h, default, acl)
+    }
     fn getxattr(&self, c: &Creds, h: &Handle, name: &[u8]) -> Result<Bytes> {
         self.inner.getxattr(c, h, name)
     }

@@ -148,4 +148,111 @@ impl LocalFs {
         self.touched_fd(o.raw());
         Ok(())
     }
+
+    /// The POSIX ACL in `system.posix_acl_access` (`default`:
+    /// `system.posix_acl_default`), None if there is none.
+    pub(super) fn get_posix_acl(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        default: bool,
+    ) -> Result<Option<crate::acl::PosixAcl>> {
+        let o = self.resolve(h)?;
+        if o.fmt() == libc::S_IFLNK || (default && o.fmt() != libc::S_IFDIR) {
+            return Ok(None);
+        }
+        let p = sys::proc_path(o.raw());
+        let _g = self.as_caller(c)?;
+        let mut buf = vec![0u8; 8 * crate::acl::MAX_ENTRIES + 4];
+        // SAFETY: NUL-terminated path and name; a buffer of its length.
+        let len = match check(unsafe {
+            libc::getxattr(
+                p.as_ptr(),
+                acl_name(default).as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        }) {
+            Ok(len) => len,
+            Err(Errno(libc::ENODATA)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        crate::acl::PosixAcl::from_xattr(&buf[..len])
+            .map(Some)
+            .ok_or(Errno(libc::EIO))
+    }
+
+    /// Sets (or, None, removes) the POSIX ACL; a default ACL only on a
+    /// directory. The kernel checks the caller may (the owner, or
+    /// CAP_FOWNER) and sets the mode's bits from an access ACL.
+    pub(super) fn set_posix_acl(
+        &self,
+        c: &Creds,
+        h: &Handle,
+        default: bool,
+        acl: Option<&crate::acl::PosixAcl>,
+    ) -> Result<()> {
+        let o = self.xattr_obj(h)?;
+        if default && o.fmt() != libc::S_IFDIR {
+            return Err(Errno(libc::EINVAL));
+        }
+        {
+            let _g = self.as_caller(c)?;
+            write_acl(o.raw(), default, acl)?;
+        }
+        self.changed(&o)
+    }
+}
+
+/// Sets `acl` on the object open as `fd` (O_PATH), with the caller's
+/// identity already in force: a set ACL, a removed one (None).
+pub(super) fn write_acl(
+    fd: std::os::fd::RawFd,
+    default: bool,
+    acl: Option<&crate::acl::PosixAcl>,
+) -> Result<()> {
+    let p = sys::proc_path(fd);
+    let name = acl_name(default);
+    match acl {
+        Some(a) => {
+            let v = a.to_xattr();
+            // SAFETY: NUL-terminated path and name; a value of its length.
+            check(unsafe {
+                libc::setxattr(p.as_ptr(), name.as_ptr(), v.as_ptr().cast(), v.len(), 0)
+            } as isize)?;
+        }
+        None => {
+            // SAFETY: NUL-terminated path and name.
+            match check(unsafe { libc::removexattr(p.as_ptr(), name.as_ptr()) } as isize) {
+                Ok(_) | Err(Errno(libc::ENODATA)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies an NFSv4 ACL's POSIX form to the object open as `fd`
+/// (`is_dir`: a directory, the only kind with a default ACL).
+pub(super) fn write_acl_set(
+    fd: std::os::fd::RawFd,
+    is_dir: bool,
+    set: &crate::acl::AclSet,
+) -> Result<()> {
+    if !is_dir && set.default.is_some() {
+        return Err(Errno(libc::EINVAL));
+    }
+    write_acl(fd, false, Some(&set.access))?;
+    if is_dir {
+        write_acl(fd, true, set.default.as_ref())?;
+    }
+    Ok(())
+}
+
+fn acl_name(default: bool) -> &'static std::ffi::CStr {
+    if default {
+        c"system.posix_acl_default"
+    } else {
+        c"system.posix_acl_access"
+    }
 }

@@ -38,6 +38,40 @@ pub struct Report {
     /// Configuration reloads (SIGHUP, `ferrite reload`).
     #[serde(default)]
     pub reloads: Reloads,
+    /// RPCSEC_GSS and RPC-over-TLS, where configured.
+    #[serde(default)]
+    pub security: Security,
+}
+
+/// What came of RPCSEC_GSS calls and TLS handshakes since the start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Security {
+    pub gss: Option<GssReport>,
+    pub tls: Option<TlsReport>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GssReport {
+    /// Contexts held now, and the most that may be.
+    pub contexts: u64,
+    pub max_contexts: u64,
+    pub established: u64,
+    /// Context creations refused (bad, forged or replayed tokens).
+    pub refused: u64,
+    /// Calls refused (unknown or expired context, bad checksum).
+    pub denied: u64,
+    /// Calls dropped (replays, below the window).
+    pub dropped: u64,
+    /// Calls whose sealed arguments did not check.
+    pub garbage: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TlsReport {
+    pub probes: u64,
+    pub established: u64,
+    pub mutual: u64,
+    pub failed: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -307,5 +341,33 @@ pub fn build(srv: &Server) -> Report {
         hosts,
         load: st.load_report(),
         reloads: st.reloads(),
+        security: security(srv),
+    }
+}
+
+fn security(srv: &Server) -> Security {
+    let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    Security {
+        gss: srv.gss().map(|g| {
+            let c = g.counts();
+            GssReport {
+                contexts: g.contexts().len() as u64,
+                max_contexts: g.contexts().max() as u64,
+                established: n(&c.established),
+                refused: n(&c.refused),
+                denied: n(&c.denied),
+                dropped: n(&c.dropped),
+                garbage: n(&c.garbage),
+            }
+        }),
+        tls: srv.tls().map(|t| {
+            let c = &t.counts;
+            TlsReport {
+                probes: n(&c.probes),
+                established: n(&c.established),
+                mutual: n(&c.mutual),
+                failed: n(&c.failed),
+            }
+        }),
     }
 }

@@ -464,6 +464,7 @@ pub fn sattr(s: &Sattr3) -> vfs::SetAttr {
         size: s.size,
         atime: time(s.atime),
         mtime: time(s.mtime),
+        acl: None,
     }
 }
 
