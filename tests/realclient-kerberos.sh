@@ -60,11 +60,24 @@ kuid="$(id -u ferrite-krb)"
 # --- Ferrite -------------------------------------------------------------------
 mkdir -p "$work/secure" "$work/state"
 chmod 1777 "$work/secure"
+# Owners by name (idmapd's rules): the server sends user@ferrite.test,
+# and the guest, whose idmapd.conf names the same domain, maps the name
+# through its own passwd, where ferrite-krb has another uid (1500) than
+# here: the owner it sees shows names, not numbers, crossed the wire.
+cat > "$work/guest/idmapd.conf" <<IDMAP
+[General]
+Domain = ferrite.test
+[Mapping]
+Nobody-User = nobody
+Nobody-Group = nogroup
+IDMAP
+echo "ferrite-krb 1500" > "$work/guest/names"
 cat > "$work/ferrite.toml" <<CONF
 listen = "127.0.0.1:$port"
 state_dir = "$work/state"
 lease_seconds = 15
 grace_seconds = 15
+owner_domain = "ferrite.test"
 
 [kerberos]
 keytab = "$work/server.keytab"

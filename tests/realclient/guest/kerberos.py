@@ -36,6 +36,9 @@ from suite import Fail, Skip, emit, run, run_scenario, as_user, OUT, VERS, ONLY,
 
 SERVER = "ferrite.test"
 EXTRA = "/rc/extra"
+# The server's user alice maps to and its uid here, when the payload names
+# them (owners by name): [name, uid].
+NAMED = []
 USER = (1000, 1000)
 OTHER = (1001, 1001)
 FLAVORS = ["krb5", "krb5i", "krb5p"]
@@ -54,6 +57,17 @@ def setup():
     shutil.copy(os.path.join(EXTRA, "alice.cc"), cc)
     os.chown(cc, USER[0], USER[1])
     os.chmod(cc, 0o600)
+    # Owners by name: the server's domain, and its user under another uid.
+    if os.path.exists(os.path.join(EXTRA, "idmapd.conf")):
+        shutil.copy(os.path.join(EXTRA, "idmapd.conf"), "/etc/idmapd.conf")
+        with open(os.path.join(EXTRA, "names")) as f:
+            name, uid = f.read().split()
+        with open("/etc/passwd", "a") as f:
+            f.write("%s:x:%s:%s::/nonexistent:/usr/sbin/nologin\n" % (name, uid, uid))
+        with open("/etc/group", "a") as f:
+            f.write("%s:x:%s:\n" % (name, uid))
+        NAMED[:] = [name, int(uid)]
+        run(["nfsidmap", "-c"])
     r = run(["modprobe", "-a", "auth_rpcgss", "rpcsec_gss_krb5"])
     if r.returncode != 0:
         raise Fail("modprobe auth_rpcgss rpcsec_gss_krb5: " + r.stdout)
@@ -149,6 +163,9 @@ def sk_io(c):
     if ("io-%s.renamed" % c.sec) not in names:
         raise Fail("renamed file not listed: %s" % names)
     print("    %s: file owner as the guest sees it: %s" % (c.sec, owner), flush=True)
+    if NAMED and owner != NAMED[1]:
+        raise Fail("the owner came as uid %d, not %s (uid %d here): names did not cross"
+                   % (owner, NAMED[0], NAMED[1]))
 
 
 def sk_no_ticket(c):
