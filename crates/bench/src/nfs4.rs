@@ -139,6 +139,14 @@ pub struct Nfs4Fs {
     last_call_ms: AtomicU64,
 }
 
+/// How the benchmark's client secures its calls: RPCSEC_GSS, TLS, both or
+/// neither (AUTH_SYS in the clear).
+#[derive(Debug, Clone, Default)]
+pub struct Security {
+    pub gss: Option<client::GssOptions>,
+    pub tls: Option<rpc::tls::TlsClient>,
+}
+
 impl Nfs4Fs {
     /// Connects (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE: counted as
     /// setup) and looks up `path` (PUTROOTFH, LOOKUP per component, GETFH;
@@ -148,14 +156,15 @@ impl Nfs4Fs {
         path: &str,
         persist: bool,
         pnfs: bool,
-        gss: Option<client::GssOptions>,
+        sec: Security,
         owner: String,
         stats: Arc<OpStats>,
     ) -> Result<Arc<Nfs4Fs>> {
         let mut opts = ClientOptions::new(owner.into_bytes());
         opts.delay_retry = Duration::from_secs(60);
         opts.persist = persist;
-        opts.gss = gss;
+        opts.gss = sec.gss;
+        opts.tls = sec.tls;
         let client = Client::connect(addr, opts).await?;
         stats.count_ops(Phase::Setup, "EXCHANGE_ID", &["EXCHANGE_ID"]);
         stats.count_ops(Phase::Setup, "CREATE_SESSION", &["CREATE_SESSION"]);

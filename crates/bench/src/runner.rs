@@ -116,6 +116,8 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
             persist,
             pnfs,
             sec,
+            tls,
+            tls_identity,
             ..
         } => {
             let addr = target
@@ -128,12 +130,25 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
                 ccache: None,
                 service,
             });
+            let tls = match tls {
+                Some(ca) => Some(
+                    rpc::tls::TlsClient::from_pem(
+                        ca,
+                        host,
+                        tls_identity
+                            .as_ref()
+                            .map(|(c, k)| (c.as_path(), k.as_path())),
+                    )
+                    .map_err(|e| Error::Msg(format!("tls={}: {e}", ca.display())))?,
+                ),
+                None => None,
+            };
             Nfs4Fs::connect(
                 addr,
                 path,
                 *persist,
                 *pnfs,
-                gss,
+                crate::nfs4::Security { gss, tls },
                 owner_name(run, client),
                 stats,
             )

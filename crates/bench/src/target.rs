@@ -1,4 +1,4 @@
-//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off&sec=krb5p]`,
+//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off&sec=krb5p&tls=CA.pem]`,
 //! `nfs3://host:port/path?mountport=N&nlmport=M` and `dir:/path`.
 
 use std::fmt;
@@ -26,6 +26,12 @@ pub enum Target {
         /// service `nfs@HOST`, the ticket from the default credential
         /// cache (KRB5CCNAME); none: AUTH_SYS.
         sec: Option<rpc::gss::GssService>,
+        /// RPC-over-TLS (`tls=CA.pem`): the authority that signed the
+        /// server's certificate, which must name HOST.
+        tls: Option<PathBuf>,
+        /// Mutual TLS (`tlscert=PEM&tlskey=PEM`): the client's certificate
+        /// chain and key.
+        tls_identity: Option<(PathBuf, PathBuf)>,
     },
     /// NFSv3 + MOUNT (+ NLM for locks) over TCP; `path` is the MNT path.
     /// Ports not given are asked of the portmapper on the host's port 111.
@@ -79,7 +85,8 @@ impl FromStr for Target {
     fn from_str(s: &str) -> Result<Target> {
         if let Some(rest) = s.strip_prefix("nfs4://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
-            let (mut persist, mut pnfs, mut sec) = (false, true, None);
+            let (mut persist, mut pnfs, mut sec, mut tls) = (false, true, None, None);
+            let (mut cert, mut key) = (None, None);
             for kv in query.split('&').filter(|k| !k.is_empty()) {
                 match kv {
                     "persist=0" => persist = false,
@@ -90,13 +97,32 @@ impl FromStr for Target {
                     "sec=krb5" => sec = Some(rpc::gss::GssService::None),
                     "sec=krb5i" => sec = Some(rpc::gss::GssService::Integrity),
                     "sec=krb5p" => sec = Some(rpc::gss::GssService::Privacy),
+                    q if q.starts_with("tls=") && q.len() > 4 => {
+                        tls = Some(PathBuf::from(&q[4..]));
+                    }
+                    q if q.starts_with("tlscert=") && q.len() > 8 => {
+                        cert = Some(PathBuf::from(&q[8..]));
+                    }
+                    q if q.starts_with("tlskey=") && q.len() > 7 => {
+                        key = Some(PathBuf::from(&q[7..]));
+                    }
                     q => {
                         return Err(Error::Msg(format!(
-                            "unknown nfs4 option {q} (persist=1, pnfs=off, sec=krb5|krb5i|krb5p)"
+                            "unknown nfs4 option {q} (persist=1, pnfs=off, sec=krb5|krb5i|krb5p, \
+                             tls=CA.pem, tlscert=PEM, tlskey=PEM)"
                         )))
                     }
                 }
             }
+            let tls_identity = match (cert, key) {
+                (Some(c), Some(k)) if tls.is_some() => Some((c, k)),
+                (None, None) => None,
+                _ => {
+                    return Err(Error::Msg(
+                        "tlscert and tlskey go together, with tls=CA.pem".into(),
+                    ))
+                }
+            };
             Ok(Target::Nfs4 {
                 host,
                 port,
@@ -104,6 +130,8 @@ impl FromStr for Target {
                 persist,
                 pnfs,
                 sec,
+                tls,
+                tls_identity,
             })
         } else if let Some(rest) = s.strip_prefix("nfs3://") {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
@@ -153,6 +181,8 @@ impl fmt::Display for Target {
                 persist,
                 pnfs,
                 sec,
+                tls,
+                tls_identity,
             } => {
                 write!(f, "nfs4://{host}:{port}{path}")?;
                 let mut q = Vec::new();
@@ -167,6 +197,16 @@ impl fmt::Display for Target {
                     Some(rpc::gss::GssService::None) => q.push("sec=krb5"),
                     Some(rpc::gss::GssService::Integrity) => q.push("sec=krb5i"),
                     Some(rpc::gss::GssService::Privacy) => q.push("sec=krb5p"),
+                }
+                let tls = tls.as_ref().map(|t| format!("tls={}", t.display()));
+                if let Some(t) = &tls {
+                    q.push(t);
+                }
+                let id = tls_identity
+                    .as_ref()
+                    .map(|(c, k)| format!("tlscert={}&tlskey={}", c.display(), k.display()));
+                if let Some(i) = &id {
+                    q.push(i);
                 }
                 if !q.is_empty() {
                     write!(f, "?{}", q.join("&"))?;
@@ -212,6 +252,7 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn parses_targets() {
@@ -225,6 +266,8 @@ mod tests {
                 persist: false,
                 pnfs: true,
                 sec: None,
+                tls: None,
+                tls_identity: None,
             }
         );
         assert_eq!(t.to_string(), "nfs4://127.0.0.1:12049/export/x");
@@ -266,6 +309,19 @@ mod tests {
         ));
         assert_eq!(k.to_string(), "nfs4://h:1/x?sec=krb5p");
         assert!("nfs4://h:1/?sec=krb6".parse::<Target>().is_err());
+        let t: Target = "nfs4://localhost:1/x?tls=/etc/ca.pem".parse().unwrap();
+        assert!(matches!(&t, Target::Nfs4 { tls: Some(p), .. } if p == Path::new("/etc/ca.pem")));
+        assert_eq!(t.to_string(), "nfs4://localhost:1/x?tls=/etc/ca.pem");
+        assert!("nfs4://h:1/?tls=".parse::<Target>().is_err());
+        let m = "nfs4://localhost:1/?tls=/ca.pem&tlscert=/c.pem&tlskey=/c.key";
+        let t: Target = m.parse().unwrap();
+        assert_eq!(t.to_string(), m);
+        assert!("nfs4://h:1/?tls=/ca.pem&tlscert=/c.pem"
+            .parse::<Target>()
+            .is_err());
+        assert!("nfs4://h:1/?tlscert=/c.pem&tlskey=/k"
+            .parse::<Target>()
+            .is_err());
         let t: Target = "nfs4://localhost".parse().unwrap();
         assert_eq!(t.to_string(), "nfs4://localhost:2049/");
         let t: Target = "nfs3://h:2049/e?mountport=20048".parse().unwrap();
