@@ -138,6 +138,11 @@ impl TlsServer {
             .with_single_cert(chain, key)
             .map_err(|e| format!("certificate and key: {e}"))?;
         config.alpn_protocols = vec![super::ALPN.to_vec()];
+        // No session tickets: an RPC connection lives long and is not
+        // resumed, and a client that hands the socket to the kernel's TLS
+        // after its handshake (Linux's tlshd) cannot take a handshake
+        // message arriving after it.
+        config.send_tls13_tickets = 0;
         Ok(TlsServer {
             config: Arc::new(config),
             mutual,
