@@ -19,8 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
-TARGETS=(compound_run pnfs_run nfs3_run compound_decode rpc_record gss_call)
-# Executions per target in the long run (10^8 in all).
+TARGETS=(compound_run pnfs_run nfs3_run compound_decode rpc_record gss_call tls_probe)
+# Executions per target in the long run (1.1 x 10^8 in all).
 declare -A FUZZ_RUNS=(
     [rpc_record]=${FUZZ_RUNS_rpc_record:-50000000}
     [compound_decode]=${FUZZ_RUNS_compound_decode:-48000000}
@@ -28,6 +28,7 @@ declare -A FUZZ_RUNS=(
     [nfs3_run]=${FUZZ_RUNS_nfs3_run:-2000000}
     [pnfs_run]=${FUZZ_RUNS_pnfs_run:-500000}
     [gss_call]=${FUZZ_RUNS_gss_call:-10000000}
+    [tls_probe]=${FUZZ_RUNS_tls_probe:-10000000}
 )
 # A crash, a hang (10 s for one input), or an allocation beyond these.
 # The bounds hold on a machine twice as slow: the slowest target averages

@@ -253,6 +253,30 @@ async fn a_default_acl_is_inherited() {
     .await
 }
 
+/// An ACL among OPEN's create attributes is set on the new file, after
+/// its mode.
+#[tokio::test]
+async fn an_acl_given_at_create_is_set() {
+    within(async {
+        let s = TestServer::start().await;
+        let c = Client::connect(s.addr, options()).await.expect("connect");
+        let root = c.root_fh().await.expect("root");
+        let mut o = client::OpenOpts::create(0o600);
+        o.attrs = Some(with_acl(vec![
+            ace(true, 0, R | W, "OWNER@"),
+            ace(true, 0, R, "4242"),
+            ace(true, ACE4_IDENTIFIER_GROUP, 0, "GROUP@"),
+            ace(true, 0, 0, "EVERYONE@"),
+        ]));
+        let f = c.open(&root, "made", o).await.expect("create with an acl");
+        let disk = on_disk(&s.export.path().join("made"), false).expect("an ACL on disk");
+        assert_eq!(disk.perm(AclTag::User(4242)), Some(4));
+        assert_eq!(mode_on_disk(&s.export.path().join("made")), 0o640);
+        assert!(has(&acl_of(&c, &f.fh).await, true, "4242", R));
+    })
+    .await
+}
+
 #[tokio::test]
 async fn what_posix_cannot_say_is_refused() {
     within(async {
