@@ -8,10 +8,11 @@
 #       [--restart-cmd 'CMD'] [--mountport N] [--mount-opts OPTS]
 #       [--unique-id ID] [--timeout SEC] [--mem SIZE] [--cpus N]
 #       [--keep] [--console] [--list] [--prepare-only]
-#       [--suite default|exports|kerberos] [--tap BRIDGE] [--payload DIR]
+#       [--suite default|exports|kerberos|tls] [--tap BRIDGE] [--payload DIR]
 #
 # --suite kerberos runs guest/kerberos.py instead (tests/realclient-
-# kerberos.sh); --payload DIR puts DIR's files in the guest at /rc/extra
+# kerberos.sh), --suite tls guest/tls.py (tests/realclient-tls.sh, with
+# a newer kernel); --payload DIR puts DIR's files in the guest at /rc/extra
 # (its krb5.conf, key table and ticket cache).
 #
 # --restart-cmd CMD: run on the host when a scenario asks for a server
@@ -74,9 +75,15 @@ flavors = [ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign
 print("\n".join([f + k for f in flavors for k in ("_io", "_no_ticket")] + ["sys_refused", "restart"]))' "$RC_DIR/guest/kerberos.py"
             exit $?
         fi
+        if [ "$suite" = tls ]; then
+            python3 -c 'import ast, sys
+t = ast.parse(open(sys.argv[1]).read())
+print("\n".join([ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "SCENARIOS"][0]))' "$RC_DIR/guest/tls.py"
+            exit $?
+        fi
         python3 - "$RC_DIR/guest/suite.py" "$suite" <<'EOF'
 import re, sys
-prefix = {"default": "sc", "exports": "sx"}.get(sys.argv[2]) or sys.exit("unknown --suite %s (default, exports, kerberos)" % sys.argv[2])
+prefix = {"default": "sc", "exports": "sx"}.get(sys.argv[2]) or sys.exit("unknown --suite %s (default, exports, kerberos, tls)" % sys.argv[2])
 for m in re.finditer(r'^\s+\("(\w+)", %s_\w+, \d+\),' % prefix, open(sys.argv[1]).read(), re.M):
     print(m.group(1))
 EOF
@@ -123,7 +130,7 @@ else
     esac
 fi
 [[ "$port" =~ ^[0-9]+$ ]] || { say "bad --port $port"; exit 2; }
-case "$suite" in default|exports|kerberos) ;; *) say "--suite: unknown suite '$suite' (default, exports, kerberos)"; exit 2 ;; esac
+case "$suite" in default|exports|kerberos|tls) ;; *) say "--suite: unknown suite '$suite' (default, exports, kerberos, tls)"; exit 2 ;; esac
 [ -z "$payload" ] || [ -d "$payload" ] || { say "--payload: no directory $payload"; exit 2; }
 IFS=, read -r -a vlist <<< "$vers"
 for v in "${vlist[@]}"; do
@@ -163,6 +170,7 @@ work="$out/.boot"; rm -rf "$work"; mkdir -p "$work/payload/rc"
 install -m 755 "$RC_DIR/guest/init" "$work/payload/rc/init"
 install -m 644 "$RC_DIR/guest/suite.py" "$work/payload/rc/suite.py"
 install -m 644 "$RC_DIR/guest/kerberos.py" "$work/payload/rc/kerberos.py"
+install -m 644 "$RC_DIR/guest/tls.py" "$work/payload/rc/tls.py"
 # --payload DIR: its files, for the guest, at /rc/extra.
 if [ -n "$payload" ]; then
     mkdir -p "$work/payload/rc/extra"
@@ -175,6 +183,7 @@ fi
     printf 'export RC_RESTART=%q\n' "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
     [ "$suite" = default ] || printf 'export RC_SUITE=%q\n' "$suite"
     [ "$suite" != kerberos ] || printf 'export RC_SCRIPT=/rc/kerberos.py\n'
+    [ "$suite" != tls ] || printf 'export RC_SCRIPT=/rc/tls.py\n'
 } > "$work/payload/rc/env"
 ( cd "$work/payload" && find . -mindepth 1 | cpio -o -H newc --quiet -R 0:0 ) > "$work/payload.cpio"
 cat "$CACHE/initrd.cpio" "$work/payload.cpio" > "$work/initrd.img"
