@@ -23,20 +23,13 @@ use tempfile::TempDir;
 
 fn config(state: &Path, e: ExportConfig) -> ServerConfig {
     ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        state_dir: state.to_path_buf(),
-        exports: vec![e],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(20),
             grace: Some(Duration::ZERO),
             recall_wait: Duration::from_secs(5),
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new("127.0.0.1:0".parse().unwrap(), state.to_path_buf(), vec![e])
     }
 }
 

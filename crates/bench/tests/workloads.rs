@@ -22,18 +22,15 @@ impl Srv {
         let export = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
         let running = server::run::start(ServerConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: state.path().to_path_buf(),
-            exports: vec![ExportConfig::open("/", export.path())],
             nfs4: Nfs4Config {
                 lease: Duration::from_secs(10),
                 ..Default::default()
             },
-            rpc: Default::default(),
-            aux: Default::default(),
-            admin: Default::default(),
-            kerberos: None,
-            tls: None,
+            ..ServerConfig::new(
+                "127.0.0.1:0".parse().unwrap(),
+                state.path().to_path_buf(),
+                vec![ExportConfig::open("/", export.path())],
+            )
         })
         .await
         .unwrap();

@@ -105,18 +105,15 @@ impl Exports {
         ];
         let state = tempfile::tempdir().expect("state dir");
         let cfg = ServerConfig {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            state_dir: state.path().to_path_buf(),
-            exports,
             nfs4: Nfs4Config {
                 lease: Duration::from_secs(10),
                 ..Default::default()
             },
-            rpc: Default::default(),
-            aux: Default::default(),
-            admin: Default::default(),
-            kerberos: None,
-            tls: None,
+            ..ServerConfig::new(
+                "127.0.0.1:0".parse().expect("address"),
+                state.path().to_path_buf(),
+                exports,
+            )
         };
         let running = server::run::start(cfg).await.expect("server starts");
         Exports {
@@ -699,20 +696,17 @@ fn forget_dentries() {
 /// Starts a server with these exports and state directory.
 async fn serve(state: &std::path::Path, exports: Vec<ExportConfig>) -> Running {
     let cfg = ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.to_path_buf(),
-        exports,
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             // Restarts here test handles, not reclaims: no grace period.
             grace: Some(Duration::ZERO),
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.to_path_buf(),
+            exports,
+        )
     };
     server::run::start(cfg).await.expect("server starts")
 }
@@ -916,18 +910,15 @@ async fn owner_names_when_not_numeric() {
             ),
         };
         let running = server::run::start(ServerConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: state.path().to_path_buf(),
-            exports: vec![export("/a", &a), export("/b", &b_dir)],
             nfs4: Nfs4Config {
                 numeric_owners: false,
                 ..Default::default()
             },
-            rpc: Default::default(),
-            aux: Default::default(),
-            admin: Default::default(),
-            kerberos: None,
-            tls: None,
+            ..ServerConfig::new(
+                "127.0.0.1:0".parse().unwrap(),
+                state.path().to_path_buf(),
+                vec![export("/a", &a), export("/b", &b_dir)],
+            )
         })
         .await
         .unwrap();
@@ -982,21 +973,18 @@ async fn owner_domain_names_go_to_clients_that_send_names() {
         let (a, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         std::fs::write(a.path().join("f"), b"x").unwrap();
         let running = server::run::start(ServerConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: state.path().to_path_buf(),
-            exports: vec![ExportConfig {
-                rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
-                ..ExportConfig::open("/", a.path())
-            }],
             nfs4: Nfs4Config {
                 owner_domain: Some("ferrite.test".into()),
                 ..Default::default()
             },
-            rpc: Default::default(),
-            aux: Default::default(),
-            admin: Default::default(),
-            kerberos: None,
-            tls: None,
+            ..ServerConfig::new(
+                "127.0.0.1:0".parse().unwrap(),
+                state.path().to_path_buf(),
+                vec![ExportConfig {
+                    rules: rules(vec![rule(false, Squash::None)], vec![Flavor::Sys]),
+                    ..ExportConfig::open("/", a.path())
+                }],
+            )
         })
         .await
         .unwrap();
@@ -1070,18 +1058,15 @@ async fn export_ids_survive_reordering() {
         };
         let start = |exports: Vec<ExportConfig>| {
             server::run::start(ServerConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                state_dir: state.path().to_path_buf(),
-                exports,
                 nfs4: Nfs4Config {
                     grace: Some(Duration::ZERO),
                     ..Default::default()
                 },
-                rpc: Default::default(),
-                aux: Default::default(),
-                admin: Default::default(),
-                kerberos: None,
-                tls: None,
+                ..ServerConfig::new(
+                    "127.0.0.1:0".parse().unwrap(),
+                    state.path().to_path_buf(),
+                    exports,
+                )
             })
         };
         for with_ids in [true, false] {

@@ -68,18 +68,16 @@ async fn start(rpc: rpc::ConnConfig) -> Srv {
     let export = tempfile::tempdir().expect("export dir");
     let state = tempfile::tempdir().expect("state dir");
     let cfg = ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.path().to_path_buf(),
-        exports: vec![ExportConfig::open("/", export.path())],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(30),
             ..Default::default()
         },
         rpc,
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            vec![ExportConfig::open("/", export.path())],
+        )
     };
     let running = server::run::start(cfg).await.expect("server starts");
     Srv {

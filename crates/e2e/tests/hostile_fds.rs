@@ -124,17 +124,11 @@ async fn out_of_descriptors_backs_off_and_recovers() {
     let result = tokio::time::timeout(Duration::from_secs(120), async {
         let export = tempfile::tempdir().expect("export dir");
         let state = tempfile::tempdir().expect("state dir");
-        let running = server::run::start(ServerConfig {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            state_dir: state.path().to_path_buf(),
-            exports: vec![ExportConfig::open("/", export.path())],
-            nfs4: Default::default(),
-            rpc: Default::default(),
-            aux: Default::default(),
-            admin: Default::default(),
-            kerberos: None,
-            tls: None,
-        })
+        let running = server::run::start(ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            vec![ExportConfig::open("/", export.path())],
+        ))
         .await
         .expect("server starts");
         let addr = running.addr;

@@ -86,20 +86,18 @@ async fn start_as(exports: &[(&str, &[Flavor])], delegations: bool) -> KrbServer
     let mut k = KerberosConfig::new(realm().join("nfs.keytab"));
     k.principals = vec![("alice@FERRITE.TEST".into(), "ferrite-krb".into())];
     let cfg = ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.path().to_path_buf(),
-        exports: list,
         nfs4: server::instance::Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(Duration::ZERO),
             owner_domain: Some("ferrite.test".into()),
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
         kerberos: Some(k),
-        tls: None,
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            list,
+        )
     };
     let running = server::run::start(cfg).await.expect("server starts");
     KrbServer {

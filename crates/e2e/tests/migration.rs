@@ -41,24 +41,22 @@ fn config(
     e.served_by = served_by;
     e.delegations = delegations;
     ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.to_path_buf(),
-        exports: vec![e],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(Duration::ZERO),
             max_delegations: if delegations { 100 } else { 0 },
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
         admin: AdminConfig {
             socket: Some(state.join(server::observe::admin::SOCKET)),
             metrics: None,
             link_bytes_per_s: None,
         },
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.to_path_buf(),
+            vec![e],
+        )
     }
 }
 

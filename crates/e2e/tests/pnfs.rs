@@ -27,20 +27,13 @@ const UNIT: u64 = 64 << 10;
 
 fn config(state: &Path, e: ExportConfig, lease: Duration) -> ServerConfig {
     ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        state_dir: state.to_path_buf(),
-        exports: vec![e],
         nfs4: Nfs4Config {
             lease,
             grace: Some(Duration::ZERO),
             recall_wait: Duration::from_secs(2),
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new("127.0.0.1:0".parse().unwrap(), state.to_path_buf(), vec![e])
     }
 }
 

@@ -28,9 +28,6 @@ async fn start() -> World {
     let data = TempDir::new().expect("temp dir");
     let state = TempDir::new().expect("temp dir");
     let cfg = ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.path().to_path_buf(),
-        exports: vec![ExportConfig::open("/data", data.path())],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(Duration::ZERO),
@@ -43,11 +40,11 @@ async fn start() -> World {
             }],
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            vec![ExportConfig::open("/data", data.path())],
+        )
     };
     let running = server::run::start(cfg).await.expect("server starts");
     World {

@@ -47,18 +47,11 @@ fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {
 
 fn config(state: &Path, exports: Vec<ExportConfig>) -> ServerConfig {
     ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        state_dir: state.to_path_buf(),
-        exports,
         nfs4: Nfs4Config {
             grace: Some(Duration::ZERO),
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new("127.0.0.1:0".parse().unwrap(), state.to_path_buf(), exports)
     }
 }
 

@@ -87,19 +87,17 @@ async fn start(pki: &Pki) -> TlsServer {
     let mut tls = TlsConfig::new(pki.path("server.pem"), pki.path("server.key"));
     tls.client_ca = Some(pki.path("ca.pem"));
     let cfg = ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.path().to_path_buf(),
-        exports,
         nfs4: server::instance::Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(Duration::ZERO),
             ..Default::default()
         },
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
         tls: Some(tls),
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            exports,
+        )
     };
     let running = server::run::start(cfg).await.expect("server starts");
     TlsServer {
@@ -285,18 +283,15 @@ async fn a_missing_certificate_stops_the_start() {
     let state = tempfile::tempdir().expect("state");
     let d = tempfile::tempdir().expect("export");
     let cfg = ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.path().to_path_buf(),
-        exports: vec![ExportConfig::open("/", d.path())],
-        nfs4: Default::default(),
-        rpc: Default::default(),
-        aux: Default::default(),
-        admin: Default::default(),
-        kerberos: None,
         tls: Some(TlsConfig::new(
             pki.path("nonexistent.pem"),
             pki.path("server.key"),
         )),
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            vec![ExportConfig::open("/", d.path())],
+        )
     };
     let Err(e) = server::run::start(cfg).await else {
         panic!("started without its certificate")

@@ -135,6 +135,28 @@ pub struct ServerConfig {
     pub tls: Option<crate::security::tls::TlsConfig>,
 }
 
+impl ServerConfig {
+    /// A server on `listen` keeping its state in `state_dir`, exporting
+    /// `exports`, everything else as defaults: no Kerberos, no TLS.
+    pub fn new(
+        listen: SocketAddr,
+        state_dir: impl Into<PathBuf>,
+        exports: Vec<ExportConfig>,
+    ) -> Self {
+        ServerConfig {
+            listen,
+            state_dir: state_dir.into(),
+            exports,
+            nfs4: Nfs4Config::default(),
+            rpc: rpc::ConnConfig::default(),
+            aux: AuxConfig::default(),
+            admin: AdminConfig::default(),
+            kerberos: None,
+            tls: None,
+        }
+    }
+}
+
 /// Opens the backend of export `e` (its directory created if missing),
 /// with id `id`, and its write log, replayed before anyone is served: a
 /// log that cannot be is an error, never ignored.

@@ -50,9 +50,6 @@ fn config(
         });
     }
     ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        state_dir: state.path().to_path_buf(),
-        exports: vec![e],
         nfs4: Nfs4Config {
             lease: Duration::from_secs(10),
             grace: Some(grace),
@@ -67,15 +64,17 @@ fn config(
             recall_wait: Duration::from_secs(3),
             ..Default::default()
         },
-        rpc: Default::default(),
         aux: aux.clone(),
         admin: server::config::AdminConfig {
             socket: Some(state.path().join(server::observe::admin::SOCKET)),
             metrics: Some("127.0.0.1:0".parse().expect("address")),
             link_bytes_per_s: None,
         },
-        kerberos: None,
-        tls: None,
+        ..ServerConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            state.path().to_path_buf(),
+            vec![e],
+        )
     }
 }
 

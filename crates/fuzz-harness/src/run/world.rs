@@ -461,17 +461,11 @@ fn data_server() -> (server::pnfs::dataserver::DataServerAddr, std::path::PathBu
                 .build()
                 .expect("data server runtime");
             rt.block_on(async move {
-                let cfg = server::config::ServerConfig {
-                    listen: "127.0.0.1:0".parse().expect("address"),
-                    state_dir: state,
-                    exports: vec![server::config::ExportConfig::open("/", d)],
-                    nfs4: Default::default(),
-                    rpc: Default::default(),
-                    aux: Default::default(),
-                    admin: Default::default(),
-                    kerberos: None,
-                    tls: None,
-                };
+                let cfg = server::config::ServerConfig::new(
+                    "127.0.0.1:0".parse().expect("address"),
+                    state,
+                    vec![server::config::ExportConfig::open("/", d)],
+                );
                 let r = server::run::start(cfg).await.expect("data server starts");
                 let _ = tx.send(r.addr);
                 std::future::pending::<()>().await;

@@ -302,17 +302,11 @@ mod tests {
     use crate::exports::export::{ClientMatch, ClientRule};
 
     fn cfg(exports: Vec<ExportConfig>) -> ServerConfig {
-        ServerConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: "/nonexistent".into(),
+        ServerConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            "/nonexistent",
             exports,
-            nfs4: Default::default(),
-            rpc: Default::default(),
-            aux: Default::default(),
-            admin: Default::default(),
-            kerberos: None,
-            tls: None,
-        }
+        )
     }
 
     #[test]
