@@ -1,6 +1,7 @@
-# Sourced by tools/ab.sh and tools/floor.sh: what both need to set
-# Ferrite beside NFS-Ganesha and to drive nfs-rs. The caller is at the
-# repository's top and sets OUT.
+# Sourced by tools/ab.sh, tools/floor.sh, tools/krb5-ab.sh and
+# tools/tls-ab.sh: what they need to set Ferrite beside NFS-Ganesha, to
+# drive nfs-rs, and the rows the security comparisons share. The caller is
+# at the repository's top and sets OUT.
 
 # The third-party client, in a virtual environment outside the repository.
 NFSRS_VENV=/var/tmp/ferrite-nfsrs-venv
@@ -33,4 +34,28 @@ ganesha_restart() {
         bash tools/ganesha.sh restart >>"$OUT/ganesha-start.log" 2>&1
     gpid="$(cat "${GANESHA_STATE:-/var/tmp/ferrite-bench-ganesha}/ganesha.pid")"
     taskset -a -cp 1 "$gpid" >/dev/null
+}
+
+# The rows of the security comparisons (tools/krb5-ab.sh, tools/tls-ab.sh;
+# tools/ab_totals.py names them in the tables).
+SEC_ROWS=(randread-16 seqread randwrite-16 dirlist)
+
+# sec_args ROW: the `ferrite bench run` arguments of ROW, DURATION a run.
+sec_args() {
+    local large=(--file-size 64m) timed=(--duration "$DURATION" --warmup 1s --runs 1)
+    case "$1" in
+    randread-16) echo randread "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
+    seqread) echo seqread "${large[@]}" --io-size 1m --threads 4 "${timed[@]}" ;;
+    randwrite-16) echo randwrite "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
+    dirlist) echo dirlist --threads 4 "${timed[@]}" ;;
+    esac
+}
+
+# sec_prepare FERRITE TARGET: the data sets the rows in ONLY need, made
+# on TARGET with the `ferrite` binary FERRITE.
+sec_prepare() {
+    if [[ " $ONLY " == *" randread-16 "* || " $ONLY " == *" seqread "* || " $ONLY " == *" randwrite-16 "* ]]; then
+        "$1" bench prepare randread --target "$2" --file-size 64m >/dev/null
+    fi
+    if [[ " $ONLY " == *" dirlist "* ]]; then "$1" bench prepare dirlist --target "$2" >/dev/null; fi
 }

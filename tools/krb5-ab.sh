@@ -37,14 +37,13 @@ REPS="${REPS:-2}"
 DURATION="${DURATION:-5s}"
 FPORT="${FERRITE_PORT:-20760}"
 GPORT="${GANESHA_PORT:-12050}"
-ROWS=(randread-16 seqread randwrite-16 dirlist)
-ONLY="${ONLY:-${ROWS[*]}}"
 FLAVORS="${FLAVORS:-sys krb5 krb5i krb5p}"
 mkdir -p "$OUT"
 [ "$(nproc)" -ge 2 ] || { echo "krb5-ab.sh: needs 2 CPUs (server on 1, client on 0)" >&2; exit 2; }
 . tools/wait-lib.sh
 . tools/krb5-lib.sh
 . tools/bench-lib.sh
+ONLY="${ONLY:-${SEC_ROWS[*]}}"
 kr_build_deps krb5-ab
 kr_ensure krb5-ab
 cargo build --release -p ferrite --features kerberos
@@ -97,25 +96,12 @@ declare -A DIR=([ferrite]="$OUT/ferrite/export" [ganesha]="$gexport")
 tgt() { if [ "$2" = sys ]; then echo "nfs4://localhost:${PORT[$1]}/"; else echo "nfs4://localhost:${PORT[$1]}/?sec=$2"; fi; }
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
-large=(--file-size 64m)
-timed=(--duration "$DURATION" --warmup 1s --runs 1)
-args() {
-    case "$1" in
-    randread-16) echo randread "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
-    seqread) echo seqread "${large[@]}" --io-size 1m --threads 4 "${timed[@]}" ;;
-    randwrite-16) echo randwrite "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
-    dirlist) echo dirlist --threads 4 "${timed[@]}" ;;
-    esac
-}
 for s in ferrite ganesha; do
-    if want randread-16 || want seqread || want randwrite-16; then
-        "$F" bench prepare randread --target "$(tgt "$s" sys)" "${large[@]}" >/dev/null
-    fi
-    if want dirlist; then "$F" bench prepare dirlist --target "$(tgt "$s" sys)" >/dev/null; fi
+    sec_prepare "$F" "$(tgt "$s" sys)"
     chmod -R a+rwX "${DIR[$s]}"
 done
 
-for row in "${ROWS[@]}"; do
+for row in "${SEC_ROWS[@]}"; do
     want "$row" || continue
     for fl in $FLAVORS; do
         for r in $(seq 1 "$REPS"); do
@@ -125,7 +111,7 @@ for row in "${ROWS[@]}"; do
                 j="$OUT/$row-$fl-$s-$r.json"
                 echo "krb5-ab: $row, $fl, $s, repetition $r" >&2
                 # shellcheck disable=SC2046
-                taskset -c 0 "$F" bench run $(args "$row") --target "$(tgt "$s" "$fl")" \
+                taskset -c 0 "$F" bench run $(sec_args "$row") --target "$(tgt "$s" "$fl")" \
                     --server-pid "${PID[$s]}" -o "$j" >"${j%.json}.txt"
             done
         done
@@ -133,25 +119,15 @@ for row in "${ROWS[@]}"; do
 done
 
 python3 - "$OUT" "$REPS" "$ONLY" "$FLAVORS" <<'PY' | tee "$OUT/table.md"
-import json, sys
+import sys
+sys.path.insert(0, "tools")
+from ab_totals import NAMES as names, totals
 out, reps, only, flavors = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-names = {"randread-16": "randread 4 KiB, 16 threads", "seqread": "seqread 1 MiB, 4 threads",
-         "randwrite-16": "randwrite 4 KiB, 16 threads", "dirlist": "dirlist, 4 threads"}
 def bench(row, fl, s):
-    cpu = ops = 0.0
-    rates, clients = [], []
-    for r in range(1, reps + 1):
-        d = json.load(open(f"{out}/{row}-{fl}-{s}-{r}.json"))
-        for run in d["runs"]:
-            sc = run["server_cpu"]
-            cpu += sc["user_s"] + sc["sys_s"]
-            ops += run["ops"]
-            rates.append(run["ops_per_s"])
-            clients.append(run["cpu"]["percent"])
-    return cpu / ops * 1e6 if ops else float("nan"), sum(rates) / len(rates), max(clients)
+    return totals([f"{out}/{row}-{fl}-{s}-{r}.json" for r in range(1, reps + 1)])
 print("| row | flavor | Ferrite µs/op | Ganesha µs/op | Ferrite / Ganesha | Ferrite vs its sys | Ganesha vs its sys | Ferrite ops/s | Ganesha ops/s | notes |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for row in ["randread-16", "seqread", "randwrite-16", "dirlist"]:
+for row in names:
     if row not in only:
         continue
     base = {}

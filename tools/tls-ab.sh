@@ -31,14 +31,13 @@ OUT="${1:-/var/tmp/ferrite-tls-ab/$(date +%Y%m%d-%H%M%S)}"
 REPS="${REPS:-2}"
 DURATION="${DURATION:-5s}"
 FPORT="${FERRITE_PORT:-20770}"
-ROWS=(randread-16 seqread randwrite-16 dirlist)
-ONLY="${ONLY:-${ROWS[*]}}"
 XPRTS="${XPRTS:-none tls mtls}"
 mkdir -p "$OUT"
 [ "$(nproc)" -ge 2 ] || { echo "tls-ab.sh: needs 2 CPUs (server on 1, client on 0)" >&2; exit 2; }
 command -v openssl >/dev/null || { echo "tls-ab.sh: needs openssl" >&2; exit 2; }
 . tools/wait-lib.sh
 . tools/bench-lib.sh
+ONLY="${ONLY:-${SEC_ROWS[*]}}"
 cargo build --release -p ferrite
 F="$top/target/release/ferrite"
 
@@ -88,22 +87,9 @@ tgt() {
 }
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
-large=(--file-size 64m)
-timed=(--duration "$DURATION" --warmup 1s --runs 1)
-args() {
-    case "$1" in
-    randread-16) echo randread "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
-    seqread) echo seqread "${large[@]}" --io-size 1m --threads 4 "${timed[@]}" ;;
-    randwrite-16) echo randwrite "${large[@]}" --io-size 4k --threads 16 "${timed[@]}" ;;
-    dirlist) echo dirlist --threads 4 "${timed[@]}" ;;
-    esac
-}
-if want randread-16 || want seqread || want randwrite-16; then
-    "$F" bench prepare randread --target "$(tgt none)" "${large[@]}" >/dev/null
-fi
-if want dirlist; then "$F" bench prepare dirlist --target "$(tgt none)" >/dev/null; fi
+sec_prepare "$F" "$(tgt none)"
 
-for row in "${ROWS[@]}"; do
+for row in "${SEC_ROWS[@]}"; do
     want "$row" || continue
     for r in $(seq 1 "$REPS"); do
         order="$XPRTS"
@@ -112,32 +98,22 @@ for row in "${ROWS[@]}"; do
             j="$OUT/$row-$x-$r.json"
             echo "tls-ab: $row, $x, repetition $r" >&2
             # shellcheck disable=SC2046
-            taskset -c 0 "$F" bench run $(args "$row") --target "$(tgt "$x")" \
+            taskset -c 0 "$F" bench run $(sec_args "$row") --target "$(tgt "$x")" \
                 --server-pid "$fpid" -o "$j" >"${j%.json}.txt"
         done
     done
 done
 
 python3 - "$OUT" "$REPS" "$ONLY" "$XPRTS" <<'PY' | tee "$OUT/table.md"
-import json, sys
+import sys
+sys.path.insert(0, "tools")
+from ab_totals import NAMES as names, totals
 out, reps, only, xprts = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-names = {"randread-16": "randread 4 KiB, 16 threads", "seqread": "seqread 1 MiB, 4 threads",
-         "randwrite-16": "randwrite 4 KiB, 16 threads", "dirlist": "dirlist, 4 threads"}
 def bench(row, x):
-    cpu = ops = 0.0
-    rates, clients = [], []
-    for r in range(1, reps + 1):
-        d = json.load(open(f"{out}/{row}-{x}-{r}.json"))
-        for run in d["runs"]:
-            sc = run["server_cpu"]
-            cpu += sc["user_s"] + sc["sys_s"]
-            ops += run["ops"]
-            rates.append(run["ops_per_s"])
-            clients.append(run["cpu"]["percent"])
-    return cpu / ops * 1e6 if ops else float("nan"), sum(rates) / len(rates), max(clients)
+    return totals([f"{out}/{row}-{x}-{r}.json" for r in range(1, reps + 1)])
 print("| row | transport | Ferrite µs/op | vs in the clear | ops/s | notes |")
 print("|---|---|---|---|---|---|")
-for row in ["randread-16", "seqread", "randwrite-16", "dirlist"]:
+for row in names:
     if row not in only:
         continue
     base = None
