@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, "/rc")
 import suite  # noqa: E402
-from suite import Fail, Skip, emit, run, run_scenario, as_user, OUT, VERS, ONLY, PORT, EXPORT, RUNID  # noqa: E402
+from suite import Fail, Skip, emit, run, run_scenario, as_user, OUT, VERS, PORT, EXPORT, RUNID  # noqa: E402
 
 SERVER = "ferrite.test"
 EXTRA = "/rc/extra"
@@ -260,24 +260,10 @@ def sk_restart(c):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    unknown = ONLY - set(SCENARIOS)
-    if unknown:
-        print("unknown scenario(s) in --only: %s (known: %s)" % (",".join(sorted(unknown)), ",".join(SCENARIOS)))
-        return 2
-    with open(os.path.join(OUT, "plan.txt"), "w") as f:
-        for v in VERS:
-            for n in SCENARIOS:
-                f.write("v%s/%s\n" % (v, n))
-    print("ferrite realclient Kerberos suite: server %s:%d export %s, versions %s, kernel %s" %
-          (SERVER, PORT, EXPORT, ",".join(VERS), os.uname().release), flush=True)
-    try:
-        setup()
-    except Fail as e:
-        for v in VERS:
-            for n in SCENARIOS:
-                emit("FAIL", v, n, "set-up: %s" % e)
-        return 1
+    rc = suite.begin("ferrite realclient Kerberos suite: server %s:%d export %s, versions %s"
+                     % (SERVER, PORT, EXPORT, ",".join(VERS)), SCENARIOS, setup)
+    if rc is not None:
+        return rc
     for v in VERS:
         tag = "v" + v.replace(".", "")
         print("=== NFS vers=%s" % v, flush=True)
@@ -292,26 +278,22 @@ def main():
                     ok, msg = False, "cannot make the work directory: %s" % e
             for kind, fn, limit in (("io", sk_io, 600), ("no_ticket", sk_no_ticket, 300)):
                 n = sec + "_" + kind
-                if ONLY and n not in ONLY:
-                    emit("SKIP", v, n, "not selected (--only)")
-                elif not ok:
+                if not suite.selected(v, n):
+                    continue
+                if not ok:
                     emit("FAIL", v, n, "the mount failed: " + msg)
                 else:
                     st, reason, secs = run_scenario(ctx, n, lambda c, fn=fn: fn(c), limit)
                     emit(st, v, n, reason, secs)
             if ok and sec == "krb5p":
-                if ONLY and "restart" not in ONLY:
-                    emit("SKIP", v, "restart", "not selected (--only)")
-                else:
+                if suite.selected(v, "restart"):
                     st, reason, secs = run_scenario(ctx, "restart", sk_restart, 900)
                     emit(st, v, "restart", reason, secs)
             elif sec == "krb5p":
                 emit("FAIL", v, "restart", "the krb5p mount failed: " + msg)
             if ok:
                 umount(mp)
-        if ONLY and "sys_refused" not in ONLY:
-            emit("SKIP", v, "sys_refused", "not selected (--only)")
-        else:
+        if suite.selected(v, "sys_refused"):
             st, reason, secs = run_scenario(Ctx(v, tag, "sys", "/mnt"), "sys_refused",
                                             lambda c: sk_sys_refused(v, tag), 300)
             emit(st, v, "sys_refused", reason, secs)

@@ -1426,6 +1426,39 @@ def emit(status, vers, name, reason="", secs=None):
         os.fsync(f.fileno())
 
 
+def begin(title, scenarios, setup):
+    """The start of a suite with scenarios of its own (kerberos.py,
+    tls.py): an --only naming one it lacks is refused (2); the plan is
+    written and `title` printed with the kernel; `setup` runs, and if it
+    fails every scenario FAILs (1). None: go on."""
+    os.makedirs(OUT, exist_ok=True)
+    unknown = ONLY - set(scenarios)
+    if unknown:
+        print("unknown scenario(s) in --only: %s (known: %s)" % (",".join(sorted(unknown)), ",".join(scenarios)))
+        return 2
+    with open(os.path.join(OUT, "plan.txt"), "w") as f:
+        for v in VERS:
+            for n in scenarios:
+                f.write("v%s/%s\n" % (v, n))
+    print("%s, kernel %s" % (title, os.uname().release), flush=True)
+    try:
+        setup()
+    except Fail as e:
+        for v in VERS:
+            for n in scenarios:
+                emit("FAIL", v, n, "set-up: %s" % e)
+        return 1
+    return None
+
+
+def selected(vers, name):
+    """Whether --only selects scenario `name`; if not, its SKIP line."""
+    if ONLY and name not in ONLY:
+        emit("SKIP", vers, name, "not selected (--only)")
+        return False
+    return True
+
+
 def run_scenario(ctx, name, fn, limit):
     """Run fn(ctx) in a forked child; returns (status, reason, secs)."""
     r, w = os.pipe()

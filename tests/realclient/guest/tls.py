@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, "/rc")
 import suite  # noqa: E402
-from suite import Fail, emit, run, run_scenario, OUT, VERS, ONLY, PORT, RUNID  # noqa: E402
+from suite import Fail, emit, run, run_scenario, OUT, VERS, PORT, RUNID  # noqa: E402
 
 SERVER = "ferrite.test"
 EXTRA = "/rc/extra"
@@ -105,26 +105,15 @@ class Ctx:
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "plan.txt"), "w") as f:
-        for v in VERS:
-            for n in SCENARIOS:
-                f.write("v%s/%s\n" % (v, n))
-    print("ferrite realclient TLS suite: server %s:%d, versions %s, kernel %s" %
-          (SERVER, PORT, ",".join(VERS), os.uname().release), flush=True)
-    try:
-        setup()
-    except Fail as e:
-        for v in VERS:
-            for n in SCENARIOS:
-                emit("FAIL", v, n, "set-up: %s" % e)
-        return 1
+    rc = suite.begin("ferrite realclient TLS suite: server %s:%d, versions %s"
+                     % (SERVER, PORT, ",".join(VERS)), SCENARIOS, setup)
+    if rc is not None:
+        return rc
     for v in VERS:
         tag = "v" + v.replace(".", "")
         print("=== NFS vers=%s" % v, flush=True)
         for name, path, xprt in (("tls_io", "/tls", "tls"), ("mtls_io", "/mtls", "mtls")):
-            if ONLY and name not in ONLY:
-                emit("SKIP", v, name, "not selected (--only)")
+            if not suite.selected(v, name):
                 continue
             mp = "/mnt/%s-%s" % (tag, name)
             ok, msg = mount(v, path, mp, xprt)
@@ -136,8 +125,7 @@ def main():
             emit(st, v, name, reason, secs)
             umount(mp)
         for name, path, xprt in (("plain_refused", "/tls", None), ("mtls_refused", "/mtls", "tls")):
-            if ONLY and name not in ONLY:
-                emit("SKIP", v, name, "not selected (--only)")
+            if not suite.selected(v, name):
                 continue
             mp = "/mnt/%s-%s" % (tag, name)
             ok, msg = mount(v, path, mp, xprt)
