@@ -213,7 +213,7 @@ impl<H> Out<H> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::AsyncReadExt;
@@ -237,8 +237,9 @@ mod tests {
     use std::fs::File;
     use std::io::Write;
 
-    /// A file of `len` bytes, byte `k` being `k % 253`.
-    fn numbered_file(len: usize) -> Arc<File> {
+    /// A file of `len` bytes, byte `k` being `k % 253`, its name removed
+    /// (also for the TLS tests' ranges of files).
+    pub(crate) fn numbered_file(len: usize) -> Arc<File> {
         let path = std::env::temp_dir().join(format!(
             "rpc-out-test-{}-{len}-{:?}",
             std::process::id(),

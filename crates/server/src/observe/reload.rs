@@ -302,11 +302,7 @@ mod tests {
     use crate::exports::export::{ClientMatch, ClientRule};
 
     fn cfg(exports: Vec<ExportConfig>) -> ServerConfig {
-        ServerConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            "/nonexistent",
-            exports,
-        )
+        ServerConfig::new("127.0.0.1:0".parse().unwrap(), "/nonexistent", exports)
     }
 
     #[test]
