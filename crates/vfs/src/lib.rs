@@ -417,6 +417,40 @@ pub trait Vfs: Send + Sync + 'static {
         to: &Handle,
         to_name: &[u8],
     ) -> Result<()>;
+    /// Whether [`Vfs::remove_keeping`] and [`Vfs::rename_keeping`] can
+    /// keep a removed file reachable through its handle (what NFSv4's
+    /// OPEN4_RESULT_PRESERVE_UNLINKED promises, RFC 8881 §18.16.3).
+    fn keeps_unlinked(&self) -> bool {
+        false
+    }
+    /// [`Vfs::remove`]; when it removes the last name of a regular file
+    /// for which `keep` says yes (one the server holds state on), the file
+    /// stays reachable through its handle, with nlink 0, until
+    /// [`Vfs::release_unlinked`], as an open file does on a local file
+    /// system. The default keeps nothing.
+    fn remove_keeping(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+        _keep: &dyn Fn(&Handle) -> bool,
+    ) -> Result<()> {
+        self.remove(c, dir, name)
+    }
+    /// [`Vfs::rename`], keeping a replaced target as [`Vfs::remove_keeping`]
+    /// keeps a removed file.
+    fn rename_keeping(
+        &self,
+        c: &Creds,
+        from: (&Handle, &[u8]),
+        to: (&Handle, &[u8]),
+        _keep: &dyn Fn(&Handle) -> bool,
+    ) -> Result<()> {
+        self.rename(c, from.0, from.1, to.0, to.1)
+    }
+    /// Lets a file kept by [`Vfs::remove_keeping`] go (its space is freed
+    /// once nothing else has it open).
+    fn release_unlinked(&self, _h: &Handle) {}
     fn link(&self, c: &Creds, file: &Handle, dir: &Handle, name: &[u8]) -> Result<()>;
     fn readlink(&self, c: &Creds, h: &Handle) -> Result<Bytes>;
     /// Lists `dir` after `cookie` (0 = from the start), calling `each` per

@@ -60,6 +60,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
@@ -267,7 +268,19 @@ pub struct LocalFs {
     /// ([`Vfs::guard_local_writes`]): their kernel read lease, and how many
     /// guards hold it.
     leases: Mutex<HashMap<Handle, (crate::lease::Lease, usize)>>,
+    /// Regular files removed while the server held state on them
+    /// ([`Vfs::remove_keeping`]): an O_PATH descriptor each, which keeps
+    /// the inode (and its data) alive with nlink 0 until released. At
+    /// most [`KEPT_MAX`]; `kept_any` says whether any is, so that
+    /// resolving skips the lock when none is.
+    kept: Mutex<HashMap<Handle, Arc<OwnedFd>>>,
+    kept_any: std::sync::atomic::AtomicBool,
 }
+
+/// At most this many removed files are kept open for their holders; past
+/// it a removed file goes at once, as it did before (its holders then get
+/// NFS4ERR_STALE).
+const KEPT_MAX: usize = 4096;
 
 impl std::fmt::Debug for LocalFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -628,6 +641,8 @@ impl LocalFs {
             sync_keeps_new_name,
             root_path: root.to_path_buf(),
             leases: Mutex::new(HashMap::new()),
+            kept: Mutex::new(HashMap::new()),
+            kept_any: Default::default(),
         })
     }
 
@@ -774,6 +789,55 @@ impl LocalFs {
         st.st_dev == self.root_dev && st.st_ino == self.root_ino
     }
 
+    /// The removed file `h` kept for its holders
+    /// ([`Vfs::remove_keeping`]), if it is.
+    fn kept_obj(&self, h: &Handle) -> Option<Obj> {
+        if !self.kept_any.load(Ordering::Acquire) {
+            return None;
+        }
+        let fd = lock(&self.kept).get(h).cloned()?;
+        let st = sys::fstat(fd.as_raw_fd()).ok()?;
+        Some(Obj { fd, st })
+    }
+
+    /// Before the name `cn` in `d` goes: if it is the last name of a
+    /// regular file `keep` says yes to, a descriptor that keeps the file
+    /// alive once the name is gone (checked to be the object the handle
+    /// `victim` names), to be kept with [`Self::keep_removed`].
+    fn hold_victim(
+        &self,
+        d: RawFd,
+        cn: &CStr,
+        victim: Option<&Handle>,
+        keep: &dyn Fn(&Handle) -> bool,
+    ) -> Option<(Handle, OwnedFd)> {
+        let v = victim?;
+        if !keep(v) {
+            return None;
+        }
+        let fd = sys::openat(d, cn, libc::O_PATH | libc::O_NOFOLLOW, 0).ok()?;
+        let st = sys::fstat(fd.as_raw_fd()).ok()?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_nlink != 1 {
+            return None;
+        }
+        (self.handle_of(fd.as_raw_fd()).ok().as_ref() == Some(v)).then(|| (v.clone(), fd))
+    }
+
+    /// Keeps a file whose last name went ([`Self::hold_victim`]).
+    fn keep_removed(&self, held: Option<(Handle, OwnedFd)>) {
+        let Some((h, fd)) = held else { return };
+        let mut kept = lock(&self.kept);
+        if kept.len() < KEPT_MAX || kept.contains_key(&h) {
+            kept.insert(h, Arc::new(fd));
+            self.kept_any.store(true, Ordering::Release);
+        } else {
+            tracing::warn!(
+                "{} removed files are kept open for their NFS holders; one more goes at once",
+                KEPT_MAX
+            );
+        }
+    }
+
     /// Drops every cached descriptor of `h`.
     fn forget(&self, h: &Handle) {
         lock(&self.fds).remove(h);
@@ -809,17 +873,24 @@ impl LocalFs {
                 }
                 Ok(_) => {
                     self.forget(h);
-                    return Err(Errno(libc::ESTALE));
+                    return self.kept_obj(h).ok_or(Errno(libc::ESTALE));
                 }
                 Err(_) => self.forget(h),
             }
         }
-        let fd = match self.mode {
-            Mode::Kernel => self.open_by_handle(kernel)?,
-            Mode::PathMap | Mode::Stable => self.open_mapped(h)?,
+        let opened = match self.mode {
+            Mode::Kernel => self.open_by_handle(kernel),
+            Mode::PathMap | Mode::Stable => self.open_mapped(h),
+        };
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(e) => return self.kept_obj(h).ok_or(e),
         };
         let st = sys::fstat(fd.as_raw_fd())?;
-        if st.st_nlink == 0 || st.st_dev != self.root_dev {
+        if st.st_nlink == 0 {
+            return self.kept_obj(h).ok_or(Errno(libc::ESTALE));
+        }
+        if st.st_dev != self.root_dev {
             return Err(Errno(libc::ESTALE));
         }
         if dir_only && st.st_mode & libc::S_IFMT != libc::S_IFDIR {
@@ -1866,9 +1937,24 @@ impl Vfs for LocalFs {
     }
 
     fn remove(&self, c: &Creds, dir: &Handle, name: &[u8]) -> Result<()> {
+        self.remove_keeping(c, dir, name, &|_| false)
+    }
+
+    fn keeps_unlinked(&self) -> bool {
+        true
+    }
+
+    fn remove_keeping(
+        &self,
+        c: &Creds,
+        dir: &Handle,
+        name: &[u8],
+        keep: &dyn Fn(&Handle) -> bool,
+    ) -> Result<()> {
         let cn = cname(name)?;
         let d = self.resolve(dir)?;
         let victim = self.handle_at(d.raw(), &cn, 0).ok();
+        let held = self.hold_victim(d.raw(), &cn, victim.as_ref(), keep);
         {
             let _g = self.as_caller(c)?;
             match sys::unlinkat(d.raw(), &cn, 0) {
@@ -1876,6 +1962,7 @@ impl Vfs for LocalFs {
                 r => r?,
             }
         }
+        self.keep_removed(held);
         if let Some(v) = victim {
             self.forget(&v);
             if self.mapped() {
@@ -1894,16 +1981,31 @@ impl Vfs for LocalFs {
         to: &Handle,
         to_name: &[u8],
     ) -> Result<()> {
+        self.rename_keeping(c, (from, from_name), (to, to_name), &|_| false)
+    }
+
+    fn rename_keeping(
+        &self,
+        c: &Creds,
+        (from, from_name): (&Handle, &[u8]),
+        (to, to_name): (&Handle, &[u8]),
+        keep: &dyn Fn(&Handle) -> bool,
+    ) -> Result<()> {
         let cf = cname(from_name)?;
         let ct = cname(to_name)?;
         let fd = self.resolve(from)?;
         let td = self.resolve(to)?;
         let moved = self.handle_at(fd.raw(), &cf, 0).ok();
         let victim = self.handle_at(td.raw(), &ct, 0).ok();
+        let held = match (&moved, &victim) {
+            (Some(m), Some(v)) if m == v => None,
+            _ => self.hold_victim(td.raw(), &ct, victim.as_ref(), keep),
+        };
         {
             let _g = self.as_caller(c)?;
             sys::renameat(fd.raw(), &cf, td.raw(), &ct)?;
         }
+        self.keep_removed(held);
         if let Some(v) = victim.filter(|v| Some(v) != moved.as_ref()) {
             self.forget(&v);
             if self.mapped() {
@@ -2194,6 +2296,17 @@ impl Vfs for LocalFs {
         acl: Option<&crate::acl::PosixAcl>,
     ) -> Result<()> {
         self.set_posix_acl(c, h, default, acl)
+    }
+
+    fn release_unlinked(&self, h: &Handle) {
+        let mut kept = lock(&self.kept);
+        let fd = kept.remove(h);
+        self.kept_any.store(!kept.is_empty(), Ordering::Release);
+        drop(kept);
+        // Its cached descriptors too, so that the inode can go now.
+        if fd.is_some() {
+            self.forget(h);
+        }
     }
 
     fn unguard_local_writes(&self, h: &Handle) {

@@ -1,7 +1,8 @@
 //! What one client's change does to another's state, whichever protocol
 //! the change comes by: delegations of the file recalled and waited for
 //! (`delegations`), directory delegations recalled or told of the change
-//! (`directories`). The callbacks themselves are NFSv4's (CB_RECALL,
+//! (`directories`), files removed while held kept for their holders
+//! (`unlinked`). The callbacks themselves are NFSv4's (CB_RECALL,
 //! CB_NOTIFY, CB_NOTIFY_LOCK on a session's back channel); the NFSv4
 //! service installs them in the server instance as [`Callbacks`], so that
 //! a change by NFSv3 or NLM reaches NFSv4 clients without importing NFSv4.
@@ -10,6 +11,7 @@ pub mod delegations;
 pub mod directories;
 pub mod exclusive;
 pub mod order;
+pub mod unlinked;
 
 use std::sync::Arc;
 

@@ -38,6 +38,8 @@ impl Reaper {
             let _ = crate::handoff::off_thread(move || s.sessions.sweep(up)).await;
         }
         let n = srv.state().reap();
+        // Removed files kept for clients that expired go.
+        srv.unlinked.sweep(&srv).await;
         // Delegations scarce: their holders are asked to give some back
         // (CB_RECALL_ANY).
         for (session, keep) in srv.state().recall_any() {

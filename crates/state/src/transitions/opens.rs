@@ -34,6 +34,14 @@ impl State {
         self.with(|t, _| t.downgrade(client, sid, file, access, deny))
     }
 
+    /// Whether any client holds state on `file`: an open, a lock, a
+    /// waiter, a delegation, a layout or an NLM share. A file removed
+    /// while held stays reachable for its holders (RFC 8881 §18.16.3,
+    /// OPEN4_RESULT_PRESERVE_UNLINKED).
+    pub fn file_held(&self, file: &FileKey) -> bool {
+        self.with(|t, _| t.files.contains_key(file))
+    }
+
     /// CLOSE (RFC 8881 §18.2).
     pub fn close(&self, client: ClientId4, sid: &StateId4, file: &FileKey) -> Result<(), NfsStat4> {
         self.with(|t, _| t.close(client, sid, file))

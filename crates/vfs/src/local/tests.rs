@@ -1452,3 +1452,45 @@ fn the_marker_is_made_once_and_kept() {
         first
     );
 }
+
+/// A file removed (or renamed over) while the server holds state on it
+/// stays reachable through its handle with nlink 0, readable and
+/// writable, until released; one nobody holds goes at once (ESTALE).
+#[test]
+fn removed_files_are_kept_for_their_holders_until_released() {
+    for mode in MODES {
+        let (_d, fs) = setup(mode);
+        let root = fs.root();
+        let kept = mkfile(&fs, &root, "kept");
+        let gone = mkfile(&fs, &root, "gone");
+        let over = mkfile(&fs, &root, "over");
+        let moved = mkfile(&fs, &root, "moved");
+        for h in [&kept, &gone, &over] {
+            fs.write(&rootc(), h, 0, b"data", Stability::FileSync)
+                .unwrap();
+        }
+        let holds = |h: &Handle| *h == kept || *h == over;
+        fs.remove_keeping(&rootc(), &root, b"kept", &holds).unwrap();
+        fs.remove_keeping(&rootc(), &root, b"gone", &holds).unwrap();
+        fs.rename_keeping(&rootc(), (&root, b"moved"), (&root, b"over"), &holds)
+            .unwrap();
+        for h in [&kept, &over] {
+            assert_eq!(fs.getattr(h).unwrap().nlink, 0, "{mode:?}");
+            assert_eq!(fs.read(&rootc(), h, 0, 10).unwrap().0.as_ref(), b"data");
+            fs.write(&rootc(), h, 4, b"more", Stability::FileSync)
+                .unwrap();
+            assert_eq!(fs.getattr(h).unwrap().size, 8);
+        }
+        assert_eq!(
+            fs.getattr(&gone).unwrap_err(),
+            Errno(libc::ESTALE),
+            "{mode:?}"
+        );
+        // The renamed file is under its new name.
+        assert_eq!(fs.lookup(&rootc(), &root, b"over").unwrap().0, moved);
+        for h in [&kept, &over] {
+            fs.release_unlinked(h);
+            assert_eq!(fs.getattr(h).unwrap_err(), Errno(libc::ESTALE), "{mode:?}");
+        }
+    }
+}

@@ -5,7 +5,10 @@ use proto::nfs4::*;
 use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: Close4Args) -> Close4Res {
-    close(cx, args).into()
+    let r = close(cx, args);
+    // A removed file kept for its opens goes with the last of them.
+    cx.srv.unlinked.sweep(&cx.srv).await;
+    r.into()
 }
 
 fn close(cx: &mut Compound, args: Close4Args) -> Result<StateId4, NfsStat4> {

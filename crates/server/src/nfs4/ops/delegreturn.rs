@@ -6,7 +6,10 @@ use proto::nfs4::*;
 use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: DelegReturn4Args) -> DelegReturn4Res {
-    delegreturn(cx, &args).into()
+    let r = delegreturn(cx, &args);
+    // A removed file kept for its holders goes with the last of its state.
+    cx.srv.unlinked.sweep(&cx.srv).await;
+    r.into()
 }
 
 fn delegreturn(cx: &mut Compound, args: &DelegReturn4Args) -> Result<(), NfsStat4> {

@@ -5,7 +5,10 @@ use proto::nfs4::*;
 use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: FreeStateId4Args) -> FreeStateId4Res {
-    free(cx, args).into()
+    let r = free(cx, args);
+    // A removed file kept for its holders goes with the last of its state.
+    cx.srv.unlinked.sweep(&cx.srv).await;
+    r.into()
 }
 
 fn free(cx: &mut Compound, args: FreeStateId4Args) -> Result<(), NfsStat4> {

@@ -217,11 +217,17 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         (false, None) => Offer::New,
     };
     let delegation = delegation(cx, want, access, offer, &args.owner.owner, &key, wire).await;
+    // §9.6: blocking-lock waiters get CB_NOTIFY_LOCK. §18.16.3: a file
+    // removed while open stays reachable through this open (the client
+    // need not rename it to a hidden name), where the backend can keep it.
+    let mut rflags = OPEN4_RESULT_LOCKTYPE_POSIX | OPEN4_RESULT_MAY_NOTIFY_LOCK;
+    if cx.export(key.0).is_ok_and(|e| e.vfs.keeps_unlinked()) {
+        rflags |= OPEN4_RESULT_PRESERVE_UNLINKED;
+    }
     Ok(Open4ResOk {
         stateid,
         cinfo: target.cinfo,
-        // §9.6: blocking-lock waiters get CB_NOTIFY_LOCK.
-        rflags: OPEN4_RESULT_LOCKTYPE_POSIX | OPEN4_RESULT_MAY_NOTIFY_LOCK,
+        rflags,
         attrset,
         delegation,
     })

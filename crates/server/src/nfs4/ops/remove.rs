@@ -26,12 +26,13 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
     let _order = directories::order(dirdeleg::by(cx), &[&dir.key()]).await;
     let cookie = directories::cookie_of(dirdeleg::by(cx), &dir.key(), &name, kind).await;
     let gone = name.clone();
-    let h = dir.handle.clone();
+    let (h, srv, export) = (dir.handle.clone(), cx.srv.clone(), dir.export);
     let cinfo = cx
         .vfs(dir.export, move |fs, c| {
             let before = fs.getattr(&h)?;
             need_dir(&before)?;
-            fs.remove(c, &h, &name)?;
+            // A file clients hold open stays theirs (§18.16.3).
+            fs.remove_keeping(c, &h, &name, &srv.unlinked.keeper(&srv, export))?;
             let after = fs.getattr(&h)?;
             Ok(change_info(before.change, after.change))
         })

@@ -49,6 +49,7 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
     let cookie = directories::cookie_of(dirdeleg::by(cx), &from, &oldname, out).await;
     let names = (oldname.clone(), newname.clone());
     let (sh, th) = (source.handle, target.handle.clone());
+    let (srv, export) = (cx.srv.clone(), target.export);
     let (source_cinfo, target_cinfo) = cx
         .vfs(target.export, move |fs, c| {
             let sb = fs.getattr(&sh)?;
@@ -75,7 +76,9 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
             // as rename(2)'s errno, as the Linux server answers: it cannot
             // tell ENOTDIR from EEXIST itself when it has not looked the
             // target up.
-            fs.rename(c, &sh, &oldname, &th, &newname)?;
+            // A replaced file clients hold open stays theirs (§18.16.3).
+            let keep = srv.unlinked.keeper(&srv, export);
+            fs.rename_keeping(c, (&sh, &oldname), (&th, &newname), &keep)?;
             let sa = fs.getattr(&sh)?;
             let ta = fs.getattr(&th)?;
             Ok((

@@ -579,6 +579,7 @@ pub async fn remove_entry(cx: &Ctx, what: &DirOpArgs3, dir: bool) -> Res3<DirWcc
     let cookie = crate::conflicts::directories::cookie_of(who, &key, &name, kind).await;
     let fsid = cx.fsid(parent.export);
     let (h, n) = (parent.handle.clone(), name.clone());
+    let (srv, export) = (cx.srv.clone(), parent.export);
     let (before, after, r) = change_dir(cx, &parent, move |v, c| {
         let (_, a) = v.lookup(c, &h, &n).map_err(from_errno)?;
         match (a.ftype == vfs::FileType::Directory, dir) {
@@ -586,7 +587,9 @@ pub async fn remove_entry(cx: &Ctx, what: &DirOpArgs3, dir: bool) -> Res3<DirWcc
             (false, true) => return Err(NfsStat3::Notdir),
             _ => {}
         }
-        v.remove(c, &h, &n).map_err(from_errno)
+        // A file NFSv4 clients hold open stays theirs.
+        v.remove_keeping(c, &h, &n, &srv.unlinked.keeper(&srv, export))
+            .map_err(from_errno)
     })
     .await;
     let dir_wcc = wcc(before.as_ref(), after.as_ref(), fsid);

@@ -60,6 +60,7 @@ pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
         old.clone(),
         new.clone(),
     );
+    let (srv, export) = (cx.srv.clone(), from.export);
     let r = cx
         .vfs(from.export, move |v, c| {
             let fb = v.getattr(&fh).ok();
@@ -75,7 +76,10 @@ pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
                     if same {
                         Ok(false)
                     } else {
-                        v.rename(c, &fh, &o, &th, &n)
+                        // A replaced file NFSv4 clients hold open stays
+                        // theirs.
+                        let keep = srv.unlinked.keeper(&srv, export);
+                        v.rename_keeping(c, (&fh, &o), (&th, &n), &keep)
                             .map(|()| true)
                             .map_err(from_errno)
                     }
