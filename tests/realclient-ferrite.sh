@@ -18,9 +18,10 @@
 #   --no-pnfs         skip the pNFS phase (as does FERRITE_RC_PNFS=0)
 # FERRITE_RC_LOG=1 gives the export a write log (--log in the work
 # directory), so that the clients' stable writes go through it.
-# FERRITE_RC_DELEG=1 has Ferrite grant read delegations (--delegations)
-# in both phases; the two-guest phase always runs with them (and checks that
-# a read delegation one guest holds is recalled by the other's write) unless
+# Ferrite grants delegations (its default) in both phases;
+# FERRITE_RC_DELEG=0 runs the main suite with --no-delegations. The
+# two-guest phase always runs with them (and checks that a read delegation
+# one guest holds is recalled by the other's write) unless
 # FERRITE_RC_TWO_DELEG=0.
 set -euo pipefail
 top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
@@ -85,7 +86,9 @@ chmod 0777 "$work/export"
 
 log=""
 [ "${FERRITE_RC_LOG:-0}" = 1 ] && log="--log $work/log"
-[ "${FERRITE_RC_DELEG:-0}" = 1 ] && log="$log --delegations"
+# Delegations are on by default (read, write, directory);
+# FERRITE_RC_DELEG=0 runs the main suite without them.
+[ "${FERRITE_RC_DELEG:-1}" = 0 ] && echo "--no-delegations" > "$work/extra-args"
 # start.sh and stop.sh wait for a condition under a deadline
 # (tools/wait-lib.sh). Ferrite listens within a second and stops within a
 # second here: 120 s to listen and 60 s to exit after SIGTERM (then
@@ -133,12 +136,12 @@ if [ $two_phase = 1 ]; then
         # NFSv3, B on NFSv4.1), beside NFSv4.2.
         [ ${#tap_args[@]} -gt 0 ] && two_args+=(--vers "${FERRITE_RC_TWO_VERS:-4.2,3,mix}")
         if [ "${FERRITE_RC_TWO_DELEG:-1}" != 0 ]; then
-            # Read delegations on (a restart with them, unless they are
-            # already), and expected. The restart's grace period (a lease,
+            # Delegations on (a restart with them, if the main suite ran
+            # without), and expected. The restart's grace period (a lease,
             # 30 s: the first phase's client has a record) delays the
             # guests' first opens.
-            if [ "${FERRITE_RC_DELEG:-0}" != 1 ]; then
-                echo "--delegations" > "$work/extra-args"
+            if [ "${FERRITE_RC_DELEG:-1}" = 0 ]; then
+                : > "$work/extra-args"
                 "$work/restart.sh"
             fi
             two_args+=(--expect-delegations)

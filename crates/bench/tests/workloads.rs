@@ -18,8 +18,16 @@ struct Srv {
 }
 
 impl Srv {
+    /// A server that grants no delegations: the tests count every
+    /// compound, and a client returning a delegation adds one.
     async fn start() -> Srv {
+        Self::start_with(false).await
+    }
+
+    async fn start_with(delegations: bool) -> Srv {
         let export = tempfile::tempdir().unwrap();
+        let mut e = ExportConfig::open("/", export.path());
+        e.delegations = delegations;
         let state = tempfile::tempdir().unwrap();
         let running = server::run::start(ServerConfig {
             nfs4: Nfs4Config {
@@ -29,7 +37,7 @@ impl Srv {
             ..ServerConfig::new(
                 "127.0.0.1:0".parse().unwrap(),
                 state.path().to_path_buf(),
-                vec![ExportConfig::open("/", export.path())],
+                vec![e],
             )
         })
         .await
@@ -241,8 +249,20 @@ async fn create_smallfile_dirlist_and_deleg_recall() {
     assert_eq!((m.op("OPEN"), m.op("CLOSE")), (20, 20));
     assert_eq!(phase(r, "setup").op("OPEN"), 20);
     assert_eq!(phase(r, "teardown").op("CLOSE"), 20);
-    // Ferrite grants no delegations yet.
+    // This server grants no delegations.
     assert_eq!((r.recalls, r.delegations), (0, 0));
+    assert_eq!(r.latency["conflict-open"].count, 20);
+    // One that does (the default): A's opens hold read delegations, and
+    // each of B's opens recalls one.
+    let dsrv = Srv::start_with(true).await;
+    runner::prepare(&params(Workload::SmallfileRead, dsrv.url(), o))
+        .await
+        .unwrap();
+    let mut p = params(Workload::DelegRecall, dsrv.url(), o);
+    p.clients = 2;
+    let r = &runner::run(&p).await.unwrap().runs[0];
+    assert_eq!(r.ops, 20);
+    assert_eq!((r.recalls, r.delegations), (20, 20));
     assert_eq!(r.latency["conflict-open"].count, 20);
 
     // dirlist: 60 empty files, 12 leaves of 5 under 5-ary directories.

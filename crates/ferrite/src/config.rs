@@ -91,14 +91,17 @@ pub struct ServeArgs {
     /// Seconds a connection may stay idle before it is closed (0: never).
     #[arg(long)]
     pub idle_timeout: Option<u64>,
-    /// Grant read and write delegations (RFC 8881 §10.2, §10.4) on every
-    /// export: clients then read files no one writes to, and write files
-    /// no one else opens, from their cache. A local process (not through
-    /// NFS) that renames, removes or changes the attributes of an exported
-    /// file, or reads one under a write delegation, does not recall them:
-    /// enable only where the exports change through NFS alone.
-    #[arg(long)]
+    /// Grant read, write and directory delegations (RFC 8881 §10.2,
+    /// §10.4, §10.9) on every export, the default: clients then read files
+    /// no one writes to, and write files no one else opens, from their
+    /// cache. A local process (not through NFS) that changes a delegated
+    /// file or directory recalls them as another client would.
+    #[arg(long, conflicts_with = "no_delegations")]
     pub delegations: bool,
+    /// Grant no delegations on any export (what `delegations = false`
+    /// does in the configuration file).
+    #[arg(long)]
+    pub no_delegations: bool,
     /// The port mapper NFSv3 clients ask where MOUNT and NLM are: "auto"
     /// (the default: answer on port 111 when run as root and it is free,
     /// register with the system rpcbind when one holds it), "off", or an
@@ -171,7 +174,7 @@ pub struct FileConfig {
     pub max_connections_per_address: Option<usize>,
     /// Seconds before an idle connection is closed; 0 never closes it.
     pub idle_timeout_seconds: Option<u64>,
-    /// Grant delegations (default false; see --delegations): the default
+    /// Grant delegations (default true; see --no-delegations): the default
     /// of every export.
     pub delegations: Option<bool>,
     /// Most delegations held at once (default 100000).
@@ -353,7 +356,7 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
             };
             vec![e]
         }
-        None => exports_of(&file.export, file.delegations.unwrap_or(false))?,
+        None => exports_of(&file.export, file.delegations.unwrap_or(true))?,
     };
     let referrals = match &args.dir {
         Some(_) => Vec::new(),
@@ -455,9 +458,9 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
         nfs4.drc_budget = m * 1024 * 1024;
     }
     nfs4.standby = args.standby;
-    if args.delegations {
+    if args.delegations || args.no_delegations {
         for e in &mut exports {
-            e.delegations = true;
+            e.delegations = args.delegations;
         }
     }
     if let Some(n) = file.max_delegations {
@@ -1156,6 +1159,7 @@ mod tests {
             max_connections_per_address: None,
             idle_timeout: None,
             delegations: false,
+            no_delegations: false,
             portmap: None,
             mount_port: None,
             nlm_port: None,
@@ -1296,9 +1300,15 @@ mod tests {
     }
 
     #[test]
-    fn delegations_are_off_unless_asked_for() {
+    fn delegations_are_on_unless_turned_off() {
         let args = quick();
-        assert!(!load(&args).unwrap().exports[0].delegations);
+        assert!(load(&args).unwrap().exports[0].delegations);
+        let off = load(&ServeArgs {
+            no_delegations: true,
+            ..args.clone()
+        })
+        .unwrap();
+        assert!(!off.exports[0].delegations);
         let on = load(&ServeArgs {
             delegations: true,
             ..args
@@ -1312,8 +1322,13 @@ mod tests {
              [[export]]\npath = \"/b\"\ndir = \"/tmp/b\"\ndelegations = false\n",
         )
         .unwrap();
-        let e = exports_of(&file.export, file.delegations.unwrap_or(false)).unwrap();
+        let e = exports_of(&file.export, file.delegations.unwrap_or(true)).unwrap();
         assert_eq!((e[0].delegations, e[1].delegations), (true, false));
+        // Unsaid: on.
+        let file: FileConfig =
+            toml::from_str("[[export]]\npath = \"/a\"\ndir = \"/tmp/a\"\n").unwrap();
+        let e = exports_of(&file.export, file.delegations.unwrap_or(true)).unwrap();
+        assert!(e[0].delegations);
     }
 
     #[test]

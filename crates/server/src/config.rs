@@ -30,7 +30,8 @@ pub struct ExportConfig {
     pub metadata_async: bool,
     /// A write log for stable WRITEs ([`crate::stable::writelog`]), or none.
     pub log: Option<crate::stable::writelog::LogConfig>,
-    /// Grant delegations of its files (RFC 8881 §10.2, §10.4).
+    /// Grant delegations of its files and directories (RFC 8881 §10.2,
+    /// §10.4, §10.9); on by default.
     pub delegations: bool,
     /// Data servers: the export is a pNFS metadata server handing out
     /// flexible-file layouts, its files' bytes on them (`crate::pnfs`).
@@ -58,7 +59,7 @@ impl ExportConfig {
             rules: ExportRules::open(),
             metadata_async: false,
             log: None,
-            delegations: false,
+            delegations: true,
             pnfs: None,
             served_by: None,
             fsid: None,

@@ -266,7 +266,9 @@ impl Server {
             let Some(srv) = weak.upgrade() else { return };
             for (export, handle) in files {
                 if let Some(e) = srv.export(*export) {
-                    e.vfs.unguard_local_writes(&vfs::Handle(handle.clone()));
+                    let h = vfs::Handle(handle.clone());
+                    e.vfs.unguard_local_writes(&h);
+                    e.vfs.unwatch_local_changes(&h);
                 }
             }
             srv.deleg_gone.notify_waiters();

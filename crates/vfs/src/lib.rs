@@ -17,6 +17,7 @@ pub mod lease;
 pub mod local;
 pub mod mem;
 pub mod wal;
+pub mod watch;
 
 /// A backend's handle for an object: opaque, stable across server restarts,
 /// at most [`MAX_HANDLE`] bytes. Protocol layers wrap it in their own
@@ -527,6 +528,27 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Ends one guard of [`Vfs::guard_local_writes`].
     fn unguard_local_writes(&self, _h: &Handle) {}
+    /// Asks to be told (`on_change`, from another thread) when anything
+    /// other than this server changes `h`: a file's data, size,
+    /// attributes, extended attributes or links, a directory's entries or
+    /// attributes, its name, its removal (for NFS delegations, RFC 8881
+    /// §10.4.6, §10.9). These are told after the fact, the kernel holding
+    /// none of them back; with `hold_opens` (a regular file under a write
+    /// delegation), an open of it by another process is also told, and
+    /// held until the watch ends or the kernel's lease-break time passes,
+    /// where the backend can hold it. `Ok(false)`: it cannot be watched.
+    /// Watches are counted: one [`Vfs::unwatch_local_changes`] for each
+    /// `true`. The default watches nothing.
+    fn watch_local_changes(
+        &self,
+        _h: &Handle,
+        _hold_opens: bool,
+        _on_change: watch::OnChange,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+    /// Ends one watch of [`Vfs::watch_local_changes`].
+    fn unwatch_local_changes(&self, _h: &Handle) {}
     /// The local directory the backend serves, if it is one (the load
     /// model finds the disk under it).
     fn local_dir(&self) -> Option<std::path::PathBuf> {

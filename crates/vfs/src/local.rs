@@ -275,6 +275,10 @@ pub struct LocalFs {
     /// resolving skips the lock when none is.
     kept: Mutex<HashMap<Handle, Arc<OwnedFd>>>,
     kept_any: std::sync::atomic::AtomicBool,
+    /// Objects watched for changes by other processes
+    /// ([`Vfs::watch_local_changes`]): their fanotify watch, and how many
+    /// watches hold it.
+    watches: Mutex<HashMap<Handle, (crate::watch::Watch, usize)>>,
 }
 
 /// At most this many removed files are kept open for their holders; past
@@ -643,6 +647,7 @@ impl LocalFs {
             leases: Mutex::new(HashMap::new()),
             kept: Mutex::new(HashMap::new()),
             kept_any: Default::default(),
+            watches: Mutex::new(HashMap::new()),
         })
     }
 
@@ -2296,6 +2301,49 @@ impl Vfs for LocalFs {
         acl: Option<&crate::acl::PosixAcl>,
     ) -> Result<()> {
         self.set_posix_acl(c, h, default, acl)
+    }
+
+    fn watch_local_changes(
+        &self,
+        h: &Handle,
+        hold_opens: bool,
+        on_change: crate::watch::OnChange,
+    ) -> Result<bool> {
+        let o = self.resolve(h)?;
+        let mut watches = lock(&self.watches);
+        if let Some((w, n)) = watches.get_mut(h) {
+            if hold_opens && !w.hold_opens() {
+                return Ok(false);
+            }
+            *n += 1;
+            return Ok(true);
+        }
+        match crate::watch::watch(o.raw(), o.is_dir(), hold_opens, on_change) {
+            Ok(Some(w)) => {
+                watches.insert(h.clone(), (w, 1));
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::warn!(
+                        "local changes cannot be watched (fanotify: {e}): no delegations are granted"
+                    )
+                });
+                Ok(false)
+            }
+        }
+    }
+
+    fn unwatch_local_changes(&self, h: &Handle) {
+        let mut watches = lock(&self.watches);
+        if let Some((_, n)) = watches.get_mut(h) {
+            *n -= 1;
+            if *n == 0 {
+                watches.remove(h);
+            }
+        }
     }
 
     fn release_unlinked(&self, h: &Handle) {

@@ -328,6 +328,17 @@ impl Vfs for MemFs {
         Ok(self.getattr(h)?.ftype == crate::FileType::Regular)
     }
 
+    /// Nothing but the server reaches an in-memory file system: nothing
+    /// else changes it.
+    fn watch_local_changes(
+        &self,
+        h: &Handle,
+        _hold_opens: bool,
+        _on_change: crate::watch::OnChange,
+    ) -> Result<bool> {
+        self.getattr(h).map(|_| true)
+    }
+
     fn fsstat(&self, h: &Handle) -> Result<FsStat> {
         self.tree().fsstat(h)
     }

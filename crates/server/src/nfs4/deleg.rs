@@ -152,10 +152,23 @@ pub fn present(
 /// gone. False if it cannot be guarded now (it is open for writing
 /// somewhere): no delegation then.
 pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
+    let on_break = recaller(cx, file);
+    let h = vfs::Handle(file.1.clone());
+    cx.vfs(file.0, move |v, _| {
+        Ok(v.guard_local_writes(&h, on_break).unwrap_or(false))
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// What a local change to `file` calls (from a kernel-facing thread):
+/// recalls every delegation of it, of a file or of a directory, as a
+/// conflicting request by anyone would.
+fn recaller(cx: &Compound, file: &FileKey) -> vfs::lease::OnBreak {
     let srv = std::sync::Arc::downgrade(&cx.srv);
     let rt = tokio::runtime::Handle::current();
     let key = file.clone();
-    let on_break: vfs::lease::OnBreak = std::sync::Arc::new(move || {
+    std::sync::Arc::new(move || {
         let (srv, key) = (srv.clone(), key.clone());
         rt.spawn(async move {
             let Some(srv) = srv.upgrade() else { return };
@@ -164,13 +177,32 @@ pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
                 callback::recall(&srv, r);
             }
         });
-    });
+    })
+}
+
+/// Watches `file` for changes by local processes for a delegation about
+/// to be granted (`vfs::Vfs::watch_local_changes`, fanotify on a local
+/// export): a local rename, remove, link, chmod, chown, utimes, xattr
+/// change, write or truncation of it (or, for a directory, of its
+/// entries) recalls its delegations at once; with `hold_opens` (a write
+/// delegation) a local open also recalls them, and waits in the kernel
+/// until they are gone. False if it cannot be watched: no delegation then.
+pub async fn watch(cx: &Compound, file: &FileKey, hold_opens: bool) -> bool {
+    let on_change = recaller(cx, file);
     let h = vfs::Handle(file.1.clone());
     cx.vfs(file.0, move |v, _| {
-        Ok(v.guard_local_writes(&h, on_break).unwrap_or(false))
+        Ok(v.watch_local_changes(&h, hold_opens, on_change)
+            .unwrap_or(false))
     })
     .await
     .unwrap_or(false)
+}
+
+/// Ends a watch [`watch`] took for a delegation that was not granted.
+pub fn unwatch(cx: &Compound, file: &FileKey) {
+    if let Ok(e) = cx.export(file.0) {
+        e.vfs.unwatch_local_changes(&vfs::Handle(file.1.clone()));
+    }
 }
 
 /// Ends a guard [`guard`] took for a delegation that was not granted.

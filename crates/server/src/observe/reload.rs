@@ -312,12 +312,12 @@ mod tests {
         assert!(differences(&a, &b, 0).is_empty());
         b.path = "/d".into();
         b.rules.clients = vec![ClientRule::new(ClientMatch::parse("10.0.0.0/8").unwrap())];
-        b.delegations = true;
+        b.delegations = false;
         let d = differences(&a, &b, 3);
         assert_eq!(d.len(), 3, "{d:?}");
         assert!(d[0].contains("export /d (id 3) moved from /data"), "{d:?}");
         assert!(d[1].contains("10.0.0.0/8"), "{d:?}");
-        assert!(d[2].contains("delegations granted"), "{d:?}");
+        assert!(d[2].contains("delegations no longer granted"), "{d:?}");
     }
 
     #[test]

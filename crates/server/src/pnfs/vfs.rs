@@ -304,6 +304,17 @@ impl Vfs for DataVfs {
     fn guard_local_writes(&self, h: &Handle, on_break: lease::OnBreak) -> Result<bool> {
         self.inner.guard_local_writes(h, on_break)
     }
+    fn watch_local_changes(
+        &self,
+        h: &Handle,
+        hold_opens: bool,
+        on_change: vfs::watch::OnChange,
+    ) -> Result<bool> {
+        self.inner.watch_local_changes(h, hold_opens, on_change)
+    }
+    fn unwatch_local_changes(&self, h: &Handle) {
+        self.inner.unwatch_local_changes(h)
+    }
     fn unguard_local_writes(&self, h: &Handle) {
         self.inner.unguard_local_writes(h)
     }

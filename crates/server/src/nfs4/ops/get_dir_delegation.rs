@@ -13,6 +13,7 @@ use crate::conflicts::directories;
 use crate::exports::COOKIEVERF;
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::context::Compound;
+use crate::nfs4::deleg;
 use state::DirWatch;
 
 pub async fn run(cx: &mut Compound, args: GetDirDelegation4Args) -> GetDirDelegation4Res {
@@ -62,11 +63,17 @@ async fn get_dir_delegation(
         attr_delay,
         ..Default::default()
     };
+    // Entries a local process adds, removes or renames must recall it:
+    // none for a directory that cannot be watched.
+    if !deleg::watch(cx, &fh.key(), false).await {
+        return Ok(unavail);
+    }
     let granted = cx
         .srv
         .state()
         .offer_dir_delegation(client, &fh.key(), fh.wire.clone(), watch);
     let Ok(stateid) = granted else {
+        deleg::unwatch(cx, &fh.key());
         return Ok(unavail);
     };
     let notification = Bitmap4::from_attrs(

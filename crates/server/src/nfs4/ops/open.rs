@@ -318,8 +318,8 @@ async fn delegation(
     let asker = (client, owner.clone());
     // A local process writing the file must recall a read delegation too
     // (guarded only when the state would grant it). A write delegation is
-    // not guarded: the server's own writes to the file would break a
-    // kernel lease.
+    // not guarded by a lease (the server's own writes to the file would
+    // break it), but by a watch that holds local opens.
     if let Some(w) = cx
         .srv
         .state()
@@ -341,6 +341,15 @@ async fn delegation(
         }
         true
     };
+    // And local renames, removes, attribute changes (and, under a write
+    // delegation, local opens) must recall it: no delegation of a file
+    // that cannot be watched.
+    if !deleg::watch(cx, key, write).await {
+        if guarded {
+            deleg::unguard(cx, key);
+        }
+        return refuse(WhyNoDelegation4::Wnd4Resource);
+    }
     // An empty ACE: the client asks the server (ACCESS) before it opens
     // under the delegation for another user (§10.2).
     let permissions = Nfsace4 {
@@ -369,6 +378,7 @@ async fn delegation(
             if guarded {
                 deleg::unguard(cx, key);
             }
+            deleg::unwatch(cx, key);
             refuse(w)
         }
     }
