@@ -124,7 +124,7 @@ if [ $main_phase = 1 ]; then
     # MOUNT is served on the NFS port (for a --vers 3 column without
     # the port mapper).
     bash "$top/tests/realclient/run.sh" --port "$port" --mountport "$port" \
-        --export / --restart-cmd "$work/restart.sh" --out "$work/out" \
+        --export / --restart-cmd "$work/restart.sh" --local-dir "$work/export" --out "$work/out" \
         "${tap_args[@]+"${tap_args[@]}"}" "${args[@]+"${args[@]}"}" || rc_main=$?
 fi
 if [ $two_phase = 1 ]; then

@@ -5,7 +5,7 @@
 #
 #   tests/realclient/run.sh [--host 127.0.0.1] [--port 2049] [--export /]
 #       [--vers 4.2,4.1] [--only SCENARIO,...] [--out DIR]
-#       [--restart-cmd 'CMD'] [--mountport N] [--mount-opts OPTS]
+#       [--restart-cmd 'CMD'] [--local-dir DIR] [--mountport N] [--mount-opts OPTS]
 #       [--unique-id ID] [--timeout SEC] [--mem SIZE] [--cpus N]
 #       [--keep] [--console] [--list] [--prepare-only]
 #       [--suite default|exports|kerberos|tls] [--tap BRIDGE] [--payload DIR]
@@ -18,6 +18,11 @@
 # --restart-cmd CMD: run on the host when a scenario asks for a server
 # restart (or, in the exports suite, a reload), with RC_TAG naming the
 # request (the scenario's tag, such as v42 or reload-ro-v42).
+#
+# --local-dir DIR: the exported directory, where a scenario may ask the
+# host to run a shell command as a local process (not an NFS client):
+# a rename, a chmod, a write, an fcntl lock held until released. The
+# command runs in DIR, its output in local-TAG.log in the out directory.
 #
 # --tap BRIDGE: the guest gets a second NIC on a tap device attached to
 # BRIDGE (made by the caller, lib/guest.sh rc_bridge_up) and reaches the
@@ -40,7 +45,7 @@ host=127.0.0.1 port=2049 export_path=/ vers=4.2,4.1 only="" out="" restart_cmd="
 # hangs (each scenario also has its own limit in guest/suite.py). The
 # three versions take about 10 minutes under TCG here, 15 on a loaded
 # machine; 3600 s leaves a machine twice as slow, and loaded, well inside.
-mountport="" mount_opts="" unique_id="" timeout=3600 mem=1536M cpus=2 keep=0 console=0
+mountport="" mount_opts="" unique_id="" local_dir="" timeout=3600 mem=1536M cpus=2 keep=0 console=0
 prepare_only=0 suite=default tap_bridge="" payload=""
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -56,6 +61,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --restart-cmd) restart_cmd="$2"; shift 2 ;;
+    --local-dir) local_dir="$2"; shift 2 ;;
     --mountport) mountport="$2"; shift 2 ;;
     --mount-opts) mount_opts="$2"; shift 2 ;;
     --unique-id) unique_id="$2"; shift 2 ;;
@@ -181,6 +187,7 @@ fi
     printf 'export RC_HOST=%q RC_PORT=%q RC_EXPORT=%q RC_VERS=%q RC_ONLY=%q\n' "$guest_host" "$port" "$export_path" "$vers" "$only"
     printf 'export RC_MOUNTPORT=%q RC_MOUNT_OPTS=%q RC_RUNID=%q RC_KEEP=%q RC_OUT=/rcout\n' "$mountport" "$mount_opts" "$runid" "$keep"
     printf 'export RC_RESTART=%q\n' "$([ -n "$restart_cmd" ] && echo 1 || echo 0)"
+    printf 'export RC_LOCAL=%q\n' "$([ -n "$local_dir" ] && echo 1 || echo 0)"
     [ "$suite" = default ] || printf 'export RC_SUITE=%q\n' "$suite"
     [ "$suite" != kerberos ] || printf 'export RC_SCRIPT=/rc/kerberos.py\n'
     [ "$suite" != tls ] || printf 'export RC_SCRIPT=/rc/tls.py\n'
@@ -256,6 +263,19 @@ while kill -0 "$qpid" 2>/dev/null; do
         fi
         say "restart command finished: rc=$rrc in $(awk -v a="$(now)" -v b="$ts" 'BEGIN{printf "%.1f", a-b}')s (log $out/restart-$tag.log)"
         echo "rc=$rrc" > "$g/ctl/restart-$tag.ack.tmp" && mv "$g/ctl/restart-$tag.ack.tmp" "$g/ctl/restart-$tag.ack"
+    done
+    # local-process handshake: the guest names a command, we run it in the
+    # exported directory and acknowledge with its exit status
+    for req in "$g"/ctl/local-*.req; do
+        [ -e "$req" ] || continue
+        tag=$(basename "$req" .req); tag=${tag#local-}
+        [ -e "$g/ctl/local-$tag.ack" ] && continue
+        if [ -n "$local_dir" ]; then
+            (cd "$local_dir" && bash -c "$(cat "$req")") > "$out/local-$tag.log" 2>&1 </dev/null; lrc=$?
+        else
+            echo "no --local-dir" > "$out/local-$tag.log"; lrc=1
+        fi
+        echo "rc=$lrc" > "$g/ctl/local-$tag.ack.tmp" && mv "$g/ctl/local-$tag.ack.tmp" "$g/ctl/local-$tag.ack"
     done
     sleep 0.2
 done

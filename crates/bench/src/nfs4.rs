@@ -8,7 +8,7 @@
 //! asked with the target's lookup) READ and WRITE go to the data servers
 //! ([`crate::pnfs`]), unless the URL says `?pnfs=off`.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -130,7 +130,12 @@ pub struct Nfs4Fs {
     /// Length of the RPC call header on the wire, record marker included.
     call_overhead: u64,
     delegations: AtomicU64,
-    returned: Mutex<HashSet<[u8; 12]>>,
+    /// Delegations kept after their file's CLOSE, as the Linux client
+    /// keeps them: a later open of the same file by this client is made
+    /// locally (no OPEN; its I/O under the delegation's stateid, its locks
+    /// local), until the server recalls it (the callback handler gives it
+    /// back) or the client shuts down. By path.
+    held: Mutex<HashMap<std::path::PathBuf, Held>>,
     /// pNFS: the layouts, devices and data server connections, when the
     /// target offers flexible-file layouts and `?pnfs=off` was not given.
     layouts: Option<Arc<Layouts>>,
@@ -183,7 +188,7 @@ impl Nfs4Fs {
             },
             call_overhead,
             delegations: AtomicU64::new(0),
-            returned: Mutex::new(HashSet::new()),
+            held: Mutex::new(HashMap::new()),
             layouts: None,
             started: Instant::now(),
             last_call_ms: AtomicU64::new(0),
@@ -451,6 +456,53 @@ impl Nfs4Fs {
     }
 }
 
+/// A delegation kept after its file's CLOSE ([`Nfs4Fs::open`]).
+#[derive(Debug, Clone)]
+struct Held {
+    fh: Bytes,
+    stateid: StateId4,
+    write: bool,
+}
+
+/// Whether `f` was opened locally, under a kept delegation (its stateid
+/// is the delegation's).
+fn is_local(f: &OpenFile) -> bool {
+    f.delegation == Some(f.stateid)
+}
+
+impl Nfs4Fs {
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<std::path::PathBuf, Held>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The delegations the server recalled from this client so far.
+    fn recalled(&self) -> std::collections::HashSet<[u8; 12]> {
+        self.client
+            .callbacks()
+            .recalls()
+            .iter()
+            .map(|r| r.stateid.other)
+            .collect()
+    }
+
+    /// The delegation kept of `path` (a write one if `write`), unless the
+    /// server recalled it meanwhile (then forgotten).
+    fn kept(&self, path: &std::path::Path, write: bool) -> Option<Held> {
+        let h = self.lock_held().get(path).cloned()?;
+        if self.recalled().contains(&h.stateid.other) {
+            self.lock_held().remove(path);
+            return None;
+        }
+        (h.write || !write).then_some(h)
+    }
+
+    /// Whether `f` is under a delegation of this client not recalled (a
+    /// write one for `write`): its locks are taken locally.
+    fn delegated(&self, f: &OpenFile, write: bool) -> bool {
+        f.delegation.is_some() && self.kept(&f.node.path, write).is_some()
+    }
+}
+
 fn fh(n: &Node) -> NfsArgOp4 {
     NfsArgOp4::PutFh(PutFh4Args {
         object: NfsFh4(n.fh.clone()),
@@ -525,8 +577,22 @@ impl BenchFs for Nfs4Fs {
         }
     }
 
-    /// PUTFH dir; OPEN (CLAIM_NULL); GETFH.
+    /// PUTFH dir; OPEN (CLAIM_NULL); GETFH — or nothing, under a
+    /// delegation this client kept of the file (a write one for writing).
     async fn open(&self, dir: &Node, n: &str, mode: OpenMode, owner: u32) -> Result<OpenFile> {
+        let path = dir.path.join(n);
+        if mode != OpenMode::Create {
+            if let Some(h) = self.kept(&path, mode == OpenMode::ReadWrite) {
+                return Ok(OpenFile {
+                    node: Node { fh: h.fh, path },
+                    stateid: h.stateid,
+                    lock_stateid: None,
+                    delegation: Some(h.stateid),
+                    file: None,
+                    owner,
+                });
+            }
+        }
         let (access, openhow) = match mode {
             OpenMode::Read => (OPEN4_SHARE_ACCESS_READ, OpenFlag4::NoCreate),
             OpenMode::ReadWrite => (OPEN4_SHARE_ACCESS_BOTH, OpenFlag4::NoCreate),
@@ -564,13 +630,16 @@ impl BenchFs for Nfs4Fs {
             Some(NfsResOp4::GetFh(Res4::Ok(f))) => f.object.0,
             other => return Err(Error::Msg(format!("expected GETFH, got {other:?}"))),
         };
-        let delegation = match &ok.delegation {
-            OpenDelegation4::Read(d) => Some(d.stateid),
-            OpenDelegation4::Write(d) => Some(d.stateid),
-            _ => None,
-        };
-        if delegation.is_some() {
+        let granted = ok.delegation.granted();
+        let delegation = granted.map(|(sid, _)| sid);
+        if let Some((stateid, write)) = granted {
             self.delegations.fetch_add(1, Ordering::Relaxed);
+            let h = Held {
+                fh: f.clone(),
+                stateid,
+                write,
+            };
+            self.lock_held().insert(path, h);
         }
         Ok(OpenFile {
             node: Node {
@@ -611,12 +680,15 @@ impl BenchFs for Nfs4Fs {
         self.mds_commit(&f.node.fh, "COMMIT").await
     }
 
-    /// PUTFH; CLOSE — then PUTFH; DELEGRETURN if a delegation the server
-    /// did not recall is still held. After writes through layouts, COMMIT
-    /// (DS) and LAYOUTCOMMIT first.
+    /// PUTFH; CLOSE — nothing for a file opened under a kept delegation,
+    /// whose delegation is kept after it too. After writes through
+    /// layouts, COMMIT (DS) and LAYOUTCOMMIT first.
     async fn close(&self, f: OpenFile) -> Result<()> {
         if let Some(p) = &self.layouts {
             p.before_close(self, &f).await?;
+        }
+        if is_local(&f) {
+            return Ok(());
         }
         self.compound(vec![
             fh(&f.node),
@@ -626,32 +698,18 @@ impl BenchFs for Nfs4Fs {
             }),
         ])
         .await?;
-        if let Some(d) = f.delegation {
-            let recalled = self
-                .client
-                .callbacks()
-                .recalls()
-                .iter()
-                .any(|r| r.stateid.other == d.other);
-            let fresh = self
-                .returned
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(d.other);
-            if !recalled && fresh {
-                self.compound(vec![
-                    fh(&f.node),
-                    NfsArgOp4::DelegReturn(DelegReturn4Args { deleg_stateid: d }),
-                ])
-                .await?;
-            }
-        }
         Ok(())
     }
 
     /// PUTFH; LOCK (whole file, open-to-lock-owner with the worker's lock
-    /// owner).
+    /// owner) — or nothing under a delegation this client holds (and,
+    /// for a write lock, a write one), as the Linux client locks locally
+    /// then (RFC 8881 §10.4).
     async fn lock(&self, f: &mut OpenFile, write: bool) -> Result<()> {
+        if self.delegated(f, write) {
+            f.lock_stateid = f.delegation;
+            return Ok(());
+        }
         let locktype = if write {
             NfsLockType4::WriteLt
         } else {
@@ -682,11 +740,14 @@ impl BenchFs for Nfs4Fs {
         }
     }
 
-    /// PUTFH; LOCKU (whole file).
+    /// PUTFH; LOCKU (whole file) — nothing for a lock taken locally.
     async fn unlock(&self, f: &mut OpenFile) -> Result<()> {
         let Some(s) = f.lock_stateid else {
             return Err(Error::Msg("unlock without a lock".into()));
         };
+        if f.delegation == Some(s) {
+            return Ok(());
+        }
         let r = self
             .compound(vec![
                 fh(&f.node),
@@ -743,8 +804,10 @@ impl BenchFs for Nfs4Fs {
         }
     }
 
-    /// PUTFH; REMOVE.
+    /// PUTFH; REMOVE (a delegation kept of the file is forgotten: the
+    /// server recalls it).
     async fn remove(&self, dir: &Node, n: &str) -> Result<()> {
+        self.lock_held().remove(&dir.path.join(n));
         self.compound(vec![
             fh(dir),
             NfsArgOp4::Remove(Remove4Args { target: name(n) }),
@@ -862,6 +925,29 @@ impl BenchFs for Nfs4Fs {
             Some(p) => p.shutdown(self).await,
             None => Ok(()),
         };
+        // The delegations kept, given back (counted as teardown).
+        let kept: Vec<Held> = self.lock_held().drain().map(|(_, h)| h).collect();
+        let recalled = self.recalled();
+        for h in kept
+            .into_iter()
+            .filter(|h| !recalled.contains(&h.stateid.other))
+        {
+            let ops = vec![
+                NfsArgOp4::PutFh(PutFh4Args {
+                    object: NfsFh4(h.fh.clone()),
+                }),
+                NfsArgOp4::DelegReturn(DelegReturn4Args {
+                    deleg_stateid: h.stateid,
+                }),
+            ];
+            // A delegation revoked meanwhile is no error at the end.
+            let _ = self.client.compound(ops).await;
+            self.stats.count_ops(
+                Phase::Teardown,
+                "DELEGRETURN",
+                &["SEQUENCE", "PUTFH", "DELEGRETURN"],
+            );
+        }
         for _ in 0..self.client.callbacks().delegreturns() {
             self.stats.count_ops(
                 Phase::Measure,

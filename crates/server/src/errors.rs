@@ -25,7 +25,8 @@ pub fn from_errno(e: vfs::Errno) -> NfsStat4 {
         libc::ESTALE => Nfs4errStale,
         libc::ELOOP => Nfs4errSymlink,
         libc::EOPNOTSUPP => Nfs4errNotsupp,
-        libc::EAGAIN => Nfs4errDelay,
+        // Out of descriptors or memory for now: the client retries.
+        libc::EAGAIN | libc::EMFILE | libc::ENFILE | libc::ENOMEM => Nfs4errDelay,
         libc::EBADF => Nfs4errStale,
         libc::EOVERFLOW => Nfs4errFbig,
         libc::ETXTBSY => Nfs4errFileOpen,

@@ -167,6 +167,35 @@ pub struct Server {
     state: State,
 }
 
+/// The most delegations held at once: `configured`, but no more than an
+/// eighth of the descriptors the process may open (each delegation may
+/// hold two: its lease and its watch of local changes), so that clients
+/// that keep delegations of files without end cannot take the
+/// descriptors every other request needs. Past it OPEN grants none
+/// (WND4_RESOURCE), and from 90% of it holders are asked to give some
+/// back (CB_RECALL_ANY).
+fn delegation_budget(configured: usize) -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit into a live struct.
+    let nofile = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        1024
+    };
+    let budget = (nofile / 8).max(16) as usize;
+    if configured > budget {
+        tracing::info!(
+            configured,
+            budget,
+            "delegations held at once limited by the descriptor limit (RLIMIT_NOFILE {nofile})"
+        );
+    }
+    configured.min(budget)
+}
+
 /// What moves an export to another server, for the administration
 /// socket: the report of the move (JSON), or why it did not happen.
 pub trait Migrator: Send + Sync {
@@ -214,7 +243,7 @@ impl Server {
         let grace = cfg.grace_period();
         let max_clients = cfg.max_clients;
         let courtesy = cfg.courtesy;
-        let max_delegations = cfg.max_delegations;
+        let max_delegations = delegation_budget(cfg.max_delegations);
         let clock_for_state = clock.clone();
         let record_queue = recovery.records.queue().clone();
         let fh = fh.with_roots(exports.iter().map(|e| (e.id, e.vfs.root_identity())));

@@ -64,7 +64,7 @@ use clock::Clock;
 use session::BackChannel;
 pub use session::{BackConn, Session};
 use slots::SlotTable;
-pub use stateid::{next_seqid, CbSeen, DirWatch};
+pub use stateid::{next_seqid, CbSeen, DelegTimes, DirWatch};
 use tables::Tables;
 pub use types::*;
 pub use waiters::{LockWaiters, Waiter};

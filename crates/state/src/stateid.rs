@@ -50,6 +50,9 @@ pub enum StateKind {
         /// Revoked (§10.2.1): kept, answering NFS4ERR_DELEG_REVOKED,
         /// until the client frees it with FREE_STATEID.
         revoked: bool,
+        /// Delegated timestamps (RFC 9754 §5): the file's times when it
+        /// was granted, the holder keeping them since.
+        times: Option<DelegTimes>,
     },
     /// A pNFS layout of the file (RFC 8881 §12.5.3): one per client and
     /// file, whatever ranges and modes it holds.
@@ -65,6 +68,15 @@ pub struct CbSeen {
     pub client_change: u64,
     pub change: u64,
     pub size: u64,
+    pub mtime: NfsTime4,
+}
+
+/// The times a delegation with delegated timestamps (RFC 9754 §5) was
+/// granted at: its holder's times for the file older than these are not
+/// taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DelegTimes {
+    pub atime: NfsTime4,
     pub mtime: NfsTime4,
 }
 

@@ -56,6 +56,9 @@ pub struct WriteDeleg {
     pub stateid: StateId4,
     pub fh: NfsFh4,
     pub seen: Option<CbSeen>,
+    /// Its timestamps are delegated (RFC 9754 §5): CB_GETATTR asks the
+    /// holder's.
+    pub timestamps: bool,
 }
 
 /// Who makes a change that may conflict with delegations (RFC 8881

@@ -119,6 +119,19 @@ pub struct Timespec {
     pub nsec: u32,
 }
 
+impl Timespec {
+    /// The wall clock now.
+    pub fn now() -> Timespec {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timespec {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        }
+    }
+}
+
 /// An object's attributes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attr {

@@ -2328,7 +2328,7 @@ impl Vfs for LocalFs {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| {
                     tracing::warn!(
-                        "local changes cannot be watched (fanotify: {e}): no delegations are granted"
+                        "local changes cannot be watched ({e}): no delegations of what cannot be"
                     )
                 });
                 Ok(false)

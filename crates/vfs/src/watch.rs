@@ -76,6 +76,10 @@ const DIR_EVENTS: u64 = FAN_CREATE
     | FAN_DELETE_SELF
     | FAN_ONDIR;
 
+/// How long the notification thread pauses between reads
+/// ([`Watcher::read_notifications`]).
+const COALESCE: Duration = Duration::from_millis(2);
+
 /// An object's identity in events: its file system's id, then its file
 /// handle's type and bytes.
 type Key = Vec<u8>;
@@ -411,6 +415,13 @@ impl Watcher {
             for c in calls {
                 c();
             }
+            // Let events gather before the next read: the kernel merges
+            // a queued event with a like one (the same object, actor and
+            // kind), so the server's own writes to a file under a write
+            // delegation, each reported, cost one event per pause rather
+            // than a wake-up each. A local change waits this long more to
+            // be recalled.
+            std::thread::sleep(COALESCE);
         }
     }
 

@@ -35,6 +35,7 @@ import os
 import random
 import shutil
 import signal
+import shlex
 import stat
 import struct
 import subprocess
@@ -49,6 +50,9 @@ EXPORT = os.environ.get("RC_EXPORT", "/")
 VERS = [v for v in os.environ.get("RC_VERS", "4.2,4.1").split(",") if v]
 ONLY = set(x for x in os.environ.get("RC_ONLY", "").split(",") if x)
 RESTART = os.environ.get("RC_RESTART", "0") == "1"
+# The host runs commands in the exported directory on request (run.sh
+# --local-dir): local processes beside the NFS clients.
+LOCAL = os.environ.get("RC_LOCAL", "0") == "1"
 # Upper bound on the host's restart (or reload) of the server: a Ferrite
 # restart takes about a second, Ganesha's a few.
 RESTART_TIMEOUT = int(os.environ.get("RC_RESTART_TIMEOUT", "300"))
@@ -1325,6 +1329,103 @@ def restart_server(tag):
         raise Fail("host restart command failed (%s); see restart-%s.log in the out dir" % (res, tag))
 
 
+LOCAL_SEQ = [0]
+
+
+def host_run(cmd):
+    """Runs the shell command `cmd` on the host, in the exported directory,
+    as a local process (not an NFS client), and waits for it to end. Paths
+    in it are relative to the export's root (see rel())."""
+    LOCAL_SEQ[0] += 1
+    tag = "%d-%d" % (os.getpid(), LOCAL_SEQ[0])
+    ctl = os.path.join(OUT, "ctl")
+    os.makedirs(ctl, exist_ok=True)
+    req, ack = os.path.join(ctl, "local-%s.req" % tag), os.path.join(ctl, "local-%s.ack" % tag)
+    with open(req + ".tmp", "w") as f:
+        f.write(cmd)
+    os.rename(req + ".tmp", req)
+    deadline = time.time() + RESTART_TIMEOUT
+    while not os.path.exists(ack):
+        if time.time() > deadline:
+            raise Fail("host did not run %r within %ds" % (cmd, RESTART_TIMEOUT))
+        time.sleep(0.1)
+    with open(ack) as f:
+        res = f.read().strip()
+    if res != "rc=0":
+        raise Fail("host command %r failed (%s); see local-%s.log in the out dir" % (cmd, res, tag))
+
+
+def rel(c, path):
+    """`path` (under mount A) as the host names it, from the export's root,
+    quoted for the shell."""
+    return shlex.quote(os.path.relpath(path, c.ma))
+
+
+def op_count(mp, op):
+    """Calls of `op` on the mount at `mp` so far (/proc/self/mountstats)."""
+    text = open("/proc/self/mountstats").read()
+    for block in text.split("\ndevice "):
+        if (" mounted on %s with fstype" % mp) not in block:
+            continue
+        inops = False
+        for line in block.splitlines():
+            s = line.strip()
+            if s.startswith("per-op statistics"):
+                inops = True
+            elif inops and s.startswith(op + ":"):
+                return int(s.split(":", 1)[1].split()[0])
+    return 0
+
+
+def delegated_open(c, path, data):
+    """Writes `path`, then opens it for reading and reads it: over NFSv4
+    the client now holds a read delegation of it (Ferrite grants them by
+    default). Returns the descriptor."""
+    write_file(path, data)
+    fd = os.open(path, os.O_RDONLY)
+    check(os.read(fd, len(data) + 1) == data, "read back %s" % path)
+    return fd
+
+
+def sc_local_changes(c):
+    """Local processes on the server change files this client holds
+    delegations of (issue 33): each change is seen at the client's next
+    access, the delegation recalled (DELEGRETURNs counted)."""
+    if not LOCAL:
+        raise Skip("no --local-dir given (the host must run local processes)")
+    if c.vers == "3":
+        raise Skip("NFSv3 has no delegations")
+    A = c.pa
+    returns0 = op_count(c.ma, "DELEGRETURN")
+    # chmod: the next stat shows it
+    fd = delegated_open(c, A("m"), b"mode")
+    check(os.stat(A("m")).st_mode & 0o777 == 0o644, "mode before")
+    host_run("chmod 600 %s" % rel(c, A("m")))
+    mode = os.stat(A("m")).st_mode & 0o777
+    check(mode == 0o600, "local chmod not seen: mode %o" % mode)
+    os.close(fd)
+    # a local write (its open waits for the delegation's return): the next
+    # open reads it
+    fd = delegated_open(c, A("w"), b"before")
+    host_run("printf after > %s" % rel(c, A("w")))
+    os.close(fd)
+    got = read_file(A("w"))
+    check(got == b"after", "local write not seen: %r" % got)
+    # rename: the next open of the old name fails, the new one opens
+    fd = delegated_open(c, A("r"), b"renamed")
+    host_run("mv %s %s" % (rel(c, A("r")), rel(c, A("r2"))))
+    os.close(fd)
+    expect_errno("open of the old name", lambda: os.close(os.open(A("r"), os.O_RDONLY)), errno.ENOENT)
+    check(read_file(A("r2")) == b"renamed", "renamed file's content")
+    # remove: the next open fails
+    fd = delegated_open(c, A("x"), b"removed")
+    host_run("rm %s" % rel(c, A("x")))
+    os.close(fd)
+    expect_errno("open of the removed name", lambda: os.close(os.open(A("x"), os.O_RDONLY)), errno.ENOENT)
+    returned = op_count(c.ma, "DELEGRETURN") - returns0
+    check(returned >= 4, "the client returned %d delegations for the 4 local changes" % returned)
+
+
 def sc_restart(c):
     if not RESTART:
         raise Skip("no --restart-cmd given (the host must restart the server mid-scenario)")
@@ -1409,6 +1510,7 @@ SCENARIOS = [
     ("attrs_user", sc_attrs_user, 180),
     ("acl", sc_acl, 180),
     ("unlink_open", sc_unlink_open, 120),
+    ("local_changes", sc_local_changes, 300),
     ("excl_race", sc_excl_race, 180),
     ("fcntl_locks", sc_fcntl_locks, 300),
     ("flock", sc_flock, 180),

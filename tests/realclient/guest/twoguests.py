@@ -589,20 +589,7 @@ def ph_cto(c):
     c.barrier("c-done")
 
 
-def op_count(mp, op):
-    """Calls of `op` on the mount at `mp` so far (/proc/self/mountstats)."""
-    text = open("/proc/self/mountstats").read()
-    for block in text.split("\ndevice "):
-        if (" mounted on %s with fstype" % mp) not in block:
-            continue
-        inops = False
-        for line in block.splitlines():
-            s = line.strip()
-            if s.startswith("per-op statistics"):
-                inops = True
-            elif inops and s.startswith(op + ":"):
-                return int(s.split(":", 1)[1].split()[0])
-    return 0
+op_count = S.op_count
 
 
 def skip_unless_v4(c, prefix):

@@ -401,6 +401,26 @@ pub enum OpenDelegation4 {
     Write(OpenWriteDelegation4),
     #[xdr(value = OpenDelegationType4::OpenDelegateNoneExt)]
     NoneExt(OpenNoneDelegation4),
+    /// RFC 9754 §5.2: a read delegation with the file's access time
+    /// delegated (asked with OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS).
+    #[xdr(value = OpenDelegationType4::OpenDelegateReadAttrsDeleg)]
+    ReadAttrs(OpenReadDelegation4),
+    /// RFC 9754 §5.2: a write delegation with the file's access and
+    /// modification times delegated.
+    #[xdr(value = OpenDelegationType4::OpenDelegateWriteAttrsDeleg)]
+    WriteAttrs(OpenWriteDelegation4),
+}
+
+impl OpenDelegation4 {
+    /// The stateid of a delegation granted, and whether it is a write
+    /// one, of any of the four kinds.
+    pub fn granted(&self) -> Option<(StateId4, bool)> {
+        match self {
+            OpenDelegation4::Read(d) | OpenDelegation4::ReadAttrs(d) => Some((d.stateid, false)),
+            OpenDelegation4::Write(d) | OpenDelegation4::WriteAttrs(d) => Some((d.stateid, true)),
+            OpenDelegation4::None | OpenDelegation4::NoneExt(_) => None,
+        }
+    }
 }
 
 /// RFC 8881 §18.16.2: `OPEN4resok`.

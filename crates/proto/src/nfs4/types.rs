@@ -724,6 +724,12 @@ pub enum OpenDelegationType4 {
     OpenDelegateWrite = 2,
     /// New in NFSv4.1.
     OpenDelegateNoneExt = 3,
+    /// NFSv4.2, RFC 9754 §5.2: a read delegation whose holder keeps the
+    /// file's access time.
+    OpenDelegateReadAttrsDeleg = 4,
+    /// NFSv4.2, RFC 9754 §5.2: a write delegation whose holder keeps the
+    /// file's access and modification times.
+    OpenDelegateWriteAttrsDeleg = 5,
 }
 
 /// RFC 8881 §18.16.2: `why_no_delegation4`.

@@ -99,7 +99,14 @@ pub fn asks_locations(want: &Bitmap4) -> bool {
 }
 
 /// NFSv4.2 adds these when the compound's minor version is 2.
-pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT, FATTR4_OPEN_ARGUMENTS];
+/// `time_deleg_access` and `time_deleg_modify` (RFC 9754 §5) are set only,
+/// by a delegation's holder (SETATTR), and asked of it (CB_GETATTR).
+pub const SUPPORTED_42: &[u32] = &[
+    FATTR4_XATTR_SUPPORT,
+    FATTR4_OPEN_ARGUMENTS,
+    FATTR4_TIME_DELEG_ACCESS,
+    FATTR4_TIME_DELEG_MODIFY,
+];
 
 /// What OPEN supports (RFC 9754 §4.1; `ops::open`): every share access
 /// and deny, the want flags it honours, every claim and every create
@@ -121,6 +128,7 @@ fn open_arguments() -> OpenArguments4 {
             OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG,
             OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG,
             OPEN_ARGS_SHARE_ACCESS_WANT_CANCEL,
+            OPEN_ARGS_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS,
         ]),
         open_claim: Bitmap4::from_attrs(&[
             OPEN_ARGS_OPEN_CLAIM_NULL,
@@ -732,10 +740,14 @@ pub async fn pseudo(
 pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitmap4), NfsStat4> {
     let srv = &cx.srv;
     for n in f.attrmask.iter() {
-        if !SUPPORTED.contains(&n) {
+        // A delegation's holder sets its delegated times (RFC 9754 §5;
+        // `ops::setattr` checks the delegation).
+        let deleg_time = cx.minorversion >= 2
+            && matches!(n, FATTR4_TIME_DELEG_ACCESS | FATTR4_TIME_DELEG_MODIFY);
+        if !SUPPORTED.contains(&n) && !deleg_time {
             return Err(NfsStat4::Nfs4errAttrnotsupp);
         }
-        if !WRITABLE.contains(&n) {
+        if !WRITABLE.contains(&n) && !deleg_time {
             return Err(NfsStat4::Nfs4errInval);
         }
     }
@@ -795,8 +807,21 @@ pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitm
             })),
         }
     };
-    s.atime = a.time_access_set.map(set_time).transpose()?;
-    s.mtime = a.time_modify_set.map(set_time).transpose()?;
+    // A time set both ways is one too many.
+    if (a.time_access_set.is_some() && a.time_deleg_access.is_some())
+        || (a.time_modify_set.is_some() && a.time_deleg_modify.is_some())
+    {
+        return Err(NfsStat4::Nfs4errInval);
+    }
+    let client = |t: NfsTime4| set_time(SetTime4::SetToClientTime4(t));
+    s.atime = match (a.time_access_set, a.time_deleg_access) {
+        (Some(t), _) => Some(set_time(t)?),
+        (None, t) => t.map(client).transpose()?,
+    };
+    s.mtime = match (a.time_modify_set, a.time_deleg_modify) {
+        (Some(t), _) => Some(set_time(t)?),
+        (None, t) => t.map(client).transpose()?,
+    };
     Ok((s, a.mask()))
 }
 

@@ -45,11 +45,11 @@ const WANT_BITS: u32 = OPEN4_SHARE_ACCESS_WANT_DELEG_MASK
     | OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
     | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
 
-/// NFSv4.2's further WANT bits (RFC 9754): known, and not honoured (a
-/// delegation is granted without its timestamps, and with an open), which
-/// the reply shows (no OPEN_DELEGATE_*_ATTRS_DELEG type, no
-/// OPEN4_RESULT_NO_OPEN_STATEID flag); `open_arguments` does not offer
-/// them.
+/// NFSv4.2's further WANT bits (RFC 9754): WANT_DELEG_TIMESTAMPS is
+/// honoured (`ops::open`: an OPEN_DELEGATE_*_ATTRS_DELEG delegation);
+/// WANT_OPEN_XOR_DELEGATION is known and not (a delegation comes with an
+/// open, no OPEN4_RESULT_NO_OPEN_STATEID flag), and `open_arguments` does
+/// not offer it.
 const WANT_BITS_42: u32 =
     OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS | OPEN4_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION;
 

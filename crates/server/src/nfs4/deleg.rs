@@ -60,7 +60,17 @@ pub async fn settle_io(
 pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::Attr, NfsStat4> {
     let handle = fh.handle.clone();
     let server = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
-    let want = Bitmap4::from_attrs(&[FATTR4_CHANGE, FATTR4_SIZE]);
+    // With delegated timestamps (RFC 9754 §5) the holder's times too.
+    let want = if w.timestamps {
+        Bitmap4::from_attrs(&[
+            FATTR4_CHANGE,
+            FATTR4_SIZE,
+            FATTR4_TIME_DELEG_ACCESS,
+            FATTR4_TIME_DELEG_MODIFY,
+        ])
+    } else {
+        Bitmap4::from_attrs(&[FATTR4_CHANGE, FATTR4_SIZE])
+    };
     // One CB_GETATTR at a time per delegation: a GETATTR meanwhile, or
     // once it is being recalled, waits for the return instead.
     let reply = match w.session {
@@ -80,15 +90,19 @@ pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::
             return cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await;
         }
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let now = vfs::Timespec {
-        sec: now.as_secs() as i64,
-        nsec: now.subsec_nanos(),
+    let now = vfs::Timespec::now();
+    let ts = |t: NfsTime4| vfs::Timespec {
+        sec: t.seconds,
+        nsec: t.nseconds.min(999_999_999),
     };
-    let seen = present(&server, w.seen, reported.change, reported.size, now);
+    // The holder's own modification time, where its times are delegated
+    // (never past now); else the time it was seen modified.
+    let mtime = reported.time_deleg_modify.map_or(now, |t| ts(t).min(now));
+    let seen = present(&server, w.seen, reported.change, reported.size, mtime);
     let mut a = server;
+    if let Some(t) = reported.time_deleg_access {
+        a.atime = a.atime.max(ts(t).min(now));
+    }
     if let Some(s) = seen {
         if w.seen != Some(s) {
             cx.srv.state().set_cb_seen(&w.stateid, s);
@@ -145,20 +159,74 @@ pub fn present(
     })
 }
 
-/// Guards `file` against local writers for a delegation about to be
-/// granted (`vfs::Vfs::guard_local_writes`, a kernel read lease on a local
-/// export): a local process that opens it for writing, or truncates it,
-/// then recalls its delegations and waits in the kernel until they are
-/// gone. False if it cannot be guarded now (it is open for writing
-/// somewhere): no delegation then.
-pub async fn guard(cx: &Compound, file: &FileKey) -> bool {
-    let on_break = recaller(cx, file);
+/// Why a delegation about to be granted cannot be protected from local
+/// processes ([`protect`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unprotected {
+    /// The file is open for writing somewhere (no lease).
+    OpenForWriting,
+    /// Its changes cannot be watched.
+    Unwatched,
+}
+
+/// The kind of a delegation [`protect`] protects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Write,
+    Dir,
+}
+
+/// Protects `file` from local processes for a delegation of `kind` about
+/// to be granted, in one backend call:
+/// * for a read delegation, guards it against local writers
+///   (`vfs::Vfs::guard_local_writes`, a kernel read lease on a local
+///   export): a local process that opens it for writing, or truncates
+///   it, then recalls its delegations and waits in the kernel until they
+///   are gone;
+/// * for any, watches it for other local changes
+///   (`vfs::Vfs::watch_local_changes`, fanotify): a local rename, remove,
+///   link, chmod, chown, utimes, xattr change, write or truncation of it
+///   (or, for a directory, of its entries) recalls its delegations at
+///   once; under a write delegation a local open also recalls them, and
+///   waits in the kernel until they are gone.
+///
+/// On an error no delegation may be granted, and nothing is left taken;
+/// on success [`unprotect`] undoes it if the delegation is not granted
+/// after all (else its end does, `State::on_delegation_ended`).
+pub async fn protect(cx: &Compound, file: &FileKey, kind: Kind) -> Result<(), Unprotected> {
+    let on_change = recaller(cx, file);
     let h = vfs::Handle(file.1.clone());
     cx.vfs(file.0, move |v, _| {
-        Ok(v.guard_local_writes(&h, on_break).unwrap_or(false))
+        let guarded = kind == Kind::Read;
+        if guarded && !v.guard_local_writes(&h, on_change.clone()).unwrap_or(false) {
+            return Ok(Err(Unprotected::OpenForWriting));
+        }
+        let hold_opens = kind == Kind::Write;
+        if !v
+            .watch_local_changes(&h, hold_opens, on_change)
+            .unwrap_or(false)
+        {
+            if guarded {
+                v.unguard_local_writes(&h);
+            }
+            return Ok(Err(Unprotected::Unwatched));
+        }
+        Ok(Ok(()))
     })
     .await
-    .unwrap_or(false)
+    .unwrap_or(Err(Unprotected::Unwatched))
+}
+
+/// Undoes a [`protect`] of `file` for a delegation that was not granted.
+pub fn unprotect(cx: &Compound, file: &FileKey, kind: Kind) {
+    if let Ok(e) = cx.export(file.0) {
+        let h = vfs::Handle(file.1.clone());
+        if kind == Kind::Read {
+            e.vfs.unguard_local_writes(&h);
+        }
+        e.vfs.unwatch_local_changes(&h);
+    }
 }
 
 /// What a local change to `file` calls (from a kernel-facing thread):
@@ -178,38 +246,6 @@ fn recaller(cx: &Compound, file: &FileKey) -> vfs::lease::OnBreak {
             }
         });
     })
-}
-
-/// Watches `file` for changes by local processes for a delegation about
-/// to be granted (`vfs::Vfs::watch_local_changes`, fanotify on a local
-/// export): a local rename, remove, link, chmod, chown, utimes, xattr
-/// change, write or truncation of it (or, for a directory, of its
-/// entries) recalls its delegations at once; with `hold_opens` (a write
-/// delegation) a local open also recalls them, and waits in the kernel
-/// until they are gone. False if it cannot be watched: no delegation then.
-pub async fn watch(cx: &Compound, file: &FileKey, hold_opens: bool) -> bool {
-    let on_change = recaller(cx, file);
-    let h = vfs::Handle(file.1.clone());
-    cx.vfs(file.0, move |v, _| {
-        Ok(v.watch_local_changes(&h, hold_opens, on_change)
-            .unwrap_or(false))
-    })
-    .await
-    .unwrap_or(false)
-}
-
-/// Ends a watch [`watch`] took for a delegation that was not granted.
-pub fn unwatch(cx: &Compound, file: &FileKey) {
-    if let Ok(e) = cx.export(file.0) {
-        e.vfs.unwatch_local_changes(&vfs::Handle(file.1.clone()));
-    }
-}
-
-/// Ends a guard [`guard`] took for a delegation that was not granted.
-pub fn unguard(cx: &Compound, file: &FileKey) {
-    if let Ok(e) = cx.export(file.0) {
-        e.vfs.unguard_local_writes(&vfs::Handle(file.1.clone()));
-    }
 }
 
 /// [`settle`] for the object `name` in the directory `dir`, if it exists

@@ -16,8 +16,8 @@ impl Tables {
         owner: &Bytes,
         file: &FileKey,
         fh: Bytes,
-        write: bool,
-        reclaim: bool,
+        (write, reclaim): (bool, bool),
+        times: Option<DelegTimes>,
         now: Duration,
     ) -> Result<StateId4, WhyNoDelegation4> {
         let asker = (client, owner.clone());
@@ -38,10 +38,34 @@ impl Tables {
                     fh,
                     recalled: None,
                     revoked: false,
+                    times,
                 },
             },
         )
         .map_err(|_| WhyNoDelegation4::Wnd4Resource)
+    }
+
+    /// The delegated timestamps of `client`'s delegation `sid` of `file`
+    /// (RFC 9754 §5): whether it is a write delegation, and the times it
+    /// was granted at. NFS4ERR_BAD_STATEID for any other stateid, as the
+    /// Linux server answers a SETATTR of delegated times without one.
+    pub fn deleg_times(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(bool, DelegTimes), NfsStat4> {
+        let e = self.check_stateid(client, sid, file)?;
+        match &e.kind {
+            StateKind::Deleg {
+                write,
+                times: Some(t),
+                revoked: false,
+                dir: None,
+                ..
+            } => Ok((*write, *t)),
+            _ => Err(NfsStat4::Nfs4errBadStateid),
+        }
     }
 
     /// Why [`Tables::grant_deleg`] would refuse `asker` (an OPEN's client
@@ -365,14 +389,17 @@ impl Tables {
     /// The write delegation of `file` in force, if one is: its client,
     /// stateid, filehandle as the client knows it and what CB_GETATTR
     /// last learnt (§10.4.3).
+    #[allow(clippy::type_complexity)]
     pub fn write_deleg(
         &self,
         file: &FileKey,
-    ) -> Option<(ClientId4, StateId4, Bytes, Option<CbSeen>)> {
+    ) -> Option<(ClientId4, StateId4, Bytes, Option<CbSeen>, bool)> {
         let o = self.files.get(file)?.wdeleg?;
         let (cid, e) = self.entry(&o).ok()?;
         match &e.kind {
-            StateKind::Deleg { fh, seen, .. } => Some((cid, e.stateid(o), fh.clone(), *seen)),
+            StateKind::Deleg {
+                fh, seen, times, ..
+            } => Some((cid, e.stateid(o), fh.clone(), *seen, times.is_some())),
             _ => None,
         }
     }

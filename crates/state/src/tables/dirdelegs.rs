@@ -36,6 +36,7 @@ impl Tables {
                     fh,
                     recalled: None,
                     revoked: false,
+                    times: None,
                 },
             },
         )

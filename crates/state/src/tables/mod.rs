@@ -22,7 +22,8 @@ use crate::grace::Grace;
 use crate::lease::ExpiryQueue;
 use crate::locks::{FileLocks, Held, LockKind};
 use crate::stateid::{
-    check_seqid, client_of, make_other, next_seqid, CbSeen, DirWatch, StateEntry, StateKind,
+    check_seqid, client_of, make_other, next_seqid, CbSeen, DelegTimes, DirWatch, StateEntry,
+    StateKind,
 };
 use crate::types::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 use crate::waiters::{LockWaiters, Waiter};

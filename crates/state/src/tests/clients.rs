@@ -258,7 +258,7 @@ fn back_channel_connections_decide_whether_a_client_can_be_called_back() {
     for (file, fh) in [(&f, "fh"), (&f2, "fh2")] {
         fx.st.open(a, &asker.1, file, R, 0).unwrap();
         fx.st
-            .offer_delegation(&asker, file, Bytes::from(fh), false, false)
+            .offer_delegation(&asker, file, Bytes::from(fh), (false, false), None)
             .unwrap();
     }
     let other = Breaker::Opener((b, Bytes::new()));

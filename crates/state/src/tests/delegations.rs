@@ -28,12 +28,12 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let o = Bytes::from_static(b"o");
     f.st.open(a, &o, &file(1), R, 0).unwrap();
     let d =
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
             .unwrap();
     assert!(f.st.delegations_outstanding());
     assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
     assert_eq!(
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false),
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None),
         Err(WhyNoDelegation4::Wnd4NotSuppUpgrade),
         "a second delegation of the same file"
     );
@@ -41,18 +41,18 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     f.st.open(b, &o, &file(1), R, 0).unwrap();
     assert!(f
         .st
-        .offer_delegation(&(b, ow()), &file(1), fh(1), false, false)
+        .offer_delegation(&(b, ow()), &file(1), fh(1), (false, false), None)
         .is_ok());
     f.st.open(b, &o, &file(2), W, 0).unwrap();
     f.st.open(a, &o, &file(2), R, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(&(a, ow()), &file(2), fh(2), false, false),
+        f.st.offer_delegation(&(a, ow()), &file(2), fh(2), (false, false), None),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // Nor beside the client's own writer.
     f.st.open(a, &o, &file(3), R | W, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(&(a, ow()), &file(3), fh(3), false, false),
+        f.st.offer_delegation(&(a, ow()), &file(3), fh(3), (false, false), None),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     // The stateid reads, and does not write; it is state still held.
@@ -66,7 +66,7 @@ fn a_read_delegation_is_granted_once_and_not_beside_a_writer() {
     let g = Fixture::new();
     let (c, _) = g.client("c");
     assert_eq!(
-        g.st.offer_delegation(&(c, ow()), &file(1), fh(1), false, false),
+        g.st.offer_delegation(&(c, ow()), &file(1), fh(1), (false, false), None),
         Err(WhyNoDelegation4::Wnd4Resource)
     );
 }
@@ -77,7 +77,7 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     let (a, _) = f.client("a");
     let (b, _) = f.client("b");
     let d =
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
             .unwrap();
     {
         let mut t = f.st.lock_tables();
@@ -130,7 +130,7 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
         vec![NfsStat4::Nfs4errBadStateid]
     );
     assert_eq!(
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false),
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     f.advance_to(tables::CONFLICT_QUIET + s(1));
@@ -138,7 +138,7 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
     f.st.reap();
     assert!(f
         .st
-        .offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        .offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
         .is_ok());
 }
 
@@ -148,7 +148,7 @@ fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
     let (a, sa) = f.client("a");
     let (b, sb) = f.client("b");
     let d =
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
             .unwrap();
     let pending = |f: &Fixture| {
         let mut t = f.st.lock_tables();
@@ -202,7 +202,7 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
     // The fixture's sessions have no back channel: a recall cannot be
     // sent, so the delegation is revoked at once.
     let d =
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
             .unwrap();
     let br =
         f.st.break_delegations(&file(1), &Breaker::Opener((b, ow())), false);
@@ -212,7 +212,7 @@ fn holders_that_cannot_be_called_back_or_have_expired_do_not_hold_others_up() {
         vec![NfsStat4::Nfs4errDelegRevoked]
     );
     // A courtesy client's delegation goes with the client (§8.4.3).
-    f.st.offer_delegation(&(c, ow()), &file(2), fh(2), false, false)
+    f.st.offer_delegation(&(c, ow()), &file(2), fh(2), (false, false), None)
         .unwrap();
     f.advance_to(L + s(1));
     f.st.sequence(&sa).unwrap();
@@ -238,12 +238,12 @@ fn a_delegation_is_reclaimed_in_the_grace_period_and_none_is_new() {
     };
     let a = f.reclaiming("a");
     assert_eq!(
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false),
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None),
         Err(WhyNoDelegation4::Wnd4Contention),
         "a new delegation in the grace period"
     );
     let d =
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, true)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, true), None)
             .unwrap();
     assert_eq!(f.st.test_stateids(a, &[d]), vec![NfsStat4::Nfs4Ok]);
 }
@@ -261,11 +261,11 @@ fn a_write_delegation_is_exclusive_and_spares_its_holders_io() {
         .unwrap();
     f.st.open(a, &o, &file(2), R | W, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(&(a, ow()), &file(2), fh(2), true, false),
+        f.st.offer_delegation(&(a, ow()), &file(2), fh(2), (true, false), None),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     let d =
-        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), true, false)
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (true, false), None)
             .unwrap();
     assert!(f.st.write_delegations_outstanding());
     // Its stateid reads and writes.
@@ -273,7 +273,7 @@ fn a_write_delegation_is_exclusive_and_spares_its_holders_io() {
     // Nothing else beside it: another client's read delegation.
     f.st.open(b, &o, &file(1), R, 0).unwrap();
     assert_eq!(
-        f.st.offer_delegation(&(b, ow()), &file(1), fh(1), false, false),
+        f.st.offer_delegation(&(b, ow()), &file(1), fh(1), (false, false), None),
         Err(WhyNoDelegation4::Wnd4Contention)
     );
     let now = f.clock.now();
@@ -302,7 +302,7 @@ fn a_write_delegation_is_exclusive_and_spares_its_holders_io() {
     assert!(t.deleg_conflicts(&file(1), &Breaker::Anyone, false, now).1);
     assert!(!t.begin_cb_getattr(&d.other));
     // CB_GETATTR's findings are kept with it.
-    let (holder, sid, wire, seen) = t.write_deleg(&file(1)).unwrap();
+    let (holder, sid, wire, seen, _) = t.write_deleg(&file(1)).unwrap();
     assert_eq!((holder, sid, wire, seen), (a, d, fh(1), None));
     let s = CbSeen {
         client_change: 5,
@@ -332,7 +332,7 @@ fn a_read_delegation_does_not_conflict_with_reads() {
     let f = deleg_fixture();
     let (a, _) = f.client("a");
     let (b, _) = f.client("b");
-    f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+    f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
         .unwrap();
     let now = f.clock.now();
     let mut t = f.st.lock_tables();
@@ -343,7 +343,7 @@ fn a_read_delegation_does_not_conflict_with_reads() {
     );
     // The holder's own write recalls its read delegation.
     let sid = t
-        .grant_deleg(b, &ow(), &file(1), fh(1), false, false, now)
+        .grant_deleg(b, &ow(), &file(1), fh(1), (false, false), None, now)
         .unwrap();
     assert!(
         t.deleg_conflicts(&file(1), &Breaker::Io(b, sid), false, now)
@@ -420,9 +420,9 @@ fn a_directory_delegation_is_told_of_what_it_asked_and_recalled_for_the_rest() {
 fn delegations_kept_across_a_client_restart_last_a_lease() {
     let f = deleg_fixture();
     let (a, _) = f.client("a");
-    f.st.offer_delegation(&(a, ow()), &file(1), fh(1), false, false)
+    f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
         .unwrap();
-    f.st.offer_delegation(&(a, ow()), &file(2), fh(2), false, false)
+    f.st.offer_delegation(&(a, ow()), &file(2), fh(2), (false, false), None)
         .unwrap();
     // The client restarts: the same owner, a new verifier.
     let p = Principal::Sys { uid: 0, gid: 0 };

@@ -160,8 +160,14 @@ fn a_delegation_keeps_an_export_from_moving_until_it_is_back() {
     let o = super::delegations::ow();
     f.st.open(c, &o, &file(1), R, 0).unwrap();
     let d =
-        f.st.offer_delegation(&(c, o), &file(1), super::delegations::fh(1), false, false)
-            .unwrap();
+        f.st.offer_delegation(
+            &(c, o),
+            &file(1),
+            super::delegations::fh(1),
+            (false, false),
+            None,
+        )
+        .unwrap();
     assert!(f.st.export_state(1).is_err());
     // Other exports are free to move.
     assert!(f.st.export_state(2).is_ok());

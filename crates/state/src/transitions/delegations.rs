@@ -9,16 +9,30 @@ impl State {
     /// Grants `client` (OPEN by its open owner `owner`) a read delegation
     /// of `file` (RFC 8881 §10.2), `fh`
     /// being the file's filehandle as the client has it; else why not.
+    /// With `times`, the file's timestamps are delegated too (RFC 9754
+    /// §5), these being the file's times now.
     pub fn offer_delegation(
         &self,
         asker: &OwnerKey,
         file: &FileKey,
         fh: Bytes,
-        write: bool,
-        reclaim: bool,
+        (write, reclaim): (bool, bool),
+        times: Option<DelegTimes>,
     ) -> Result<StateId4, WhyNoDelegation4> {
         let (client, owner) = asker;
-        self.with(|t, now| t.grant_deleg(*client, owner, file, fh, write, reclaim, now))
+        self.with(|t, now| t.grant_deleg(*client, owner, file, fh, (write, reclaim), times, now))
+    }
+
+    /// The delegated timestamps of `client`'s delegation `sid` of `file`
+    /// ([`Tables::deleg_times`]): whether it is a write delegation, and
+    /// the times it was granted at.
+    pub fn delegated_times(
+        &self,
+        client: ClientId4,
+        sid: &StateId4,
+        file: &FileKey,
+    ) -> Result<(bool, DelegTimes), NfsStat4> {
+        self.tables().deleg_times(client, sid, file)
     }
 
     /// Whether a delegation of `file` is kept for `client` from before its
@@ -71,7 +85,7 @@ impl State {
             return None;
         }
         let t = self.tables();
-        let (cid, stateid, fh, seen) = t.write_deleg(file)?;
+        let (cid, stateid, fh, seen, timestamps) = t.write_deleg(file)?;
         let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
         Some(WriteDeleg {
             holder: cid,
@@ -79,6 +93,7 @@ impl State {
             stateid,
             fh: NfsFh4(fh),
             seen,
+            timestamps,
         })
     }
 

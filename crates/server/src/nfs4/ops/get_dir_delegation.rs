@@ -65,7 +65,10 @@ async fn get_dir_delegation(
     };
     // Entries a local process adds, removes or renames must recall it:
     // none for a directory that cannot be watched.
-    if !deleg::watch(cx, &fh.key(), false).await {
+    if deleg::protect(cx, &fh.key(), deleg::Kind::Dir)
+        .await
+        .is_err()
+    {
         return Ok(unavail);
     }
     let granted = cx
@@ -73,7 +76,7 @@ async fn get_dir_delegation(
         .state()
         .offer_dir_delegation(client, &fh.key(), fh.wire.clone(), watch);
     let Ok(stateid) = granted else {
-        deleg::unwatch(cx, &fh.key());
+        deleg::unprotect(cx, &fh.key(), deleg::Kind::Dir);
         return Ok(unavail);
     };
     let notification = Bitmap4::from_attrs(

@@ -19,9 +19,16 @@ pub async fn run(cx: &mut Compound, args: GetAttr4Args) -> GetAttr4Res {
         Ok(fh) => fh.clone(),
         Err(e) => return Res4::Err(e),
     };
-    // §18.7.3: write-only attributes cannot be read.
-    if args.attr_request.contains(FATTR4_TIME_ACCESS_SET)
-        || args.attr_request.contains(FATTR4_TIME_MODIFY_SET)
+    // §18.7.3: write-only attributes cannot be read; nor can delegated
+    // times (RFC 9754 §5), which only a delegation's holder sets.
+    if [
+        FATTR4_TIME_ACCESS_SET,
+        FATTR4_TIME_MODIFY_SET,
+        FATTR4_TIME_DELEG_ACCESS,
+        FATTR4_TIME_DELEG_MODIFY,
+    ]
+    .iter()
+    .any(|a| args.attr_request.contains(*a))
     {
         return Res4::Err(NfsStat4::Nfs4errInval);
     }

@@ -60,7 +60,10 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let reclaims_deleg = matches!(
         args.claim,
         OpenClaim4::Previous(
-            OpenDelegationType4::OpenDelegateRead | OpenDelegationType4::OpenDelegateWrite
+            OpenDelegationType4::OpenDelegateRead
+                | OpenDelegationType4::OpenDelegateWrite
+                | OpenDelegationType4::OpenDelegateReadAttrsDeleg
+                | OpenDelegationType4::OpenDelegateWriteAttrsDeleg
         )
     );
     // A client reclaiming, after its own restart, a delegation the server
@@ -216,7 +219,16 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         (true, None) => Offer::No,
         (false, None) => Offer::New,
     };
-    let delegation = delegation(cx, want, access, offer, &args.owner.owner, &key, wire).await;
+    // RFC 9754 §5: an NFSv4.2 client may ask for the file's times with it.
+    let timestamps =
+        cx.minorversion >= 2 && args.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS != 0;
+    let ask = Asked {
+        want,
+        access,
+        offer,
+        timestamps,
+    };
+    let delegation = delegation(cx, ask, &args.owner.owner, &key, wire).await;
     // §9.6: blocking-lock waiters get CB_NOTIFY_LOCK. §18.16.3: a file
     // removed while open stays reachable through this open (the client
     // need not rename it to a hidden name), where the backend can keep it.
@@ -256,15 +268,30 @@ enum Offer {
 /// wants one of that kind or has no preference, its back channel works
 /// and the state grants it; else none, saying why
 /// (OPEN_DELEGATE_NONE_EXT) when the client asked for one or for none.
-async fn delegation(
-    cx: &Compound,
+/// What an OPEN asks of its delegation.
+struct Asked {
+    /// Its OPEN4_SHARE_ACCESS_WANT_* value.
     want: u32,
+    /// Its share access.
     access: u32,
     offer: Offer,
+    /// The file's times delegated too (RFC 9754 §5).
+    timestamps: bool,
+}
+
+async fn delegation(
+    cx: &Compound,
+    ask: Asked,
     owner: &bytes::Bytes,
     key: &state::FileKey,
     wire: bytes::Bytes,
 ) -> OpenDelegation4 {
+    let Asked {
+        want,
+        access,
+        offer,
+        timestamps,
+    } = ask;
     let why = |w| OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(w));
     match want {
         OPEN4_SHARE_ACCESS_WANT_NO_DELEG => return why(WhyNoDelegation4::Wnd4NotWanted),
@@ -327,28 +354,23 @@ async fn delegation(
     {
         return refuse(w);
     }
-    let guarded = if write {
-        // The holder reads from its cache what it writes: only for a
-        // user who may read the file (a write-only open was checked for
-        // writing alone).
-        if access == OPEN4_SHARE_ACCESS_WRITE && !may_read(cx, key).await {
-            return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
-        }
-        false
+    // The holder reads from its cache what it writes: a write delegation
+    // only for a user who may read the file (a write-only open was
+    // checked for writing alone).
+    if write && access == OPEN4_SHARE_ACCESS_WRITE && !may_read(cx, key).await {
+        return refuse(WhyNoDelegation4::Wnd4WriteDelegNotSuppFtype);
+    }
+    // Local writers, renames, removes, attribute changes (and, under a
+    // write delegation, local opens) must recall it.
+    let kind = if write {
+        deleg::Kind::Write
     } else {
-        if !deleg::guard(cx, key).await {
-            return refuse(WhyNoDelegation4::Wnd4Contention);
-        }
-        true
+        deleg::Kind::Read
     };
-    // And local renames, removes, attribute changes (and, under a write
-    // delegation, local opens) must recall it: no delegation of a file
-    // that cannot be watched.
-    if !deleg::watch(cx, key, write).await {
-        if guarded {
-            deleg::unguard(cx, key);
-        }
-        return refuse(WhyNoDelegation4::Wnd4Resource);
+    match deleg::protect(cx, key, kind).await {
+        Ok(()) => {}
+        Err(deleg::Unprotected::OpenForWriting) => return refuse(WhyNoDelegation4::Wnd4Contention),
+        Err(deleg::Unprotected::Unwatched) => return refuse(WhyNoDelegation4::Wnd4Resource),
     }
     // An empty ACE: the client asks the server (ACCESS) before it opens
     // under the delegation for another user (§10.2).
@@ -356,32 +378,66 @@ async fn delegation(
         type_: ACE4_ACCESS_ALLOWED_ACE_TYPE,
         ..Default::default()
     };
+    // Delegated times (RFC 9754 §5): the file's now, below which the
+    // holder's are not taken.
+    let times = if timestamps {
+        times_now(cx, key).await
+    } else {
+        None
+    };
     match cx
         .srv
         .state()
-        .offer_delegation(&asker, key, wire, write, reclaim)
+        .offer_delegation(&asker, key, wire, (write, reclaim), times)
     {
-        Ok(stateid) if write => OpenDelegation4::Write(OpenWriteDelegation4 {
-            stateid,
-            recall: false,
-            // No limit on how far the holder may extend the file from its
-            // cache (§10.4.1).
-            space_limit: NfsSpaceLimit4::Size(u64::MAX),
-            permissions,
-        }),
-        Ok(stateid) => OpenDelegation4::Read(OpenReadDelegation4 {
-            stateid,
-            recall: false,
-            permissions,
-        }),
-        Err(w) => {
-            if guarded {
-                deleg::unguard(cx, key);
+        Ok(stateid) if write => {
+            let d = OpenWriteDelegation4 {
+                stateid,
+                recall: false,
+                // No limit on how far the holder may extend the file from
+                // its cache (§10.4.1).
+                space_limit: NfsSpaceLimit4::Size(u64::MAX),
+                permissions,
+            };
+            if times.is_some() {
+                OpenDelegation4::WriteAttrs(d)
+            } else {
+                OpenDelegation4::Write(d)
             }
-            deleg::unwatch(cx, key);
+        }
+        Ok(stateid) => {
+            let d = OpenReadDelegation4 {
+                stateid,
+                recall: false,
+                permissions,
+            };
+            if times.is_some() {
+                OpenDelegation4::ReadAttrs(d)
+            } else {
+                OpenDelegation4::Read(d)
+            }
+        }
+        Err(w) => {
+            deleg::unprotect(cx, key, kind);
             refuse(w)
         }
     }
+}
+
+/// The access and modification times of `key` now, for a delegation
+/// with delegated timestamps; none if they cannot be read (the
+/// delegation then goes without them).
+async fn times_now(cx: &Compound, key: &state::FileKey) -> Option<state::DelegTimes> {
+    let h = vfs::Handle(key.1.clone());
+    let a = cx.vfs(key.0, move |v, _| v.getattr(&h)).await.ok()?;
+    let t = |t: vfs::Timespec| NfsTime4 {
+        seconds: t.sec,
+        nseconds: t.nsec,
+    };
+    Some(state::DelegTimes {
+        atime: t(a.atime),
+        mtime: t(a.mtime),
+    })
 }
 
 /// Whether the compound's user may read `key` (for a write delegation on

@@ -1,4 +1,5 @@
-//! SETATTR (RFC 8881 §18.30).
+//! SETATTR (RFC 8881 §18.30), and the delegated times a delegation's
+//! holder sets (RFC 9754 §5: `time_deleg_access`, `time_deleg_modify`).
 
 use proto::nfs4::*;
 
@@ -26,6 +27,12 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     let fh = cx.cfh()?.clone();
     cx.check_writable(&fh)?;
     let (mut set, mask) = attrs::to_setattr(cx, &args.obj_attributes).await?;
+    let delegated = [FATTR4_TIME_DELEG_ACCESS, FATTR4_TIME_DELEG_MODIFY];
+    if delegated.iter().any(|a| mask.contains(*a)) {
+        delegated_times(cx, &fh.key(), &args.stateid, &mask, &mut set)?;
+    }
+    // Only delegated times: the holder's own, which recall nothing.
+    let only_delegated = mask.iter().all(|a| delegated.contains(&a));
     // The stateid matters only for a change of size (§18.30.3), which is
     // a write to the file.
     let sized = set.size.is_some();
@@ -37,7 +44,9 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     }
     // Delegations of the file are recalled (§10.4.6), but for the write
     // delegation whose holder sets them under its stateid.
-    deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
+    if !only_delegated {
+        deleg::settle_io(cx, &fh.key(), &args.stateid, false).await?;
+    }
     // A directory's: other clients' delegations of it (§10.9).
     directories::settle(dirdeleg::by(cx), &fh.key(), NotifyType4::ChangeDirAttrs).await?;
     let _order = directories::order(dirdeleg::by(cx), &[&fh.key()]).await;
@@ -67,4 +76,44 @@ async fn setattr(cx: &mut Compound, args: SetAttr4Args) -> Result<Bitmap4, NfsSt
     }
     dirdeleg::attrs_changed_of(cx, &fh).await;
     Ok(mask)
+}
+
+/// Checks the delegated times of a SETATTR (RFC 9754 §5): `sid` must be
+/// this client's delegation of the file with delegated timestamps (a
+/// write one for `time_deleg_modify`), else NFS4ERR_BAD_STATEID, as the
+/// Linux server answers. A time older than the file's when the delegation
+/// was granted is not taken (the holder's cache knew a later one); one in
+/// the future is taken as now. The kernel sets the file's ctime to the
+/// time of the change, which a process cannot choose.
+fn delegated_times(
+    cx: &Compound,
+    key: &state::FileKey,
+    sid: &StateId4,
+    mask: &Bitmap4,
+    set: &mut vfs::SetAttr,
+) -> Result<(), NfsStat4> {
+    let client = cx.clientid()?;
+    let sid = cx.resolve_stateid(sid)?;
+    let (write, at_grant) = cx.srv.state().delegated_times(client, &sid, key)?;
+    if mask.contains(FATTR4_TIME_DELEG_MODIFY) && !write {
+        return Err(NfsStat4::Nfs4errBadStateid);
+    }
+    let now = vfs::Timespec::now();
+    let bound = |t: Option<vfs::SetTime>, floor: NfsTime4| match t {
+        Some(vfs::SetTime::Client(t)) => {
+            let floor = vfs::Timespec {
+                sec: floor.seconds,
+                nsec: floor.nseconds,
+            };
+            (t >= floor).then_some(vfs::SetTime::Client(t.min(now)))
+        }
+        other => other,
+    };
+    if mask.contains(FATTR4_TIME_DELEG_ACCESS) {
+        set.atime = bound(set.atime.take(), at_grant.atime);
+    }
+    if mask.contains(FATTR4_TIME_DELEG_MODIFY) {
+        set.mtime = bound(set.mtime.take(), at_grant.mtime);
+    }
+    Ok(())
 }

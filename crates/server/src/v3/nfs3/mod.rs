@@ -280,7 +280,7 @@ pub fn from_errno(e: vfs::Errno) -> NfsStat3 {
         libc::EDQUOT => Dquot,
         libc::ESTALE | libc::EBADF => Stale,
         libc::EOPNOTSUPP => NotSupp,
-        libc::EAGAIN => Jukebox,
+        libc::EAGAIN | libc::EMFILE | libc::ENFILE | libc::ENOMEM => Jukebox,
         // A symbolic link where a directory was needed.
         libc::ELOOP => Notdir,
         _ => ServerFault,
