@@ -828,6 +828,20 @@ impl LocalFs {
         (self.handle_of(fd.as_raw_fd()).ok().as_ref() == Some(v)).then(|| (v.clone(), fd))
     }
 
+    /// Whether `h` is watched or guarded for a delegation.
+    fn watched(&self, h: &Handle) -> bool {
+        lock(&self.watches).contains_key(h) || lock(&self.leases).contains_key(h)
+    }
+
+    /// Keeps `h`, open as `fd`, as a file removed while held.
+    fn keep_arc(&self, h: &Handle, fd: Arc<OwnedFd>) {
+        let mut kept = lock(&self.kept);
+        if kept.len() < KEPT_MAX || kept.contains_key(h) {
+            kept.insert(h.clone(), fd);
+            self.kept_any.store(true, Ordering::Release);
+        }
+    }
+
     /// Keeps a file whose last name went ([`Self::hold_victim`]).
     fn keep_removed(&self, held: Option<(Handle, OwnedFd)>) {
         let Some((h, fd)) = held else { return };
@@ -876,9 +890,19 @@ impl LocalFs {
                     }
                     return Ok(Obj { fd, st });
                 }
-                Ok(_) => {
+                Ok(st) => {
+                    if let Some(o) = self.kept_obj(h) {
+                        self.forget(h);
+                        return Ok(o);
+                    }
+                    // Removed by a local process while delegated: kept for
+                    // the delegation's holder, whose opens must go on.
+                    if st.st_mode & libc::S_IFMT == libc::S_IFREG && self.watched(h) {
+                        self.keep_arc(h, fd.clone());
+                        return Ok(Obj { fd, st });
+                    }
                     self.forget(h);
-                    return self.kept_obj(h).ok_or(Errno(libc::ESTALE));
+                    return Err(Errno(libc::ESTALE));
                 }
                 Err(_) => self.forget(h),
             }
@@ -893,7 +917,15 @@ impl LocalFs {
         };
         let st = sys::fstat(fd.as_raw_fd())?;
         if st.st_nlink == 0 {
-            return self.kept_obj(h).ok_or(Errno(libc::ESTALE));
+            if let Some(o) = self.kept_obj(h) {
+                return Ok(o);
+            }
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG && self.watched(h) {
+                let fd = Arc::new(fd);
+                self.keep_arc(h, fd.clone());
+                return Ok(Obj { fd, st });
+            }
+            return Err(Errno(libc::ESTALE));
         }
         if st.st_dev != self.root_dev {
             return Err(Errno(libc::ESTALE));

@@ -1377,6 +1377,17 @@ def op_count(mp, op):
     return 0
 
 
+def returned_after(c, before, what):
+    """Waits (30 s at most) until the client has returned more delegations
+    than `before` (its DELEGRETURN count); prints how long that took."""
+    t0 = time.time()
+    while op_count(c.ma, "DELEGRETURN") <= before:
+        if time.time() - t0 > 30:
+            raise Fail("%s: the delegation was not returned within 30 s" % what)
+        time.sleep(0.01)
+    print("    %s: delegation returned %.2f s after the host's change" % (what, time.time() - t0), flush=True)
+
+
 def delegated_open(c, path, data):
     """Writes `path`, then opens it for reading and reads it: over NFSv4
     the client now holds a read delegation of it (Ferrite grants them by
@@ -1397,12 +1408,16 @@ def sc_local_changes(c):
         raise Skip("NFSv3 has no delegations")
     A = c.pa
     returns0 = op_count(c.ma, "DELEGRETURN")
-    # chmod: the next stat shows it
+    # chmod: the next open shows it (an NFS client revalidates a file's
+    # attributes when it opens it, close-to-open; a bare stat may answer
+    # from its attribute cache for acregmin, 3 s, as against any server)
     fd = delegated_open(c, A("m"), b"mode")
     check(os.stat(A("m")).st_mode & 0o777 == 0o644, "mode before")
     host_run("chmod 600 %s" % rel(c, A("m")))
-    mode = os.stat(A("m")).st_mode & 0o777
-    check(mode == 0o600, "local chmod not seen: mode %o" % mode)
+    fd2 = os.open(A("m"), os.O_RDONLY)
+    mode = os.fstat(fd2).st_mode & 0o777
+    os.close(fd2)
+    check(mode == 0o600, "local chmod not seen at the next open: mode %o" % mode)
     os.close(fd)
     # a local write (its open waits for the delegation's return): the next
     # open reads it
@@ -1411,16 +1426,27 @@ def sc_local_changes(c):
     os.close(fd)
     got = read_file(A("w"))
     check(got == b"after", "local write not seen: %r" % got)
-    # rename: the next open of the old name fails, the new one opens
+    # rename: the next listing shows the new name, not the old, and opens
+    # follow it (a client's cached names are its directory's: a listing
+    # revalidates the directory, close-to-open, as against any server;
+    # no client of this kernel holds directory delegations)
     fd = delegated_open(c, A("r"), b"renamed")
+    r0 = op_count(c.ma, "DELEGRETURN")
     host_run("mv %s %s" % (rel(c, A("r")), rel(c, A("r2"))))
+    returned_after(c, r0, "rename")
     os.close(fd)
+    names = os.listdir(c.a)
+    check("r2" in names and "r" not in names, "listing after a local rename: %s" % sorted(names))
     expect_errno("open of the old name", lambda: os.close(os.open(A("r"), os.O_RDONLY)), errno.ENOENT)
     check(read_file(A("r2")) == b"renamed", "renamed file's content")
-    # remove: the next open fails
+    # remove: the next listing has no name, and its open fails
     fd = delegated_open(c, A("x"), b"removed")
+    r0 = op_count(c.ma, "DELEGRETURN")
     host_run("rm %s" % rel(c, A("x")))
+    returned_after(c, r0, "remove")
     os.close(fd)
+    names = os.listdir(c.a)
+    check("x" not in names, "listing after a local remove: %s" % sorted(names))
     expect_errno("open of the removed name", lambda: os.close(os.open(A("x"), os.O_RDONLY)), errno.ENOENT)
     returned = op_count(c.ma, "DELEGRETURN") - returns0
     check(returned >= 4, "the client returned %d delegations for the 4 local changes" % returned)

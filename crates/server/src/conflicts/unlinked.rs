@@ -53,6 +53,14 @@ impl Unlinked {
         }
     }
 
+    /// Remembers that the backend may keep `key` on its own (a file a
+    /// local process removed while delegated), to be let go like the
+    /// others.
+    pub fn note(&self, key: FileKey) {
+        self.kept().insert(key);
+        self.any.store(true, Ordering::Release);
+    }
+
     /// How many files are being kept (or may be).
     pub fn count(&self) -> usize {
         if !self.any.load(Ordering::Acquire) {

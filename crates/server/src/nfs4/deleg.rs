@@ -240,6 +240,9 @@ fn recaller(cx: &Compound, file: &FileKey) -> vfs::lease::OnBreak {
         let (srv, key) = (srv.clone(), key.clone());
         rt.spawn(async move {
             let Some(srv) = srv.upgrade() else { return };
+            // A local remove of it: the backend keeps it for its holders,
+            // let go with the last of their state.
+            srv.unlinked.note(key.clone());
             let b = srv.state().break_delegations(&key, &Breaker::Anyone, false);
             for r in b.recalls {
                 callback::recall(&srv, r);
