@@ -830,7 +830,8 @@ impl LocalFs {
 
     /// Whether `h` is watched or guarded for a delegation.
     fn watched(&self, h: &Handle) -> bool {
-        lock(&self.watches).contains_key(h) || lock(&self.leases).contains_key(h)
+        let watched = lock(&self.watches).contains_key(h);
+        watched || lock(&self.leases).contains_key(h)
     }
 
     /// Keeps `h`, open as `fd`, as a file removed while held.

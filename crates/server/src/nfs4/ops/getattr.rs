@@ -19,16 +19,15 @@ pub async fn run(cx: &mut Compound, args: GetAttr4Args) -> GetAttr4Res {
         Ok(fh) => fh.clone(),
         Err(e) => return Res4::Err(e),
     };
-    // §18.7.3: write-only attributes cannot be read; nor can delegated
-    // times (RFC 9754 §5), which only a delegation's holder sets.
-    if [
-        FATTR4_TIME_ACCESS_SET,
-        FATTR4_TIME_MODIFY_SET,
-        FATTR4_TIME_DELEG_ACCESS,
-        FATTR4_TIME_DELEG_MODIFY,
-    ]
-    .iter()
-    .any(|a| args.attr_request.contains(*a))
+    // §18.7.3: write-only attributes cannot be read; nor can NFSv4.2's
+    // delegated times (RFC 9754 §5), which only a delegation's holder
+    // sets (in NFSv4.1 they are unsupported, and left out).
+    let asked = |a: &u32| args.attr_request.contains(*a);
+    let deleg_times = [FATTR4_TIME_DELEG_ACCESS, FATTR4_TIME_DELEG_MODIFY];
+    if [FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET]
+        .iter()
+        .any(asked)
+        || (cx.minorversion >= 2 && deleg_times.iter().any(asked))
     {
         return Res4::Err(NfsStat4::Nfs4errInval);
     }
