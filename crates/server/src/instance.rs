@@ -146,9 +146,6 @@ pub struct Server {
     /// client): requests waiting for a recall look again. Register
     /// (`enable`) before breaking delegations so that none is missed.
     pub deleg_gone: tokio::sync::Notify,
-    /// Files removed while clients held state on them, kept for those
-    /// clients until it goes.
-    pub unlinked: crate::conflicts::unlinked::Unlinked,
     /// Sends callbacks to NFSv4 clients (recalls, notifications), for
     /// changes by any protocol; set once by the NFSv4 service
     /// ([`Server::install_callbacks`]).
@@ -270,7 +267,6 @@ impl Server {
             dir_order: crate::conflicts::order::Stripes::default(),
             records: recovery.records,
             deleg_gone: tokio::sync::Notify::new(),
-            unlinked: Default::default(),
             callbacks: OnceLock::new(),
             away: recovery.away,
             migrator: OnceLock::new(),

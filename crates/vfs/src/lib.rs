@@ -462,6 +462,13 @@ pub trait Vfs: Send + Sync + 'static {
     ) -> Result<()> {
         self.rename(c, from.0, from.1, to.0, to.1)
     }
+    /// The files kept with no name left ([`Vfs::remove_keeping`], or
+    /// removed by a local process while watched for a delegation): the
+    /// server lets each go with [`Vfs::release_unlinked`] once no client
+    /// holds state on it. Cheap when none is.
+    fn kept_unlinked(&self) -> Vec<Handle> {
+        Vec::new()
+    }
     /// Lets a file kept by [`Vfs::remove_keeping`] go (its space is freed
     /// once nothing else has it open).
     fn release_unlinked(&self, _h: &Handle) {}

@@ -834,21 +834,12 @@ impl LocalFs {
         watched || lock(&self.leases).contains_key(h)
     }
 
-    /// Keeps `h`, open as `fd`, as a file removed while held.
+    /// Keeps `h`, open as `fd`, as a file removed while held (at most
+    /// [`KEPT_MAX`]).
     fn keep_arc(&self, h: &Handle, fd: Arc<OwnedFd>) {
         let mut kept = lock(&self.kept);
         if kept.len() < KEPT_MAX || kept.contains_key(h) {
             kept.insert(h.clone(), fd);
-            self.kept_any.store(true, Ordering::Release);
-        }
-    }
-
-    /// Keeps a file whose last name went ([`Self::hold_victim`]).
-    fn keep_removed(&self, held: Option<(Handle, OwnedFd)>) {
-        let Some((h, fd)) = held else { return };
-        let mut kept = lock(&self.kept);
-        if kept.len() < KEPT_MAX || kept.contains_key(&h) {
-            kept.insert(h, Arc::new(fd));
             self.kept_any.store(true, Ordering::Release);
         } else {
             tracing::warn!(
@@ -856,6 +847,28 @@ impl LocalFs {
                 KEPT_MAX
             );
         }
+    }
+
+    /// Keeps a file whose last name went ([`Self::hold_victim`]).
+    fn keep_removed(&self, held: Option<(Handle, OwnedFd)>) {
+        if let Some((h, fd)) = held {
+            self.keep_arc(&h, Arc::new(fd));
+        }
+    }
+
+    /// `h`, open as `fd` (status `st`), found with no link left: the file
+    /// kept for it, or, a regular file removed by a local process while
+    /// watched or leased for a delegation, kept now for the delegation's
+    /// holder (whose opens must go on); else ESTALE.
+    fn unlinked_obj(&self, h: &Handle, fd: Arc<OwnedFd>, st: libc::stat) -> Result<Obj> {
+        if let Some(o) = self.kept_obj(h) {
+            return Ok(o);
+        }
+        if st.st_mode & libc::S_IFMT == libc::S_IFREG && self.watched(h) {
+            self.keep_arc(h, fd.clone());
+            return Ok(Obj { fd, st });
+        }
+        Err(Errno(libc::ESTALE))
     }
 
     /// Drops every cached descriptor of `h`.
@@ -892,18 +905,8 @@ impl LocalFs {
                     return Ok(Obj { fd, st });
                 }
                 Ok(st) => {
-                    if let Some(o) = self.kept_obj(h) {
-                        self.forget(h);
-                        return Ok(o);
-                    }
-                    // Removed by a local process while delegated: kept for
-                    // the delegation's holder, whose opens must go on.
-                    if st.st_mode & libc::S_IFMT == libc::S_IFREG && self.watched(h) {
-                        self.keep_arc(h, fd.clone());
-                        return Ok(Obj { fd, st });
-                    }
                     self.forget(h);
-                    return Err(Errno(libc::ESTALE));
+                    return self.unlinked_obj(h, fd, st);
                 }
                 Err(_) => self.forget(h),
             }
@@ -918,15 +921,7 @@ impl LocalFs {
         };
         let st = sys::fstat(fd.as_raw_fd())?;
         if st.st_nlink == 0 {
-            if let Some(o) = self.kept_obj(h) {
-                return Ok(o);
-            }
-            if st.st_mode & libc::S_IFMT == libc::S_IFREG && self.watched(h) {
-                let fd = Arc::new(fd);
-                self.keep_arc(h, fd.clone());
-                return Ok(Obj { fd, st });
-            }
-            return Err(Errno(libc::ESTALE));
+            return self.unlinked_obj(h, Arc::new(fd), st);
         }
         if st.st_dev != self.root_dev {
             return Err(Errno(libc::ESTALE));
@@ -2377,6 +2372,13 @@ impl Vfs for LocalFs {
                 watches.remove(h);
             }
         }
+    }
+
+    fn kept_unlinked(&self) -> Vec<Handle> {
+        if !self.kept_any.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        lock(&self.kept).keys().cloned().collect()
     }
 
     fn release_unlinked(&self, h: &Handle) {

@@ -167,12 +167,6 @@ pub fn watch(
     Ok(Some(watch))
 }
 
-/// Whether fanotify watches can be made here (the notification group
-/// could be made).
-pub fn available() -> bool {
-    watcher().is_ok()
-}
-
 /// How a watched object's opens are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Held {

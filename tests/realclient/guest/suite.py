@@ -1311,22 +1311,29 @@ def sc_df(c):
     check(sv2.f_blocks == sv.f_blocks, "total blocks differ between the two mounts")
 
 
-def restart_server(tag):
+def ask_host(kind, tag, body, what):
+    """The host handshake (run.sh): writes ctl/KIND-TAG.req holding `body`,
+    waits for run.sh's ctl/KIND-TAG.ack and fails unless it says rc=0."""
     ctl = os.path.join(OUT, "ctl")
     os.makedirs(ctl, exist_ok=True)
-    req, ack = os.path.join(ctl, "restart-%s.req" % tag), os.path.join(ctl, "restart-%s.ack" % tag)
+    req = os.path.join(ctl, "%s-%s.req" % (kind, tag))
+    ack = os.path.join(ctl, "%s-%s.ack" % (kind, tag))
     with open(req + ".tmp", "w") as f:
-        f.write("%f\n" % time.time())
+        f.write(body)
     os.rename(req + ".tmp", req)
     deadline = time.time() + RESTART_TIMEOUT
     while not os.path.exists(ack):
         if time.time() > deadline:
-            raise Fail("host did not acknowledge the restart request within %ds" % RESTART_TIMEOUT)
-        time.sleep(0.3)
+            raise Fail("host did not acknowledge %s within %ds" % (what, RESTART_TIMEOUT))
+        time.sleep(0.1)
     with open(ack) as f:
         res = f.read().strip()
     if res != "rc=0":
-        raise Fail("host restart command failed (%s); see restart-%s.log in the out dir" % (res, tag))
+        raise Fail("host: %s failed (%s); see %s-%s.log in the out dir" % (what, res, kind, tag))
+
+
+def restart_server(tag):
+    ask_host("restart", tag, "%f\n" % time.time(), "the restart request")
 
 
 LOCAL_SEQ = [0]
@@ -1337,22 +1344,7 @@ def host_run(cmd):
     as a local process (not an NFS client), and waits for it to end. Paths
     in it are relative to the export's root (see rel())."""
     LOCAL_SEQ[0] += 1
-    tag = "%d-%d" % (os.getpid(), LOCAL_SEQ[0])
-    ctl = os.path.join(OUT, "ctl")
-    os.makedirs(ctl, exist_ok=True)
-    req, ack = os.path.join(ctl, "local-%s.req" % tag), os.path.join(ctl, "local-%s.ack" % tag)
-    with open(req + ".tmp", "w") as f:
-        f.write(cmd)
-    os.rename(req + ".tmp", req)
-    deadline = time.time() + RESTART_TIMEOUT
-    while not os.path.exists(ack):
-        if time.time() > deadline:
-            raise Fail("host did not run %r within %ds" % (cmd, RESTART_TIMEOUT))
-        time.sleep(0.1)
-    with open(ack) as f:
-        res = f.read().strip()
-    if res != "rc=0":
-        raise Fail("host command %r failed (%s); see local-%s.log in the out dir" % (cmd, res, tag))
+    ask_host("local", "%d-%d" % (os.getpid(), LOCAL_SEQ[0]), cmd, "the command %r" % cmd)
 
 
 def rel(c, path):

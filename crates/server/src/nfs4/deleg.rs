@@ -61,16 +61,11 @@ pub async fn holder_attrs(cx: &Compound, fh: &Fh, w: WriteDeleg) -> Result<vfs::
     let handle = fh.handle.clone();
     let server = cx.vfs(fh.export, move |v, _| v.getattr(&handle)).await?;
     // With delegated timestamps (RFC 9754 §5) the holder's times too.
-    let want = if w.timestamps {
-        Bitmap4::from_attrs(&[
-            FATTR4_CHANGE,
-            FATTR4_SIZE,
-            FATTR4_TIME_DELEG_ACCESS,
-            FATTR4_TIME_DELEG_MODIFY,
-        ])
-    } else {
-        Bitmap4::from_attrs(&[FATTR4_CHANGE, FATTR4_SIZE])
-    };
+    let mut want = Bitmap4::from_attrs(&[FATTR4_CHANGE, FATTR4_SIZE]);
+    if w.timestamps {
+        want.insert(FATTR4_TIME_DELEG_ACCESS);
+        want.insert(FATTR4_TIME_DELEG_MODIFY);
+    }
     // One CB_GETATTR at a time per delegation: a GETATTR meanwhile, or
     // once it is being recalled, waits for the return instead.
     let reply = match w.session {
@@ -240,9 +235,6 @@ fn recaller(cx: &Compound, file: &FileKey) -> vfs::lease::OnBreak {
         let (srv, key) = (srv.clone(), key.clone());
         rt.spawn(async move {
             let Some(srv) = srv.upgrade() else { return };
-            // A local remove of it: the backend keeps it for its holders,
-            // let go with the last of their state.
-            srv.unlinked.note(key.clone());
             let b = srv.state().break_delegations(&key, &Breaker::Anyone, false);
             for r in b.recalls {
                 callback::recall(&srv, r);

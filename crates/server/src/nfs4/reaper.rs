@@ -39,7 +39,7 @@ impl Reaper {
         }
         let n = srv.state().reap();
         // Removed files kept for clients that expired go.
-        srv.unlinked.sweep(&srv).await;
+        crate::conflicts::unlinked::sweep(&srv).await;
         // Delegations scarce: their holders are asked to give some back
         // (CB_RECALL_ANY).
         for (session, keep) in srv.state().recall_any() {

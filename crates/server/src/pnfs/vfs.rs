@@ -315,6 +315,14 @@ impl Vfs for DataVfs {
     fn unwatch_local_changes(&self, h: &Handle) {
         self.inner.unwatch_local_changes(h)
     }
+    // Removed by a local process while watched, the inner backend keeps
+    // it: let go through here.
+    fn kept_unlinked(&self) -> Vec<Handle> {
+        self.inner.kept_unlinked()
+    }
+    fn release_unlinked(&self, h: &Handle) {
+        self.inner.release_unlinked(h)
+    }
     fn unguard_local_writes(&self, h: &Handle) {
         self.inner.unguard_local_writes(h)
     }

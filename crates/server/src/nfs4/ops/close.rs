@@ -7,7 +7,7 @@ use crate::nfs4::compound::context::Compound;
 pub async fn run(cx: &mut Compound, args: Close4Args) -> Close4Res {
     let r = close(cx, args);
     // A removed file kept for its opens goes with the last of them.
-    cx.srv.unlinked.sweep(&cx.srv).await;
+    crate::conflicts::unlinked::sweep(&cx.srv).await;
     r.into()
 }
 

@@ -8,7 +8,7 @@ use crate::nfs4::compound::context::Compound;
 pub async fn run(cx: &mut Compound, args: DelegReturn4Args) -> DelegReturn4Res {
     let r = delegreturn(cx, &args);
     // A removed file kept for its holders goes with the last of its state.
-    cx.srv.unlinked.sweep(&cx.srv).await;
+    crate::conflicts::unlinked::sweep(&cx.srv).await;
     r.into()
 }
 

@@ -7,7 +7,7 @@ use crate::nfs4::compound::context::Compound;
 pub async fn run(cx: &mut Compound, args: FreeStateId4Args) -> FreeStateId4Res {
     let r = free(cx, args);
     // A removed file kept for its holders goes with the last of its state.
-    cx.srv.unlinked.sweep(&cx.srv).await;
+    crate::conflicts::unlinked::sweep(&cx.srv).await;
     r.into()
 }
 

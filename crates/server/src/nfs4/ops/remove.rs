@@ -3,7 +3,7 @@
 
 use proto::nfs4::*;
 
-use crate::conflicts::directories;
+use crate::conflicts::{directories, unlinked};
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::context::{check_name, Compound};
 use crate::nfs4::deleg;
@@ -32,7 +32,7 @@ async fn remove(cx: &mut Compound, args: Remove4Args) -> Result<Remove4ResOk, Nf
             let before = fs.getattr(&h)?;
             need_dir(&before)?;
             // A file clients hold open stays theirs (§18.16.3).
-            fs.remove_keeping(c, &h, &name, &srv.unlinked.keeper(&srv, export))?;
+            fs.remove_keeping(c, &h, &name, &unlinked::keeper(&srv, export))?;
             let after = fs.getattr(&h)?;
             Ok(change_info(before.change, after.change))
         })

@@ -7,7 +7,7 @@
 
 use proto::nfs4::*;
 
-use crate::conflicts::directories;
+use crate::conflicts::{directories, unlinked};
 use crate::nfs4::check::need_dir;
 use crate::nfs4::compound::context::{check_name, Compound};
 use crate::nfs4::deleg;
@@ -77,7 +77,7 @@ async fn rename(cx: &mut Compound, args: Rename4Args) -> Result<Rename4ResOk, Nf
             // tell ENOTDIR from EEXIST itself when it has not looked the
             // target up.
             // A replaced file clients hold open stays theirs (§18.16.3).
-            let keep = srv.unlinked.keeper(&srv, export);
+            let keep = unlinked::keeper(&srv, export);
             fs.rename_keeping(c, (&sh, &oldname), (&th, &newname), &keep)?;
             let sa = fs.getattr(&sh)?;
             let ta = fs.getattr(&th)?;

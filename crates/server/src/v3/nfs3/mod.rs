@@ -588,7 +588,7 @@ pub async fn remove_entry(cx: &Ctx, what: &DirOpArgs3, dir: bool) -> Res3<DirWcc
             _ => {}
         }
         // A file NFSv4 clients hold open stays theirs.
-        v.remove_keeping(c, &h, &n, &srv.unlinked.keeper(&srv, export))
+        v.remove_keeping(c, &h, &n, &crate::conflicts::unlinked::keeper(&srv, export))
             .map_err(from_errno)
     })
     .await;

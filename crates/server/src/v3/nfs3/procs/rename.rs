@@ -78,7 +78,7 @@ pub async fn run(cx: &Ctx, args: Rename3Args) -> Rename3Res {
                     } else {
                         // A replaced file NFSv4 clients hold open stays
                         // theirs.
-                        let keep = srv.unlinked.keeper(&srv, export);
+                        let keep = crate::conflicts::unlinked::keeper(&srv, export);
                         v.rename_keeping(c, (&fh, &o), (&th, &n), &keep)
                             .map(|()| true)
                             .map_err(from_errno)
