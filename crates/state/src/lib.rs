@@ -35,6 +35,7 @@ pub mod migration;
 pub mod nlm;
 pub mod records;
 pub mod session;
+pub mod shared;
 pub mod slots;
 pub mod stateid;
 pub mod summary;
@@ -121,6 +122,9 @@ pub struct State {
     /// Clients to tell SEQ4_STATUS_LEASE_MOVED (a copy of the tables'
     /// count, read without their lock by every SEQUENCE).
     moved_live: AtomicUsize,
+    /// What [`State::poll_shared`] has to look at (a copy of the tables'
+    /// count).
+    shared_live: AtomicUsize,
 }
 
 impl std::fmt::Debug for State {
@@ -166,6 +170,7 @@ impl State {
             layouts_live: AtomicUsize::new(0),
             layouts_lost: std::sync::OnceLock::new(),
             moved_live: AtomicUsize::new(0),
+            shared_live: AtomicUsize::new(0),
         }
     }
 
@@ -239,6 +244,7 @@ impl State {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Tables, Duration) -> R) -> R {
         let now = self.clock.now();
         let mut t = self.tables();
+        t.now = now;
         let r = f(&mut t, now);
         // Kept delegations count: a conflict must forget them.
         self.delegs_live
@@ -249,6 +255,8 @@ impl State {
         self.layouts_live.store(t.layouts, Ordering::Relaxed);
         self.moved_live
             .store(t.lease_moved.len(), Ordering::Relaxed);
+        self.shared_live
+            .store(t.shared_pending(), Ordering::Relaxed);
         let lost = std::mem::take(&mut t.layouts_lost);
         let ended = std::mem::take(&mut t.delegs_ended);
         let granted = std::mem::take(&mut t.nlm_granted);

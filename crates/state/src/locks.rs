@@ -168,6 +168,40 @@ impl<O: Clone + Eq + Hash> FileLocks<O> {
         self.owners.retain(|o, _| f(o));
     }
 
+    /// The owners holding locks here.
+    pub fn owners(&self) -> impl Iterator<Item = &O> {
+        self.owners.keys()
+    }
+
+    /// The parts of `[start, end)` where `owner` holds no lock, in order.
+    pub fn gaps(&self, owner: &O, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut pos = start;
+        if let Some(ranges) = self.owners.get(owner) {
+            let before = ranges.range(..start).next_back().map(|(&s, &v)| (s, v));
+            let inside = ranges
+                .range(start..)
+                .take_while(|(&s, _)| s < end)
+                .map(|(&s, &v)| (s, v));
+            for (s, (e, _)) in before.into_iter().chain(inside) {
+                if e <= pos {
+                    continue;
+                }
+                if s > pos {
+                    out.push((pos, s));
+                }
+                pos = e;
+                if pos >= end {
+                    return out;
+                }
+            }
+        }
+        if pos < end {
+            out.push((pos, end));
+        }
+        out
+    }
+
     /// `owner`'s ranges in order.
     pub fn held_by(&self, owner: &O) -> Vec<(u64, u64, LockKind)> {
         self.owners
@@ -281,6 +315,19 @@ mod tests {
         assert!(!f.covers(&1, 25, 45));
         assert!(f.covers(&1, 50, u64::MAX));
         assert!(!f.covers(&2, 10, 11));
+    }
+
+    #[test]
+    fn gaps_in_an_owners_locks() {
+        let mut f = FileLocks::default();
+        assert_eq!(f.gaps(&1, 0, 10), vec![(0, 10)]);
+        f.lock(&1, 10, 20, Read).unwrap();
+        f.lock(&1, 30, 40, Write).unwrap();
+        assert_eq!(f.gaps(&1, 0, 50), vec![(0, 10), (20, 30), (40, 50)]);
+        assert_eq!(f.gaps(&1, 15, 35), vec![(20, 30)]);
+        assert_eq!(f.gaps(&1, 12, 18), vec![]);
+        assert_eq!(f.gaps(&1, 35, u64::MAX), vec![(40, u64::MAX)]);
+        assert_eq!(f.gaps(&2, 5, 6), vec![(5, 6)]);
     }
 
     #[test]

@@ -116,6 +116,14 @@ impl<O: Clone + Eq + Hash> LockWaiters<O> {
         self.queue.retain(|w| &w.owner != owner);
     }
 
+    /// Marks `owner`'s entry as not told (what [`LockWaiters::grantable`]
+    /// returned could not be granted after all: a local lock).
+    pub fn unnotify(&mut self, owner: &O) {
+        if let Some(i) = self.position(owner) {
+            self.queue[i].notified = false;
+        }
+    }
+
     /// Keeps only the waiters whose owner satisfies `f`.
     pub fn retain_owners(&mut self, mut f: impl FnMut(&O) -> bool) {
         self.queue.retain(|w| f(&w.owner));

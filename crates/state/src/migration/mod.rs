@@ -303,14 +303,26 @@ impl Tables {
                     },
                     PeerStateKind::Lock(l) => {
                         let key = (local, l.owner.clone());
-                        let f = self.files.entry(file.clone()).or_default();
                         for r in &l.ranges {
                             let kind = if r.write {
                                 LockKind::Write
                             } else {
                                 LockKind::Read
                             };
-                            let _ = f.locks.lock(&key, r.start, r.end, kind);
+                            let f = self.files.entry(file.clone()).or_default();
+                            if f.locks.lock(&key, r.start, r.end, kind).is_err() {
+                                continue;
+                            }
+                            // Here too local processes must see it.
+                            let range = (r.start, r.end);
+                            let taken = self.share_take(&key, &file, range, kind, true);
+                            if taken != crate::shared::Shared::Taken {
+                                tracing::warn!(
+                                    ?range,
+                                    "a migrated lock is held by a local process here too ({taken:?}); \
+                                     kept for NFS clients only"
+                                );
+                            }
                         }
                         StateKind::Lock {
                             owner: l.owner,

@@ -125,7 +125,12 @@ impl Tables {
                 StateKind::Open { .. } => {
                     f.opens.remove(other);
                 }
-                StateKind::Lock { owner, .. } => f.locks.remove_owner(&(id, owner.clone())),
+                StateKind::Lock { owner, .. } => {
+                    f.locks.remove_owner(&(id, owner.clone()));
+                    if let Some(port) = &self.shared {
+                        port.0.release(&(id, owner.clone()), &e.file);
+                    }
+                }
                 StateKind::Deleg { revoked, .. } => {
                     if !revoked {
                         self.unlist_deleg(&e.file, other);
@@ -163,6 +168,17 @@ impl Tables {
                 }
             }
         }
+        if !self.reserved.is_empty() {
+            let held: Vec<(FileKey, OwnerKey)> = self
+                .reserved
+                .keys()
+                .filter(|(_, o)| o.0 == id)
+                .cloned()
+                .collect();
+            for (file, owner) in held {
+                self.release_shared(&owner, &file);
+            }
+        }
     }
 
     /// Removes clients whose allowance has run out, and revokes
@@ -195,15 +211,35 @@ impl Tables {
             let Some(c) = self.clients.get(&id) else {
                 continue;
             };
-            let deadline = c.lease.last().saturating_add(self.allowance(c));
+            let lease_end = c.lease.last().saturating_add(lease);
+            // A client holding locks shared with local processes has no
+            // courtesy: once its lease ends they must stop blocking them
+            // (`crate::shared`).
+            let deadline = if self.holds_shared_locks(c) {
+                lease_end
+            } else {
+                c.lease.last().saturating_add(self.allowance(c))
+            };
             if deadline < now {
                 // Taken off the queue already; purge_client's removal
                 // of it is then a no-op.
                 self.purge_client(id);
                 n += 1;
             } else if let Some(c) = self.clients.get_mut(&id) {
-                c.deadline = deadline;
-                self.expiry.insert(deadline, id);
+                // While locks are shared, looked at every lease: it may
+                // take some before its courtesy is over.
+                let next = if self.shared.is_some() {
+                    let look = if lease_end > now {
+                        lease_end
+                    } else {
+                        now.saturating_add(lease)
+                    };
+                    deadline.min(look)
+                } else {
+                    deadline
+                };
+                c.deadline = next;
+                self.expiry.insert(next, id);
             }
         }
         n

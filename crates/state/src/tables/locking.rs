@@ -3,6 +3,7 @@
 //! waiters, and the stateid checks of I/O (§8.2.3, §9.1.2).
 
 use super::*;
+use crate::shared::Shared;
 
 impl Tables {
     /// LOCK (RFC 8881 §18.10); returns the lock stateid.
@@ -22,7 +23,9 @@ impl Tables {
             .clients
             .get(&client)
             .ok_or(NfsStat4::Nfs4errBadStateid)?;
-        if let Some(StateKind::Open { access, .. }) = c.states.get(&open).map(|o| &o.kind) {
+        let writable = if let Some(StateKind::Open { access, .. }) =
+            c.states.get(&open).map(|o| &o.kind)
+        {
             let need = match r.kind {
                 LockKind::Read => OPEN4_SHARE_ACCESS_READ,
                 LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
@@ -30,11 +33,12 @@ impl Tables {
             if access & need == 0 {
                 return Err(NfsStat4::Nfs4errOpenmode.into());
             }
+            access & OPEN4_SHARE_ACCESS_WRITE != 0
         } else {
             return Err(NfsStat4::Nfs4errBadStateid.into());
-        }
+        };
         let okey: OwnerKey = (client, owner.clone());
-        match self.take_lock(&okey, file, (r.start, r.end), r.kind, r.blocking, now) {
+        match self.take_lock(&okey, file, (r.start, r.end), r.kind, r.blocking, writable, now) {
             Ok(()) => {
                 let still_waits = self
                     .files
@@ -46,7 +50,7 @@ impl Tables {
                     }
                 }
             }
-            Err(denied) => {
+            Err(LockError::Denied(denied)) => {
                 if r.blocking {
                     if let Some(c) = self.clients.get_mut(&client) {
                         c.waiting_on.insert(file.clone(), r.fh.clone());
@@ -54,6 +58,7 @@ impl Tables {
                 }
                 return Err(LockError::Denied(denied));
             }
+            Err(e) => return Err(e),
         }
         let existing = self
             .clients
@@ -95,6 +100,7 @@ impl Tables {
         if let Some(f) = self.files.get_mut(file) {
             f.locks.unlock(&okey, start, end);
         }
+        self.share_unlock(&okey, file, (start, end));
         let ready = self.wake_waiters(file, now);
         let e = self.entry_mut(client, &sid.other)?;
         e.seqid = next_seqid(e.seqid);
@@ -113,9 +119,13 @@ impl Tables {
         loop {
             let h = self
                 .files
-                .get(file)?
-                .locks
-                .test(owner, range.0, range.1, kind)?;
+                .get(file)
+                .and_then(|f| f.locks.test(owner, range.0, range.1, kind));
+            let Some(h) = h else {
+                // A local process's lock (`crate::shared`).
+                let port = self.shared.as_ref()?;
+                return port.0.test(owner, file, range, kind).map(|l| l.held());
+            };
             if h.owner.0 != owner.0 && self.client_expired(h.owner.0, now) {
                 self.purge_client(h.owner.0);
                 continue;
@@ -173,9 +183,13 @@ impl Tables {
     /// Takes `[start, end)` of `kind` on `file` for `owner` (NFSv4 LOCK and
     /// NLM LOCK alike) unless another owner's lock is in the way, or a
     /// waiter queued ahead of it (RFC 8881 §9.6; not when the owner holds
-    /// the whole range already). Expired NFSv4 clients in the way yield.
-    /// When denied, the owner is queued if it `block`s, and the lock in
-    /// the way (else the waiter's request) is returned.
+    /// the whole range already), or, when locks are shared with local
+    /// processes, a local lock (`crate::shared`; `writable`: the owner's
+    /// open may write). Expired NFSv4 clients in the way yield. When
+    /// denied, the owner is queued if it `block`s, and the lock in the way
+    /// (else the waiter's request) is returned; NFS4ERR_DELAY when the
+    /// kernel's lock cannot be asked for now.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn take_lock(
         &mut self,
         owner: &OwnerKey,
@@ -183,8 +197,9 @@ impl Tables {
         (start, end): (u64, u64),
         kind: LockKind,
         block: bool,
+        writable: bool,
         now: Duration,
-    ) -> Result<(), Held<OwnerKey>> {
+    ) -> Result<(), LockError> {
         let lease = self.lease;
         loop {
             let fs = self.files.entry(file.clone()).or_default();
@@ -214,16 +229,36 @@ impl Tables {
                         kind: w.kind,
                     })
                 }
-                None => match fs.locks.lock(owner, start, end, kind) {
-                    Ok(()) => {
-                        fs.waiters.remove(owner);
-                        return Ok(());
-                    }
-                    Err(h) if h.owner.0 != owner.0 && self.client_expired(h.owner.0, now) => {
+                None => match fs.locks.test(owner, start, end, kind) {
+                    Some(h) if h.owner.0 != owner.0 && self.client_expired(h.owner.0, now) => {
                         self.purge_client(h.owner.0);
                         continue;
                     }
-                    Err(h) => h,
+                    Some(h) => h,
+                    None => match self.share_take(owner, file, (start, end), kind, writable) {
+                        Shared::Taken => {
+                            let fs = self.files.entry(file.clone()).or_default();
+                            // No other owner conflicts (tested above).
+                            let _ = fs.locks.lock(owner, start, end, kind);
+                            fs.waiters.remove(owner);
+                            if fs.waiters.is_empty() {
+                                self.shared_waits.remove(file);
+                            }
+                            if self.reserved.contains_key(&(file.clone(), owner.clone())) {
+                                self.unreserve(owner, file);
+                            }
+                            return Ok(());
+                        }
+                        Shared::Local(l) => {
+                            if block {
+                                self.shared_waits.insert(file.clone());
+                            }
+                            l.held()
+                        }
+                        Shared::Busy | Shared::Reopen => {
+                            return Err(NfsStat4::Nfs4errDelay.into());
+                        }
+                    },
                 },
             };
             if block {
@@ -231,7 +266,7 @@ impl Tables {
                     fs.waiters.wait(owner, start, end, kind, now);
                 }
             }
-            return Err(denied);
+            return Err(LockError::Denied(denied));
         }
     }
 }

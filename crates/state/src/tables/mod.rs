@@ -10,6 +10,7 @@ mod layouts;
 mod locking;
 mod nlm;
 mod opens;
+mod shared;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -178,6 +179,29 @@ pub(super) struct Tables {
     /// Exports about to be migrated away: no delegations or layouts
     /// granted on their files (those held are being recalled).
     pub no_grants: HashSet<u16>,
+    /// The file systems' own lock manager, when locks are shared with
+    /// local processes (`crate::shared`).
+    pub shared: Option<SharedPort>,
+    /// Ranges the kernel holds for NFSv4 waiters told they may retry
+    /// (CB_NOTIFY_LOCK) while a local process could take them first: by
+    /// file and owner, the range and until when.
+    pub reserved: HashMap<(FileKey, OwnerKey), (u64, u64, Duration)>,
+    /// Files with waiters a local lock may be blocking, looked at again
+    /// by [`Tables::poll_shared`].
+    pub shared_waits: HashSet<FileKey>,
+    /// The time of the transition under way (for those called without
+    /// one).
+    pub now: Duration,
+}
+
+/// The port to the kernel's locks (a newtype for `Debug`).
+#[derive(Clone)]
+pub(crate) struct SharedPort(pub std::sync::Arc<dyn crate::shared::SharedLocks>);
+
+impl std::fmt::Debug for SharedPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedPort")
+    }
 }
 
 /// A delegation kept for its client's next instance.
@@ -227,6 +251,20 @@ impl Tables {
             lease_moved: HashMap::new(),
             frozen: HashSet::new(),
             no_grants: HashSet::new(),
+            shared: None,
+            reserved: HashMap::new(),
+            shared_waits: HashSet::new(),
+            now: Duration::ZERO,
+        }
+    }
+
+    /// `now`, or the transition's time when `now` is [`Duration::MAX`]
+    /// ("do not expire").
+    pub(crate) fn clock_or(&self, now: Duration) -> Duration {
+        if now == Duration::MAX {
+            self.now
+        } else {
+            now
         }
     }
 
@@ -383,8 +421,9 @@ impl Tables {
                     locks.retain(|l| l != other);
                 }
                 if let Some(f) = self.files.get_mut(&e.file) {
-                    f.locks.remove_owner(&(client, owner));
+                    f.locks.remove_owner(&(client, owner.clone()));
                 }
+                self.release_shared(&(client, owner), &e.file);
             }
             StateKind::Deleg { revoked, .. } => {
                 if c.delegs_by_file.get(&e.file) == Some(other) {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::nlm::*;
+use crate::shared::Shared;
 
 impl Tables {
     /// NLM LOCK (XNFS ch. 10, RFC 1813 §6.2): like NFSv4's LOCK with an
@@ -26,16 +27,21 @@ impl Tables {
             }
             self.grace.note_progress(now);
         }
-        match self.take_lock(owner, file, (start, end), kind, block, now) {
+        match self.take_lock(owner, file, (start, end), kind, block, true, now) {
             Ok(()) => {
                 self.note_nlm_file(owner.0, file);
                 Ok(())
+            }
+            // No descriptor for the kernel's lock now.
+            Err(LockError::Status(_)) => {
+                self.drop_if_empty(file);
+                Err(NlmRefusal::NoLocks)
             }
             Err(_) if block => {
                 self.note_nlm_file(owner.0, file);
                 Err(NlmRefusal::Blocked)
             }
-            Err(held) => {
+            Err(LockError::Denied(held)) => {
                 self.drop_if_empty(file);
                 Err(NlmRefusal::Denied(held))
             }
@@ -63,6 +69,7 @@ impl Tables {
         if let Some(f) = self.files.get_mut(file) {
             f.locks.unlock(owner, start, end);
         }
+        self.share_unlock(owner, file, (start, end));
         let ready = self.wake_waiters(file, Duration::MAX);
         self.drop_if_empty(file);
         ready
@@ -101,7 +108,14 @@ impl Tables {
         let mut out = Vec::new();
         for file in files {
             if let Some(f) = self.files.get_mut(&file) {
+                let gone: Vec<OwnerKey> =
+                    f.locks.owners().filter(|o| o.0 == client).cloned().collect();
                 f.locks.retain_owners(|o| o.0 != client);
+                for o in &gone {
+                    self.release_shared(o, &file);
+                }
+            }
+            if let Some(f) = self.files.get_mut(&file) {
                 f.waiters.retain_owners(|o| o.0 != client);
                 f.nlm_shares.retain(|s| s.0 .0 != client);
             }
@@ -187,7 +201,12 @@ impl Tables {
     /// Grants the waiters of `file` an unlock made grantable: NLM ones
     /// get the lock now (queued in `nlm_granted` for their hosts to be
     /// told); NFSv4 ones are returned, for CB_NOTIFY_LOCK (they retry).
-    /// `now` ([`Duration::MAX`]: do not expire) drops stale waiters first.
+    /// When locks are shared with local processes the kernel is asked
+    /// too: a waiter a local lock still blocks waits on (and is polled,
+    /// [`Tables::poll_shared`]); for an NFSv4 one the kernel holds the
+    /// range until it comes back, so that no local process takes it
+    /// first. `now` ([`Duration::MAX`]: do not expire) drops stale
+    /// waiters first.
     pub fn wake_waiters(&mut self, file: &FileKey, now: Duration) -> Vec<Waiter<OwnerKey>> {
         let lease = self.lease;
         let Some(f) = self.files.get_mut(file) else {
@@ -204,16 +223,43 @@ impl Tables {
         // returns waiters no earlier one conflicts with, so take them in
         // turn and look again after each NLM grant.
         loop {
+            let Some(f) = self.files.get_mut(file) else {
+                break;
+            };
             let ready = f.waiters.grantable(&f.locks);
             if ready.is_empty() {
                 break;
             }
             let mut granted_any = false;
             for w in ready {
-                if !is_nlm(w.owner.0) {
+                let nlm = is_nlm(w.owner.0);
+                let range = (w.start, w.end);
+                let writable = nlm || w.kind == LockKind::Write;
+                let reserved = self.reserved.contains_key(&(file.clone(), w.owner.clone()));
+                if !reserved {
+                    let r = self.share_take(&w.owner, file, range, w.kind, writable);
+                    if r != Shared::Taken {
+                        // A local lock (or no descriptor): wait on.
+                        if let Some(f) = self.files.get_mut(file) {
+                            f.waiters.unnotify(&w.owner);
+                        }
+                        self.shared_waits.insert(file.clone());
+                        continue;
+                    }
+                }
+                if !nlm {
+                    if self.shared.is_some() {
+                        // Held for it for a lease (it retries).
+                        let until = self.clock_or(now).saturating_add(lease);
+                        self.reserved
+                            .insert((file.clone(), w.owner.clone()), (w.start, w.end, until));
+                    }
                     v4.push(w);
                     continue;
                 }
+                let Some(f) = self.files.get_mut(file) else {
+                    break;
+                };
                 if f.locks.lock(&w.owner, w.start, w.end, w.kind).is_ok() {
                     f.waiters.remove(&w.owner);
                     granted_any = true;
@@ -234,7 +280,7 @@ impl Tables {
     }
 
     /// Removes `file`'s entry once nothing is left in it.
-    fn drop_if_empty(&mut self, file: &FileKey) {
+    pub(crate) fn drop_if_empty(&mut self, file: &FileKey) {
         if self.files.get(file).is_some_and(FileState::is_empty) {
             self.files.remove(file);
         }

@@ -18,6 +18,7 @@ mod layouts;
 mod migration;
 mod nlm;
 mod opens;
+mod shared_locks;
 
 const L: Duration = Duration::from_secs(10);
 const R: u32 = OPEN4_SHARE_ACCESS_READ;

@@ -113,6 +113,33 @@ impl State {
             .collect()
     }
 
+    /// Shares byte-range locks with local processes through `port`
+    /// (`crate::shared`): every lock granted from now on is the kernel's
+    /// too.
+    pub fn share_locks(&self, port: Arc<dyn crate::shared::SharedLocks>) {
+        self.tables().shared = Some(tables::SharedPort(port));
+    }
+
+    /// Whether waiters a local lock may block, or ranges held for
+    /// waiters, are there for [`State::poll_shared`] to look at.
+    pub fn shared_waiters(&self) -> bool {
+        self.shared_live.load(Ordering::Relaxed) > 0
+    }
+
+    /// Looks again at the waiters local locks may block (a local unlock
+    /// is silent, `crate::shared`): NLM ones now free are granted (the
+    /// `on_nlm_granted` hook), NFSv4 ones get the range held for them and
+    /// are returned to be told (CB_NOTIFY_LOCK).
+    pub fn poll_shared(&self) -> Vec<LockNotify> {
+        self.with(|t, now| {
+            let ready = t.poll_shared(now);
+            ready
+                .into_iter()
+                .flat_map(|(file, w)| self.lock_notes(t, &file, w))
+                .collect()
+        })
+    }
+
     /// LOCKT (RFC 8881 §18.11): the lock in the way, if any.
     pub fn test_lock(
         &self,
