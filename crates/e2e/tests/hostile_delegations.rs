@@ -14,19 +14,7 @@ const NOFILE: u64 = 512;
 
 #[tokio::test]
 async fn delegations_of_files_without_end_cannot_take_the_servers_descriptors() {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit on a live struct.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut r), 0);
-        let low = libc::rlimit {
-            rlim_cur: NOFILE,
-            rlim_max: r.rlim_max,
-        };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &low), 0);
-    }
+    let _limit = NofileLimit::lower_to(NOFILE);
     within(async {
         let srv = TestServer::start_delegating().await;
         let (a, b) = (srv.client().await, srv.client().await);
@@ -73,6 +61,4 @@ async fn delegations_of_files_without_end_cannot_take_the_servers_descriptors() 
         }
     })
     .await;
-    // SAFETY: as above.
-    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) };
 }

@@ -865,3 +865,48 @@ async fn registration_with_a_system_port_mapper() {
     })
     .await;
 }
+
+/// NLM locks are shared with local processes too (issue 33): a host's
+/// lock and a local one refuse each other both ways (NLM TEST names the
+/// local one), and a host blocked by a local lock is granted (NLM_GRANTED)
+/// once the local process lets go.
+#[tokio::test]
+async fn nlm_and_local_locks_refuse_each_other_and_a_blocked_host_is_granted() {
+    within(async {
+        let mut fake = fake_host().await;
+        let srv = server_for(&fake, Duration::ZERO).await;
+        let (_c3, fh) = v3_file(&srv, "shared").await;
+        let local = local_file(&srv, "shared");
+        let a = Host::connect(&srv, "host-a").await;
+        // The host's lock refuses the local one.
+        assert_eq!(a.lock(&fh, 7, 0, 100, false).await, Nlm4Stats::Granted);
+        assert!(!local_lock(&local, libc::F_RDLCK, 10, 1));
+        assert!(local_lock(&local, libc::F_WRLCK, 100, 50));
+        // The local one refuses the host's, and TEST names it.
+        assert_eq!(a.lock(&fh, 8, 120, 1, false).await, Nlm4Stats::Denied);
+        let h = denied_holder(a.test(&fh, 8, 110, 1).await);
+        assert_eq!((h.l_offset, h.l_len, h.exclusive), (100, 50, true));
+        // UNLOCK: the local process may take that range.
+        assert_eq!(a.unlock(&fh, 7, 0, 50).await, Nlm4Stats::Granted);
+        assert!(local_lock(&local, libc::F_RDLCK, 0, 10));
+        assert!(!local_lock(&local, libc::F_RDLCK, 60, 1));
+        // Blocked behind the local lock, granted after the local unlock.
+        assert_eq!(a.lock(&fh, 9, 100, 10, true).await, Nlm4Stats::Blocked);
+        tokio::time::sleep(QUIET).await;
+        assert!(fake.granted.try_recv().is_err());
+        assert!(local_lock(&local, libc::F_UNLCK, 0, 0));
+        let g = tokio::time::timeout(PATIENCE, fake.granted.recv())
+            .await
+            .expect("NLM_GRANTED after the local unlock")
+            .unwrap();
+        assert_eq!(
+            (g.alock.svid, g.alock.l_offset, g.alock.l_len),
+            (9, 100, 10)
+        );
+        assert!(!local_lock(&local, libc::F_RDLCK, 105, 1));
+        // FREE_ALL: nothing of the host's is left in the kernel.
+        a.free_all().await;
+        assert!(local_lock(&local, libc::F_WRLCK, 0, 0));
+    })
+    .await;
+}

@@ -39,6 +39,7 @@ fn export(id: u16, path: &str, dir: &Path, read_only: bool) -> ExportConfig {
         metadata_async: false,
         log: None,
         delegations: false,
+        shared_locks: true,
         pnfs: None,
         served_by: None,
         fsid: None,

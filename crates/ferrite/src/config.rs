@@ -102,6 +102,11 @@ pub struct ServeArgs {
     /// does in the configuration file).
     #[arg(long)]
     pub no_delegations: bool,
+    /// Keep NFS byte-range locks to the server instead of sharing them
+    /// with local processes' fcntl(2) locks (what `shared_locks = false`
+    /// does for one export in the configuration file).
+    #[arg(long)]
+    pub no_shared_locks: bool,
     /// The port mapper NFSv3 clients ask where MOUNT and NLM are: "auto"
     /// (the default: answer on port 111 when run as root and it is free,
     /// register with the system rpcbind when one holds it), "off", or an
@@ -277,6 +282,9 @@ pub struct FileExport {
     /// Grant delegations of its files (default: the top-level
     /// `delegations`).
     pub delegations: Option<bool>,
+    /// Share NFS byte-range locks with local processes' fcntl(2) locks
+    /// (default true; false keeps them to the server).
+    pub shared_locks: Option<bool>,
     /// pNFS: the NFSv3 data servers its files' bytes live on
     /// ("ADDR:PORT[/PATH]" each); the export hands out flexible-file
     /// layouts over them.
@@ -461,6 +469,11 @@ pub fn load(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     if args.delegations || args.no_delegations {
         for e in &mut exports {
             e.delegations = args.delegations;
+        }
+    }
+    if args.no_shared_locks {
+        for e in &mut exports {
+            e.shared_locks = false;
         }
     }
     if let Some(n) = file.max_delegations {
@@ -743,6 +756,7 @@ pub fn exports_of(file: &[FileExport], delegations: bool) -> anyhow::Result<Vec<
             metadata_async: e.metadata_async.unwrap_or(false),
             log,
             delegations: e.delegations.unwrap_or(delegations),
+            shared_locks: e.shared_locks.unwrap_or(true),
             pnfs,
             served_by,
             fsid,
@@ -1160,6 +1174,7 @@ mod tests {
             idle_timeout: None,
             delegations: false,
             no_delegations: false,
+            no_shared_locks: false,
             portmap: None,
             mount_port: None,
             nlm_port: None,
@@ -1305,6 +1320,7 @@ mod tests {
         assert!(load(&args).unwrap().exports[0].delegations);
         let off = load(&ServeArgs {
             no_delegations: true,
+            no_shared_locks: false,
             ..args.clone()
         })
         .unwrap();

@@ -33,6 +33,10 @@ pub struct ExportConfig {
     /// Grant delegations of its files and directories (RFC 8881 §10.2,
     /// §10.4, §10.9); on by default.
     pub delegations: bool,
+    /// Share NFS byte-range locks with local processes' `fcntl(2)` locks,
+    /// where the backend can (`crate::conflicts::local_locks`); on by
+    /// default.
+    pub shared_locks: bool,
     /// Data servers: the export is a pNFS metadata server handing out
     /// flexible-file layouts, its files' bytes on them (`crate::pnfs`).
     pub pnfs: Option<crate::pnfs::PnfsConfig>,
@@ -60,6 +64,7 @@ impl ExportConfig {
             metadata_async: false,
             log: None,
             delegations: true,
+            shared_locks: true,
             pnfs: None,
             served_by: None,
             fsid: None,
@@ -231,6 +236,7 @@ pub(crate) async fn open_export(
         rules: e.rules.clone(),
         log,
         delegations: e.delegations,
+        shared_locks: e.shared_locks,
         pnfs,
     })
 }

@@ -146,6 +146,11 @@ pub struct Server {
     /// client): requests waiting for a recall look again. Register
     /// (`enable`) before breaking delegations so that none is missed.
     pub deleg_gone: tokio::sync::Notify,
+    /// Wakes the task that polls waiters local locks block
+    /// (`crate::conflicts::local_locks`).
+    pub shared_wake: Arc<tokio::sync::Notify>,
+    /// Whether the state shares locks through the kernel's port.
+    locks_shared: std::sync::atomic::AtomicBool,
     /// Sends callbacks to NFSv4 clients (recalls, notifications), for
     /// changes by any protocol; set once by the NFSv4 service
     /// ([`Server::install_callbacks`]).
@@ -267,6 +272,8 @@ impl Server {
             dir_order: crate::conflicts::order::Stripes::default(),
             records: recovery.records,
             deleg_gone: tokio::sync::Notify::new(),
+            shared_wake: Arc::new(tokio::sync::Notify::new()),
+            locks_shared: std::sync::atomic::AtomicBool::new(false),
             callbacks: OnceLock::new(),
             away: recovery.away,
             migrator: OnceLock::new(),
@@ -299,6 +306,21 @@ impl Server {
             srv.deleg_gone.notify_waiters();
         }));
         srv
+    }
+
+    /// Whether an export wants byte-range locks shared with local
+    /// processes and its backend can; true once, the first time it is
+    /// asked while one does (the caller then installs the state's port,
+    /// `crate::conflicts::local_locks::install`).
+    pub fn first_to_share_locks(&self) -> bool {
+        let wanted = self
+            .exports()
+            .iter()
+            .any(|e| e.shared_locks && e.vfs.shares_locks());
+        wanted
+            && !self
+                .locks_shared
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The exports now: a snapshot a reload does not change.

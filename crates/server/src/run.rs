@@ -76,6 +76,10 @@ impl Running {
         for log in self.nfs4.exports().iter().filter_map(|e| e.log.as_ref()) {
             log.halt();
         }
+        // Its locks go with it, as with its process.
+        for e in self.nfs4.exports().iter() {
+            e.vfs.share_release_all();
+        }
         for t in &self.tasks {
             t.abort();
         }
@@ -90,6 +94,10 @@ impl Running {
         let _ = self.shutdown.send(true);
         for t in self.tasks {
             let _ = t.await;
+        }
+        // Its byte-range locks go with it, as with its process.
+        for e in self.nfs4.exports().iter() {
+            e.vfs.share_release_all();
         }
         if let Some((at, entries)) = &self.registered {
             crate::v3::portmap::register_with(*at, entries, true).await;
@@ -456,6 +464,8 @@ pub async fn start(cfg: ServerConfig) -> std::io::Result<Running> {
         }
     }
     tasks.push(spawn_housekeeping(&nfs4, &cfg, rx.clone()));
+    crate::conflicts::local_locks::install(&nfs4);
+    crate::conflicts::local_locks::spawn_poll(&nfs4, rx.clone());
     let mut metrics = None;
     if let Some(at) = cfg.admin.metrics {
         let l = TcpListener::bind(at).await?;

@@ -112,6 +112,42 @@ pub enum FileType {
     Fifo,
 }
 
+/// A byte-range lock held in the kernel by someone else (a local
+/// process, or another description), as `fcntl(2)` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelLock {
+    pub start: u64,
+    /// Exclusive; `u64::MAX` to the end of the file.
+    pub end: u64,
+    pub write: bool,
+    /// The holding process (0 when the kernel does not name one).
+    pub pid: u32,
+}
+
+/// What [`Vfs::share_lock`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareLock {
+    /// Held in the kernel too (or this range, this file, or this backend
+    /// is not shared with local processes: the server's table alone
+    /// holds it).
+    Taken,
+    /// Someone else holds a conflicting lock.
+    Held(KernelLock),
+    /// No descriptor for it now (a budget, the descriptor limit, a lease
+    /// being broken): try again later.
+    Busy,
+    /// The owner's description was opened for reading and the lock is
+    /// exclusive: [`Vfs::share_reopen`] first.
+    Reopen,
+}
+
+/// A lock owner as the backend knows it: a group (its client) and a name.
+#[derive(Debug, Clone, Copy)]
+pub struct LockOwner<'a> {
+    pub group: u64,
+    pub name: &'a [u8],
+}
+
 /// Seconds and nanoseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Timespec {
@@ -569,6 +605,49 @@ pub trait Vfs: Send + Sync + 'static {
     }
     /// Ends one watch of [`Vfs::watch_local_changes`].
     fn unwatch_local_changes(&self, _h: &Handle) {}
+    /// Whether byte-range locks on this backend's files are shared with
+    /// local processes ([`Vfs::share_lock`]).
+    fn shares_locks(&self) -> bool {
+        false
+    }
+    /// Takes `[start, end)` (exclusive when `write`) for `owner` on `h`
+    /// in the kernel's lock list, where local processes' `fcntl(2)` locks
+    /// are, unless one of theirs conflicts (`writable`: the owner may
+    /// write, so its description may be open for writing). Returns at
+    /// once. A refused lock leaves nothing taken.
+    fn share_lock(
+        &self,
+        _h: &Handle,
+        _owner: LockOwner,
+        _range: (u64, u64),
+        _write: bool,
+        _writable: bool,
+    ) -> ShareLock {
+        ShareLock::Taken
+    }
+    /// Moves `owner`'s locks on `h` (`held`: start, end, exclusive; all
+    /// shared) to a description open for writing. False if it cannot.
+    fn share_reopen(&self, _h: &Handle, _owner: LockOwner, _held: &[(u64, u64, bool)]) -> bool {
+        true
+    }
+    /// Releases `[start, end)` of `owner`'s locks on `h`.
+    fn share_unlock(&self, _h: &Handle, _owner: LockOwner, _range: (u64, u64)) {}
+    /// Releases everything `owner` holds on `h`.
+    fn share_release(&self, _h: &Handle, _owner: LockOwner) {}
+    /// Releases every lock taken through [`Vfs::share_lock`] (the server
+    /// stops: its locks go as with its process).
+    fn share_release_all(&self) {}
+    /// The lock someone else holds that conflicts with `[start, end)`
+    /// (exclusive when `write`) for `owner`, if any.
+    fn share_test(
+        &self,
+        _h: &Handle,
+        _owner: LockOwner,
+        _range: (u64, u64),
+        _write: bool,
+    ) -> Option<KernelLock> {
+        None
+    }
     /// The local directory the backend serves, if it is one (the load
     /// model finds the disk under it).
     fn local_dir(&self) -> Option<std::path::PathBuf> {

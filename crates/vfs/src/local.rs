@@ -46,6 +46,7 @@ mod cache;
 mod confinement_tests;
 mod copy;
 mod ident;
+mod locks;
 mod space;
 mod sync;
 mod sys;
@@ -268,6 +269,9 @@ pub struct LocalFs {
     /// ([`Vfs::guard_local_writes`]): their kernel read lease, and how many
     /// guards hold it.
     leases: Mutex<HashMap<Handle, (crate::lease::Lease, usize)>>,
+    /// NFS lock owners' open file descriptions, their locks the kernel's
+    /// ([`Vfs::share_lock`]).
+    lock_descs: locks::Descriptions,
     /// Regular files removed while the server held state on them
     /// ([`Vfs::remove_keeping`]): an O_PATH descriptor each, which keeps
     /// the inode (and its data) alive with nlink 0 until released. At
@@ -645,6 +649,7 @@ impl LocalFs {
             sync_keeps_new_name,
             root_path: root.to_path_buf(),
             leases: Mutex::new(HashMap::new()),
+            lock_descs: locks::Descriptions::new((nofile / 8).clamp(16, 65536) as usize),
             kept: Mutex::new(HashMap::new()),
             kept_any: Default::default(),
             watches: Mutex::new(HashMap::new()),
@@ -2253,6 +2258,56 @@ impl Vfs for LocalFs {
         n: u64,
     ) -> Result<()> {
         self.clone_file_range(c, s, so, d, dof, n)
+    }
+
+    fn shares_locks(&self) -> bool {
+        true
+    }
+
+    fn share_lock(
+        &self,
+        h: &Handle,
+        owner: crate::LockOwner,
+        range: (u64, u64),
+        write: bool,
+        writable: bool,
+    ) -> crate::ShareLock {
+        let ask = locks::Ask {
+            group: owner.group,
+            owner: owner.name,
+            range,
+            write,
+            writable,
+        };
+        self.lock_descs.lock(h, &|| self.resolve(h), ask)
+    }
+
+    fn share_reopen(&self, h: &Handle, owner: crate::LockOwner, held: &[(u64, u64, bool)]) -> bool {
+        self.lock_descs
+            .reopen(h, &|| self.resolve(h), owner.name, held)
+    }
+
+    fn share_unlock(&self, h: &Handle, owner: crate::LockOwner, range: (u64, u64)) {
+        self.lock_descs.unlock(h, owner.name, range);
+    }
+
+    fn share_release(&self, h: &Handle, owner: crate::LockOwner) {
+        self.lock_descs.release(h, owner.name);
+    }
+
+    fn share_release_all(&self) {
+        self.lock_descs.release_all();
+    }
+
+    fn share_test(
+        &self,
+        h: &Handle,
+        owner: crate::LockOwner,
+        range: (u64, u64),
+        write: bool,
+    ) -> Option<crate::KernelLock> {
+        self.lock_descs
+            .test(h, &|| self.resolve(h), owner.name, range, write)
     }
 
     fn guard_local_writes(&self, h: &Handle, on_break: crate::lease::OnBreak) -> Result<bool> {

@@ -1444,6 +1444,105 @@ def sc_local_changes(c):
     check(returned >= 4, "the client returned %d delegations for the 4 local changes" % returned)
 
 
+HOST_LOCK = """import fcntl, sys
+f = open(sys.argv[1], "r+")
+how = {"r": fcntl.LOCK_SH, "w": fcntl.LOCK_EX}[sys.argv[2]] | fcntl.LOCK_NB
+try:
+    fcntl.lockf(f, how, int(sys.argv[4]), int(sys.argv[3]), 0)
+    got = "granted"
+except OSError:
+    got = "denied"
+print(got)
+sys.exit(0 if got == sys.argv[5] else 1)
+"""
+
+HOST_HOLD = """import fcntl, os, sys, time
+f = open(sys.argv[1], "r+")
+fcntl.lockf(f, fcntl.LOCK_EX, int(sys.argv[3]), int(sys.argv[2]), 0)
+with open(sys.argv[4] + ".tmp", "w") as r:
+    r.write(str(os.getpid()))
+os.rename(sys.argv[4] + ".tmp", sys.argv[4])
+deadline = time.time() + 600
+while not os.path.exists(sys.argv[5]) and time.time() < deadline:
+    time.sleep(0.05)
+"""
+
+
+def host_lock(c, path, kind, start, ln, want):
+    """A local process on the host tries a lock (lockf, non-blocking:
+    fcntl F_SETLK) on `path`, `kind` "r" or "w", then exits; fails unless
+    it was `want` ("granted" or "denied")."""
+    host_run("python3 -c %s %s %s %d %d %s" % (shlex.quote(HOST_LOCK), rel(c, path), kind, start, ln, want))
+
+
+def host_hold(c, path, start, ln):
+    """A local process on the host takes an exclusive lock on `path` and
+    holds it (in the background) until host_release() of the name this
+    returns; returns once it holds it."""
+    LOCAL_SEQ[0] += 1
+    name = "/tmp/ferrite-rc-hold-%d-%d" % (os.getpid(), LOCAL_SEQ[0])
+    host_run("rm -f %s.ready %s.release; setsid python3 -c %s %s %d %d %s.ready %s.release "
+             "</dev/null >/dev/null 2>&1 & "
+             "for i in $(seq 600); do [ -e %s.ready ] && exit 0; sleep 0.1; done; exit 1"
+             % (name, name, shlex.quote(HOST_HOLD), rel(c, path), start, ln, name, name, name))
+    return name
+
+
+def host_release(name):
+    """Ends host_hold()'s process: its lock goes, silently."""
+    host_run("touch %s.release; p=$(cat %s.ready); "
+             "for i in $(seq 600); do kill -0 $p 2>/dev/null || exit 0; sleep 0.1; done; exit 1"
+             % (name, name))
+
+
+def sc_local_locks(c):
+    """Byte-range locks seen both ways between this client and local
+    processes on the server (issue 33): the client's lock refuses a local
+    fcntl lock and a local one refuses the client's; a client blocked by a
+    local lock is granted once the local process lets go."""
+    if not LOCAL:
+        raise Skip("no --local-dir given (the host must run local processes)")
+    A = c.pa
+    path = A("lk")
+    write_file(path, b"x" * 200)
+    # The client first (under NFSv4 it may hold a write delegation and
+    # lock in its cache: the local open recalls it, and the client sends
+    # its lock before returning it).
+    fd = os.open(path, os.O_RDWR)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0, 0)
+    host_lock(c, path, "w", 0, 10, "denied")
+    host_lock(c, path, "r", 5, 1, "denied")
+    host_lock(c, path, "w", 10, 10, "granted")
+    fcntl.lockf(fd, fcntl.LOCK_UN, 10, 0, 0)
+    host_lock(c, path, "w", 0, 10, "granted")
+    # The local process first: the client is refused.
+    held = host_hold(c, path, 0, 100)
+    expect_errno("the client's lock over a local one",
+                 lambda: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 50, 0),
+                 errno.EAGAIN, errno.EACCES)
+    fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 10, 100, 0)
+    fcntl.lockf(fd, fcntl.LOCK_UN, 10, 100, 0)
+    # Blocked by it (F_SETLKW in another process), then granted once the
+    # local process lets go.
+    waiter = Agent()
+    waiter.ok("open", "open", "f", path, os.O_RDWR)
+    waiter.send("lock", "f", "w", 0, 100, True)
+    import select
+    r, _, _ = select.select([waiter.rr], [], [], 2.0)
+    check(not r, "the blocking lock returned while the local lock was held: %r" % (r,))
+    t0 = time.time()
+    host_release(held)
+    res = waiter.reply(timeout=120)
+    check(res[0] == "ok", "the blocked lock after the local unlock: %s" % (res,))
+    print("    blocked client granted %.1f s after the local unlock" % (time.time() - t0), flush=True)
+    # It holds it now: a local process is refused, then granted after.
+    host_lock(c, path, "w", 50, 1, "denied")
+    waiter.ok("unlock", "lock", "f", "u", 0, 100, False)
+    host_lock(c, path, "w", 50, 1, "granted")
+    waiter.stop()
+    os.close(fd)
+
+
 def sc_restart(c):
     if not RESTART:
         raise Skip("no --restart-cmd given (the host must restart the server mid-scenario)")
@@ -1529,6 +1628,7 @@ SCENARIOS = [
     ("acl", sc_acl, 180),
     ("unlink_open", sc_unlink_open, 120),
     ("local_changes", sc_local_changes, 300),
+    ("local_locks", sc_local_locks, 300),
     ("excl_race", sc_excl_race, 180),
     ("fcntl_locks", sc_fcntl_locks, 300),
     ("flock", sc_flock, 180),

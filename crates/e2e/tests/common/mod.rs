@@ -30,8 +30,11 @@ pub struct TestServer {
     pub max_delegations: usize,
     /// MOUNT, NLM, NSM and port mapper settings.
     pub aux: server::config::AuxConfig,
+    /// Byte-range locks shared with local processes (the default).
+    pub shared_locks: bool,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn config(
     export: &TempDir,
     state: &TempDir,
@@ -40,9 +43,11 @@ fn config(
     delegations: bool,
     max_delegations: usize,
     aux: &server::config::AuxConfig,
+    shared_locks: bool,
 ) -> ServerConfig {
     let mut e = ExportConfig::open("/", export.path());
     e.delegations = delegations;
+    e.shared_locks = shared_locks;
     if log {
         e.log = Some(server::stable::writelog::LogConfig {
             dir: state.path().join("log"),
@@ -88,6 +93,15 @@ impl TestServer {
     /// A server with a grace period of `grace` after each restart.
     pub async fn start_with_grace(grace: Duration) -> TestServer {
         Self::start_as(grace, false).await
+    }
+
+    /// A server whose byte-range locks are its own (`shared_locks =
+    /// false`): local processes' locks do not see them.
+    pub async fn start_unshared_locks() -> TestServer {
+        let mut s = Self::start().await;
+        s.shared_locks = false;
+        s.restart().await;
+        s
     }
 
     /// A server whose export has a write log.
@@ -149,6 +163,7 @@ impl TestServer {
             delegations,
             max_delegations,
             &aux,
+            true,
         ))
         .await
         .expect("server starts");
@@ -162,6 +177,7 @@ impl TestServer {
             delegations,
             max_delegations,
             aux,
+            shared_locks: true,
         }
     }
 
@@ -193,6 +209,7 @@ impl TestServer {
             self.delegations,
             self.max_delegations,
             &self.aux,
+            self.shared_locks,
         );
         let running = server::run::start(cfg).await.expect("server restarts");
         self.addr = running.addr;
@@ -475,4 +492,62 @@ pub async fn write_read_back_and_lock(c: &Client, o: &client::Open, len: usize, 
     c.locku(&o.fh, NfsLockType4::WriteLt, lk, 0, 100)
         .await
         .expect("unlock");
+}
+
+/// A local lock on a file of the export, through `f`'s open file
+/// description (`F_OFD_SETLK`; `kind` F_RDLCK, F_WRLCK or F_UNLCK):
+/// whether it was granted. The test process stands for a local process
+/// (not an NFS client) with locks of its own: a POSIX lock would be
+/// dropped whenever the server, in the same process, closes a descriptor
+/// of the file.
+pub fn local_lock(f: &std::fs::File, kind: libc::c_int, start: i64, len: i64) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock is plain data.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = start;
+    fl.l_len = len;
+    // SAFETY: fcntl reads a live flock through a live descriptor.
+    unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) == 0 }
+}
+
+/// The export's file `rel`, opened for reading and writing by a local
+/// process (this one).
+pub fn local_file(srv: &TestServer, rel: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(srv.path(rel))
+        .expect("open the export's file locally")
+}
+
+/// Lowers this process's RLIMIT_NOFILE to `n` until dropped (a test
+/// doing so must be alone in its binary).
+pub struct NofileLimit(libc::rlimit);
+
+impl NofileLimit {
+    pub fn lower_to(n: u64) -> NofileLimit {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit on a live struct.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut r), 0);
+            let low = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: r.rlim_max,
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &low), 0);
+        }
+        NofileLimit(r)
+    }
+}
+
+impl Drop for NofileLimit {
+    fn drop(&mut self) {
+        // SAFETY: setrlimit from a live struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &self.0) };
+    }
 }

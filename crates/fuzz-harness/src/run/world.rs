@@ -185,6 +185,7 @@ impl World {
                 rules: server::exports::export::ExportRules::open(),
                 log: None,
                 delegations: false,
+                shared_locks: false,
                 pnfs: Some(p.clone()),
             };
             (InProcess::with_exports(vec![export], LEASE), Some(p))

@@ -2,7 +2,8 @@
 //! the change comes by: delegations of the file recalled and waited for
 //! (`delegations`), directory delegations recalled or told of the change
 //! (`directories`), files removed while held kept for their holders
-//! (`unlinked`). The callbacks themselves are NFSv4's (CB_RECALL,
+//! (`unlinked`), byte-range locks shared with local processes
+//! (`local_locks`). The callbacks themselves are NFSv4's (CB_RECALL,
 //! CB_NOTIFY, CB_NOTIFY_LOCK on a session's back channel); the NFSv4
 //! service installs them in the server instance as [`Callbacks`], so that
 //! a change by NFSv3 or NLM reaches NFSv4 clients without importing NFSv4.
@@ -10,6 +11,7 @@
 pub mod delegations;
 pub mod directories;
 pub mod exclusive;
+pub mod local_locks;
 pub mod order;
 pub mod unlinked;
 

@@ -30,6 +30,9 @@ pub struct Export {
     /// Whether delegations of its files are granted (read ones, and write
     /// ones unless `Nfs4Config::write_delegations` is off).
     pub delegations: bool,
+    /// Whether byte-range locks of its files are shared with local
+    /// processes (`crate::conflicts::local_locks`).
+    pub shared_locks: bool,
     /// Its data servers, when it is a pNFS metadata server: its `vfs` is
     /// then a [`crate::pnfs::vfs::DataVfs`] over them.
     pub pnfs: Option<Arc<crate::pnfs::Pnfs>>,

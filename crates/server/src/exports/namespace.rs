@@ -388,6 +388,7 @@ mod tests {
             rules: ExportRules::open(),
             log: None,
             delegations: false,
+            shared_locks: false,
             pnfs: None,
         })
     }

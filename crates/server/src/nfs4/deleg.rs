@@ -162,6 +162,9 @@ pub enum Unprotected {
     OpenForWriting,
     /// Its changes cannot be watched.
     Unwatched,
+    /// A local process holds a byte-range lock on it: a write
+    /// delegation's holder would lock in its cache without asking.
+    LockedLocally,
 }
 
 /// The kind of a delegation [`protect`] protects.
@@ -192,7 +195,25 @@ pub enum Kind {
 pub async fn protect(cx: &Compound, file: &FileKey, kind: Kind) -> Result<(), Unprotected> {
     let on_change = recaller(cx, file);
     let h = vfs::Handle(file.1.clone());
+    let shared = cx.export(file.0).is_ok_and(|e| e.shared_locks);
     cx.vfs(file.0, move |v, _| {
+        // A client locks under its delegation without telling the
+        // server (the Linux client does, under read and write ones);
+        // under a read one only shared locks, which a local lock cannot
+        // be refused by unless it is exclusive, and a local process
+        // locking exclusively has the file open for writing (no lease,
+        // no read delegation). Under a write one any local lock would go
+        // unseen: none is granted while one is held (and a local open
+        // afterwards recalls it first).
+        if shared && kind == Kind::Write {
+            let nobody = vfs::LockOwner {
+                group: 0,
+                name: b"",
+            };
+            if v.share_test(&h, nobody, (0, u64::MAX), true).is_some() {
+                return Ok(Err(Unprotected::LockedLocally));
+            }
+        }
         let guarded = kind == Kind::Read;
         if guarded && !v.guard_local_writes(&h, on_change.clone()).unwrap_or(false) {
             return Ok(Err(Unprotected::OpenForWriting));

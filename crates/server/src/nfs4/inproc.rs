@@ -46,6 +46,7 @@ fn open_root(fs: Arc<dyn vfs::Vfs>) -> Export {
         rules: ExportRules::open(),
         log: None,
         delegations: false,
+        shared_locks: true,
         pnfs: None,
     }
 }

@@ -171,6 +171,7 @@ pub async fn apply(
                     rules: cfg.rules.clone(),
                     log: was.log.clone(),
                     delegations: cfg.delegations,
+                    shared_locks: cfg.shared_locks,
                     pnfs: was.pnfs.clone(),
                 }
             }
@@ -188,6 +189,7 @@ pub async fn apply(
     tokio::task::spawn_blocking(move || s.replace_exports(list, Some(referrals)))
         .await
         .map_err(|e| format!("laying out the namespace: {e}"))?;
+    crate::conflicts::local_locks::install(srv);
     // An export whose data servers changed (or that had some and went):
     // its layouts name the old ones, so they are recalled (RFC 8881
     // §12.5.5.1, LAYOUTRECALL4_FSID).

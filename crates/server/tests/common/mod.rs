@@ -69,6 +69,7 @@ pub fn export(id: u16, path: &str, rules: ExportRules) -> server::exports::expor
         rules,
         log: None,
         delegations: false,
+        shared_locks: false,
         pnfs: None,
     }
 }

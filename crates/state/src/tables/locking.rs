@@ -23,22 +23,29 @@ impl Tables {
             .clients
             .get(&client)
             .ok_or(NfsStat4::Nfs4errBadStateid)?;
-        let writable = if let Some(StateKind::Open { access, .. }) =
-            c.states.get(&open).map(|o| &o.kind)
-        {
-            let need = match r.kind {
-                LockKind::Read => OPEN4_SHARE_ACCESS_READ,
-                LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
+        let writable =
+            if let Some(StateKind::Open { access, .. }) = c.states.get(&open).map(|o| &o.kind) {
+                let need = match r.kind {
+                    LockKind::Read => OPEN4_SHARE_ACCESS_READ,
+                    LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
+                };
+                if access & need == 0 {
+                    return Err(NfsStat4::Nfs4errOpenmode.into());
+                }
+                access & OPEN4_SHARE_ACCESS_WRITE != 0
+            } else {
+                return Err(NfsStat4::Nfs4errBadStateid.into());
             };
-            if access & need == 0 {
-                return Err(NfsStat4::Nfs4errOpenmode.into());
-            }
-            access & OPEN4_SHARE_ACCESS_WRITE != 0
-        } else {
-            return Err(NfsStat4::Nfs4errBadStateid.into());
-        };
         let okey: OwnerKey = (client, owner.clone());
-        match self.take_lock(&okey, file, (r.start, r.end), r.kind, r.blocking, writable, now) {
+        match self.take_lock(
+            &okey,
+            file,
+            (r.start, r.end),
+            r.kind,
+            r.blocking,
+            writable,
+            now,
+        ) {
             Ok(()) => {
                 let still_waits = self
                     .files

@@ -108,8 +108,12 @@ impl Tables {
         let mut out = Vec::new();
         for file in files {
             if let Some(f) = self.files.get_mut(&file) {
-                let gone: Vec<OwnerKey> =
-                    f.locks.owners().filter(|o| o.0 == client).cloned().collect();
+                let gone: Vec<OwnerKey> = f
+                    .locks
+                    .owners()
+                    .filter(|o| o.0 == client)
+                    .cloned()
+                    .collect();
                 f.locks.retain_owners(|o| o.0 != client);
                 for o in &gone {
                     self.release_shared(o, &file);
@@ -222,10 +226,7 @@ impl Tables {
         // Granting one NLM waiter may block the next; grantable() only
         // returns waiters no earlier one conflicts with, so take them in
         // turn and look again after each NLM grant.
-        loop {
-            let Some(f) = self.files.get_mut(file) else {
-                break;
-            };
+        while let Some(f) = self.files.get_mut(file) {
             let ready = f.waiters.grantable(&f.locks);
             if ready.is_empty() {
                 break;

@@ -143,7 +143,6 @@ fn shared() -> (Fixture, Arc<Kernel>) {
 
 const WR: LockKind = LockKind::Write;
 
-
 /// An NFSv4 lock and a local one deny each other both ways; LOCKT sees a
 /// local lock; the kernel lets go with the last unlock.
 #[test]
@@ -151,7 +150,9 @@ fn nfs_and_local_locks_deny_each_other() {
     let (f, k) = shared();
     let (c, _) = f.client("a");
     let fl = file(1);
-    let open = f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0).unwrap();
+    let open =
+        f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0)
+            .unwrap();
     // A local process first: NFSv4 is denied and told who.
     assert!(k.local_lock(77, &fl, (0, 10), WR));
     match f.lock(c, Some("lo"), open, &fl, (5, 6), false) {
@@ -191,7 +192,9 @@ fn a_waiter_blocked_by_a_local_lock_is_polled_and_the_range_held_for_it() {
     let (f, k) = shared();
     let (c, sess) = f.client("a");
     let fl = file(2);
-    let open = f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0).unwrap();
+    let open =
+        f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0)
+            .unwrap();
     assert!(k.local_lock(5, &fl, (0, 100), WR));
     assert_eq!(
         denied_by(f.lock(c, Some("lo"), open, &fl, (0, 10), true)),
@@ -272,8 +275,11 @@ fn a_dead_client_stops_blocking_local_processes_at_its_leases_end() {
     let (c, _) = f.client("dies");
     let (quiet, _) = f.client("quiet");
     let fl = file(4);
-    let open = f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0).unwrap();
-    f.st.open(quiet, &Bytes::from_static(b"o"), &file(5), R, 0).unwrap();
+    let open =
+        f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0)
+            .unwrap();
+    f.st.open(quiet, &Bytes::from_static(b"o"), &file(5), R, 0)
+        .unwrap();
     f.lock(c, Some("lo"), open, &fl, (0, 10), false).unwrap();
     assert!(!k.local_lock(1, &fl, (0, 1), WR));
     f.advance_to(L + s(2));
@@ -290,7 +296,9 @@ fn no_descriptor_means_delay() {
     let (f, k) = shared();
     let (c, _) = f.client("a");
     let fl = file(6);
-    let open = f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0).unwrap();
+    let open =
+        f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0)
+            .unwrap();
     k.busy.store(true, Ordering::Relaxed);
     assert!(matches!(
         f.lock(c, Some("lo"), open, &fl, (0, 1), false),

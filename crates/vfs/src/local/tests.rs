@@ -1494,3 +1494,141 @@ fn removed_files_are_kept_for_their_holders_until_released() {
         }
     }
 }
+
+/// A local process's lock on `f`: whether it was granted. The test
+/// process stands for the local process, locking through its own open
+/// file description (`F_OFD_SETLK`: a POSIX lock would be dropped
+/// whenever the backend, in the same process, closes a descriptor of the
+/// file; e2e's shared_locks.rs runs a separate process for those).
+fn local_lock(f: &std::fs::File, kind: libc::c_int, start: i64, len: i64) -> bool {
+    // SAFETY: flock is plain data; fcntl reads it from a live descriptor.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = start;
+    fl.l_len = len;
+    unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) == 0 }
+}
+
+fn owner(group: u64, name: &[u8]) -> crate::LockOwner<'_> {
+    crate::LockOwner { group, name }
+}
+
+/// NFS owners' locks are the kernel's: a local process's lock and theirs
+/// refuse each other both ways, a refused lock leaves no description
+/// open, the holder is named, and a released owner's locks go.
+#[test]
+fn shared_locks_conflict_with_local_processes_both_ways() {
+    use crate::ShareLock;
+    let (dir, fs) = setup(None);
+    let root = fs.root();
+    let h = mkfile(&fs, &root, "f");
+    let local = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.path().join("f"))
+        .unwrap();
+    let a = owner(1, b"a");
+    assert_eq!(fs.share_lock(&h, a, (0, 100), true, true), ShareLock::Taken);
+    assert!(!local_lock(&local, libc::F_RDLCK, 50, 1));
+    assert!(local_lock(&local, libc::F_WRLCK, 100, 10));
+    // Another NFS owner is refused by the local lock, and told whose.
+    let b = owner(2, b"b");
+    match fs.share_lock(&h, b, (105, 106), false, true) {
+        ShareLock::Held(l) => {
+            assert_eq!((l.start, l.end, l.write), (100, 110, true));
+            assert_eq!(l.pid, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fs.lock_descs.open_count(), 1);
+    let t = fs.share_test(&h, b, (0, 1), false).unwrap();
+    assert_eq!((t.start, t.end, t.pid), (0, 100, 0));
+    assert_eq!(fs.share_test(&h, a, (0, 1), true), None);
+    // Unlock part, then release: the local process gets it.
+    fs.share_unlock(&h, a, (0, 50));
+    assert!(local_lock(&local, libc::F_WRLCK, 0, 50));
+    assert!(!local_lock(&local, libc::F_WRLCK, 50, 1));
+    fs.share_release(&h, a);
+    assert!(local_lock(&local, libc::F_WRLCK, 50, 1));
+    assert_eq!(fs.lock_descs.open_count(), 0);
+}
+
+/// Whole-file and far ranges: a range to the end (or past 2^63 - 1) is
+/// held to the kernel's end; one starting past it is the server's alone.
+/// A shared lock's description opened for reading is reopened for an
+/// exclusive one, keeping what it holds.
+#[test]
+fn shared_locks_far_ranges_and_reopening() {
+    use crate::ShareLock;
+    let (dir, fs) = setup(None);
+    let root = fs.root();
+    let h = mkfile(&fs, &root, "f");
+    let local = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.path().join("f"))
+        .unwrap();
+    let a = owner(1, b"a");
+    let far = 1u64 << 63;
+    assert_eq!(
+        fs.share_lock(&h, a, (far + 5, u64::MAX), true, true),
+        ShareLock::Taken
+    );
+    assert_eq!(fs.lock_descs.open_count(), 0);
+    assert_eq!(
+        fs.share_lock(&h, a, (1 << 40, far + 10), true, true),
+        ShareLock::Taken
+    );
+    assert!(!local_lock(&local, libc::F_RDLCK, 1 << 62, 1));
+    fs.share_release(&h, a);
+    // Shared through a read-only description, then exclusive.
+    let b = owner(1, b"b");
+    assert_eq!(
+        fs.share_lock(&h, b, (0, 10), false, false),
+        ShareLock::Taken
+    );
+    assert_eq!(
+        fs.share_lock(&h, b, (20, 30), true, false),
+        ShareLock::Reopen
+    );
+    assert!(fs.share_reopen(&h, b, &[(0, 10, false)]));
+    assert_eq!(fs.share_lock(&h, b, (20, 30), true, true), ShareLock::Taken);
+    assert!(!local_lock(&local, libc::F_WRLCK, 5, 1));
+    assert!(!local_lock(&local, libc::F_RDLCK, 25, 1));
+    assert!(local_lock(&local, libc::F_RDLCK, 5, 1));
+    assert_eq!(fs.lock_descs.open_count(), 1);
+}
+
+/// Descriptions are bounded for the export and per group (client): past
+/// either a new owner is Busy, and others go on.
+#[test]
+fn shared_lock_descriptions_are_bounded() {
+    use crate::ShareLock;
+    let (_dir, fs) = setup(None);
+    let root = fs.root();
+    let h = mkfile(&fs, &root, "f");
+    let d = locks::Descriptions::new(8);
+    let resolve = || fs.resolve(&h);
+    let ask = |group, name: &'static [u8]| locks::Ask {
+        group,
+        owner: name,
+        range: (0, 1),
+        write: false,
+        writable: false,
+    };
+    let names: [&'static [u8]; 9] = [b"0", b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8"];
+    for n in &names[..4] {
+        assert_eq!(d.lock(&h, &resolve, ask(1, n)), ShareLock::Taken);
+    }
+    assert_eq!(d.lock(&h, &resolve, ask(1, names[4])), ShareLock::Busy);
+    // An owner that has one goes on.
+    assert_eq!(d.lock(&h, &resolve, ask(1, names[0])), ShareLock::Taken);
+    for n in &names[4..8] {
+        assert_eq!(d.lock(&h, &resolve, ask(2, n)), ShareLock::Taken);
+    }
+    assert_eq!(d.lock(&h, &resolve, ask(3, names[8])), ShareLock::Busy);
+    d.release(&h, names[0]);
+    assert_eq!(d.lock(&h, &resolve, ask(3, names[8])), ShareLock::Taken);
+    assert_eq!(d.open_count(), 8);
+}

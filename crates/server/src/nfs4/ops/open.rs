@@ -371,6 +371,7 @@ async fn delegation(
         Ok(()) => {}
         Err(deleg::Unprotected::OpenForWriting) => return refuse(WhyNoDelegation4::Wnd4Contention),
         Err(deleg::Unprotected::Unwatched) => return refuse(WhyNoDelegation4::Wnd4Resource),
+        Err(deleg::Unprotected::LockedLocally) => return refuse(WhyNoDelegation4::Wnd4Contention),
     }
     // An empty ACE: the client asks the server (ACCESS) before it opens
     // under the delegation for another user (§10.2).
