@@ -19,6 +19,7 @@
 # FERRITE_RC_LOG=1 gives the export a write log (--log in the work
 # directory), so that the clients' stable writes go through it.
 # Ferrite grants delegations (its default) in both phases;
+# FERRITE_RC_SHARED_LOCKS=0 runs it with --no-shared-locks.
 # FERRITE_RC_DELEG=0 runs the main suite with --no-delegations. The
 # two-guest phase always runs with them (and checks that a read delegation
 # one guest holds is recalled by the other's write) unless
@@ -89,6 +90,9 @@ log=""
 # Delegations are on by default (read, write, directory);
 # FERRITE_RC_DELEG=0 runs the main suite without them.
 [ "${FERRITE_RC_DELEG:-1}" = 0 ] && echo "--no-delegations" > "$work/extra-args"
+# Locks are shared with local processes by default; FERRITE_RC_SHARED_LOCKS=0
+# runs without (local_locks then fails: the scenario's negative control).
+[ "${FERRITE_RC_SHARED_LOCKS:-1}" = 0 ] && echo "--no-shared-locks" >> "$work/extra-args"
 # start.sh and stop.sh wait for a condition under a deadline
 # (tools/wait-lib.sh). Ferrite listens within a second and stops within a
 # second here: 120 s to listen and 60 s to exit after SIGTERM (then
