@@ -261,3 +261,40 @@ async fn a_local_processs_posix_lock_refuses_the_client() {
     })
     .await
 }
+
+/// A client under a write delegation locks in its cache without asking
+/// (the Linux client does), so none is granted while a local process
+/// holds a lock on the file; once it lets go, one is. A file the OPEN
+/// creates gets one at once.
+#[tokio::test]
+async fn no_write_delegation_while_a_local_process_holds_a_lock() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let c = srv.client().await;
+        let root = c.root_fh().await.unwrap();
+        let made = create_file(&c, &root, "made").await;
+        assert!(
+            matches!(made.delegation, OpenDelegation4::Write(_)),
+            "a created file: {:?}",
+            made.delegation
+        );
+        put_file(&srv, "held", b"data");
+        let local = local_file(&srv, "held");
+        assert!(local_lock(&local, libc::F_RDLCK, 0, 1));
+        let o = c.open(&root, "held", OpenOpts::both()).await.unwrap();
+        assert!(
+            !matches!(o.delegation, OpenDelegation4::Write(_)),
+            "a write delegation of a locally locked file"
+        );
+        c.close(&o.fh, o.stateid).await.unwrap();
+        assert!(local_lock(&local, libc::F_UNLCK, 0, 0));
+        put_file(&srv, "free", b"data");
+        let o = c.open(&root, "free", OpenOpts::both()).await.unwrap();
+        assert!(
+            matches!(o.delegation, OpenDelegation4::Write(_)),
+            "an unlocked file: {:?}",
+            o.delegation
+        );
+    })
+    .await
+}

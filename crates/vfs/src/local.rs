@@ -2401,7 +2401,7 @@ impl Vfs for LocalFs {
             *n += 1;
             return Ok(true);
         }
-        match crate::watch::watch(o.raw(), o.is_dir(), hold_opens, on_change) {
+        match crate::watch::watch(&o.fd, o.is_dir(), hold_opens, on_change) {
             Ok(Some(w)) => {
                 watches.insert(h.clone(), (w, 1));
                 Ok(true)

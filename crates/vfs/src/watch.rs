@@ -117,25 +117,25 @@ impl Drop for Watch {
 
 /// Watches the object open as `fd` (a directory when `dir`) for changes
 /// by other processes, calling `on_change` for each; with `hold_opens`, a
-/// local open of it is held (see the module's documentation). `Ok(None)`:
-/// it cannot be watched (its file system has no file handles, or the
-/// kernel's mark limit is reached).
+/// local open of it is held (see the module's documentation). `fd` (an
+/// `O_PATH` descriptor will do) is kept while the object is watched, to
+/// name it when the mark goes. `Ok(None)`: it cannot be watched (its file
+/// system has no file handles, or the kernel's mark limit is reached).
 pub fn watch(
-    fd: RawFd,
+    fd: &Arc<OwnedFd>,
     dir: bool,
     hold_opens: bool,
     on_change: OnChange,
 ) -> io::Result<Option<Watch>> {
     let w = watcher()?;
-    let Some((key, dev_ino)) = identify(fd) else {
+    let Some((key, dev_ino)) = identify(fd.as_raw_fd()) else {
         return Ok(None);
     };
     let mut objs = w.lock();
     let id = objs.next_id;
     objs.next_id += 1;
     if !objs.by_key.contains_key(&key) {
-        // An O_PATH descriptor of its own, to name it when the mark goes.
-        let path = sys_reopen_path(fd)?;
+        let path = fd.clone();
         let mask = if dir { DIR_EVENTS } else { FILE_EVENTS };
         if mark(&w.notif, FAN_MARK_ADD, mask, &path).is_err() {
             return Ok(None);
@@ -184,7 +184,7 @@ struct Sub {
 }
 
 struct Obj {
-    path: OwnedFd,
+    path: Arc<OwnedFd>,
     dir: bool,
     dev_ino: (u64, u64),
     subs: Vec<Sub>,
@@ -624,18 +624,6 @@ fn fstat_dev_ino(fd: RawFd) -> Option<(u64, u64)> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
-}
-
-/// An O_PATH descriptor of the object `fd` is open on.
-fn sys_reopen_path(fd: RawFd) -> io::Result<OwnedFd> {
-    let p = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
-    // SAFETY: open with a NUL-terminated path.
-    let n = unsafe { libc::open(p.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor we just opened.
-    Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }
 
 /// fanotify_mark(2) of the object `path` (an O_PATH descriptor of it) in

@@ -192,7 +192,14 @@ pub enum Kind {
 /// On an error no delegation may be granted, and nothing is left taken;
 /// on success [`unprotect`] undoes it if the delegation is not granted
 /// after all (else its end does, `State::on_delegation_ended`).
-pub async fn protect(cx: &Compound, file: &FileKey, kind: Kind) -> Result<(), Unprotected> {
+/// `created`: the OPEN granting it made the file, so no local process
+/// can hold a lock on it.
+pub async fn protect(
+    cx: &Compound,
+    file: &FileKey,
+    kind: Kind,
+    created: bool,
+) -> Result<(), Unprotected> {
     let on_change = recaller(cx, file);
     let h = vfs::Handle(file.1.clone());
     let shared = cx.export(file.0).is_ok_and(|e| e.shared_locks);
@@ -205,7 +212,7 @@ pub async fn protect(cx: &Compound, file: &FileKey, kind: Kind) -> Result<(), Un
         // no read delegation). Under a write one any local lock would go
         // unseen: none is granted while one is held (and a local open
         // afterwards recalls it first).
-        if shared && kind == Kind::Write {
+        if shared && kind == Kind::Write && !created {
             let nobody = vfs::LockOwner {
                 group: 0,
                 name: b"",

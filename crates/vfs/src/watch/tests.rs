@@ -43,7 +43,7 @@ fn require_root() {
 struct Fence {
     path: std::path::PathBuf,
     rx: mpsc::Receiver<()>,
-    _fd: OwnedFd,
+    _fd: std::sync::Arc<OwnedFd>,
     _w: Watch,
 }
 
@@ -52,10 +52,8 @@ impl Fence {
         let path = dir.join("fence");
         std::fs::write(&path, b"").unwrap();
         let (cb, rx) = channel();
-        let fd = open_path(&path);
-        let w = watch(fd.as_raw_fd(), false, false, cb)
-            .unwrap()
-            .expect("watched");
+        let fd = std::sync::Arc::new(open_path(&path));
+        let w = watch(&fd, false, false, cb).unwrap().expect("watched");
         Fence {
             path,
             rx,
@@ -84,10 +82,8 @@ fn changes_by_other_processes_are_reported_and_this_ones_are_not() {
     let f = d.path().join("f");
     std::fs::write(&f, b"x").unwrap();
     let (cb, rx) = channel();
-    let fd = open_path(&f);
-    let w = watch(fd.as_raw_fd(), false, false, cb)
-        .unwrap()
-        .expect("watched");
+    let fd = std::sync::Arc::new(open_path(&f));
+    let w = watch(&fd, false, false, cb).unwrap().expect("watched");
     // This process's own changes are never reported.
     for mode in [0o600, 0o640, 0o644] {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -122,10 +118,8 @@ fn changes_in_a_watched_directory_are_reported_until_it_is_unwatched() {
     let dir = d.path().join("dir");
     std::fs::create_dir(&dir).unwrap();
     let (cb, rx) = channel();
-    let fd = open_path(&dir);
-    let w = watch(fd.as_raw_fd(), true, false, cb)
-        .unwrap()
-        .expect("watched");
+    let fd = std::sync::Arc::new(open_path(&dir));
+    let w = watch(&fd, true, false, cb).unwrap().expect("watched");
     std::fs::write(dir.join("own"), b"").unwrap();
     fence.pass();
     assert_eq!(count(&rx), 0, "this process's create was reported");
@@ -156,10 +150,8 @@ fn a_watch_that_holds_opens_holds_another_processs_open_until_it_ends() {
     let f = d.path().join("f");
     std::fs::write(&f, b"data").unwrap();
     let (cb, rx) = channel();
-    let fd = open_path(&f);
-    let w = watch(fd.as_raw_fd(), false, true, cb)
-        .unwrap()
-        .expect("watched");
+    let fd = std::sync::Arc::new(open_path(&f));
+    let w = watch(&fd, false, true, cb).unwrap().expect("watched");
     // This process's own opens go through.
     for _ in 0..3 {
         assert_eq!(std::fs::read(&f).unwrap(), b"data");

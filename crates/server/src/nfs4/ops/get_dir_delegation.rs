@@ -65,7 +65,7 @@ async fn get_dir_delegation(
     };
     // Entries a local process adds, removes or renames must recall it:
     // none for a directory that cannot be watched.
-    if deleg::protect(cx, &fh.key(), deleg::Kind::Dir)
+    if deleg::protect(cx, &fh.key(), deleg::Kind::Dir, false)
         .await
         .is_err()
     {

@@ -45,6 +45,8 @@ struct Target {
     cinfo: ChangeInfo4,
     /// Truncate the existing file once the open is granted.
     truncate: bool,
+    /// This OPEN made the file (no local process can hold a lock on it).
+    created: bool,
 }
 
 async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4> {
@@ -199,6 +201,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     }
     // Opened by name: the file's handle, naming the directory; by
     // filehandle: the one the client gave (RFC 8881 §18.16.3).
+    let created = target.created;
     let file = if by_name_claim {
         cx.make_child_fh(fh.export, target.handle, &target.attr, &fh.handle)
     } else {
@@ -227,6 +230,7 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         access,
         offer,
         timestamps,
+        created,
     };
     let delegation = delegation(cx, ask, &args.owner.owner, &key, wire).await;
     // §9.6: blocking-lock waiters get CB_NOTIFY_LOCK. §18.16.3: a file
@@ -277,6 +281,8 @@ struct Asked {
     offer: Offer,
     /// The file's times delegated too (RFC 9754 §5).
     timestamps: bool,
+    /// The OPEN made the file.
+    created: bool,
 }
 
 async fn delegation(
@@ -291,6 +297,7 @@ async fn delegation(
         access,
         offer,
         timestamps,
+        created,
     } = ask;
     let why = |w| OpenDelegation4::NoneExt(OpenNoneDelegation4::Other(w));
     match want {
@@ -367,7 +374,7 @@ async fn delegation(
     } else {
         deleg::Kind::Read
     };
-    match deleg::protect(cx, key, kind).await {
+    match deleg::protect(cx, key, kind, created).await {
         Ok(()) => {}
         Err(deleg::Unprotected::OpenForWriting) => return refuse(WhyNoDelegation4::Wnd4Contention),
         Err(deleg::Unprotected::Unwatched) => return refuse(WhyNoDelegation4::Wnd4Resource),
@@ -530,6 +537,7 @@ fn existing_nowait(
                 after: cinfo_of,
             },
             truncate: false,
+            created: false,
         })))
     })?;
     Some(r.and_then(|t| t))
@@ -558,6 +566,7 @@ async fn by_fh(
         attr,
         attrset: Bitmap4::default(),
         truncate: false,
+        created: false,
     })
 }
 
@@ -630,6 +639,7 @@ async fn by_name(
                 },
                 attr: a,
                 truncate,
+                created: false,
             }))
         };
         let (mode, set, mask) = match how {
@@ -696,6 +706,7 @@ async fn by_name(
                 after,
             },
             truncate: false,
+            created: created,
         }))
     })
     .await?
