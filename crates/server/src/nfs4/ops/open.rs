@@ -706,7 +706,7 @@ async fn by_name(
                 after,
             },
             truncate: false,
-            created: created,
+            created,
         }))
     })
     .await?
