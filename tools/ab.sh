@@ -30,7 +30,8 @@
 # FRESH_FS=1 (the create rows run on file systems made for each run; see
 # below), FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
 # on the same disk), FERRITE_BIN (a Ferrite binary to use instead of
-# building this tree: a build that stays put while the tree changes).
+# building this tree: a build that stays put while the tree changes),
+# FERRITE_ARGS (more options for Ferrite's `serve`, e.g. --no-delegations).
 # Everything (JSON per run, server logs, table.md) goes to OUTDIR
 # (default /var/tmp/ferrite-ab/DATE).
 #
@@ -93,8 +94,9 @@ trap cleanup EXIT
 log=(); [ "${FERRITE_LOG:-0}" = 1 ] && log=(--log "$OUT/ferrite/log")
 # start_ferrite EXPORT STATE: Ferrite on EXPORT, pinned, once it listens.
 start_ferrite() {
+    # shellcheck disable=SC2086
     taskset -c 1 "$F" serve "$1" --listen "127.0.0.1:$FPORT" --portmap off \
-        --state-dir "$2" "${log[@]}" >>"$OUT/ferrite/server.log" 2>&1 &
+        --state-dir "$2" "${log[@]}" ${FERRITE_ARGS:-} >>"$OUT/ferrite/server.log" 2>&1 &
     fpid=$!
     wait_port "$FPORT" "$OUT/ferrite/server.log"
 }

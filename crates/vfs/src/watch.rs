@@ -626,13 +626,40 @@ fn fstat_dev_ino(fd: RawFd) -> Option<(u64, u64)> {
     (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
 }
 
+/// This process's /proc/self/fd directory, opened once: a mark names its
+/// object as the entry of its descriptor there, one path component to
+/// walk instead of five (a sixth of a create's server time went to
+/// fanotify_mark, two thirds of it walking "/proc/self/fd/N").
+fn proc_fds() -> Option<RawFd> {
+    static DIR: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // SAFETY: open with a NUL-terminated path.
+        let n = unsafe {
+            libc::open(
+                c"/proc/self/fd".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        // SAFETY: a descriptor just opened, owned from now on.
+        (n >= 0).then(|| unsafe { OwnedFd::from_raw_fd(n) })
+    })
+    .as_ref()
+    .map(|d| d.as_raw_fd())
+}
+
 /// fanotify_mark(2) of the object `path` (an O_PATH descriptor of it) in
 /// `group`.
 fn mark(group: &OwnedFd, flags: u32, mask: u64, path: &OwnedFd) -> io::Result<()> {
-    let p = CString::new(format!("/proc/self/fd/{}", path.as_raw_fd())).expect("no NUL");
+    let (dir, p) = match proc_fds() {
+        Some(d) => (d, CString::new(path.as_raw_fd().to_string())),
+        None => (
+            libc::AT_FDCWD,
+            CString::new(format!("/proc/self/fd/{}", path.as_raw_fd())),
+        ),
+    };
+    let p = p.expect("no NUL");
     // SAFETY: plain system call with a NUL-terminated path.
-    let r =
-        unsafe { libc::fanotify_mark(group.as_raw_fd(), flags, mask, libc::AT_FDCWD, p.as_ptr()) };
+    let r = unsafe { libc::fanotify_mark(group.as_raw_fd(), flags, mask, dir, p.as_ptr()) };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
