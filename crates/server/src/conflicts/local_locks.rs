@@ -100,10 +100,16 @@ impl SharedLocks for KernelLocks {
             vfs::ShareLock::Busy => {
                 // At most one line a minute: a client looping on it
                 // cannot flood the log.
+                // (Seconds since the start, plus one: 0 is "never said".)
                 static LAST: AtomicU64 = AtomicU64::new(0);
-                let now = srv.now().as_secs() + 60;
+                let now = srv.now().as_secs() + 1;
                 let then = LAST.load(Ordering::Relaxed);
-                if now >= then + 60 && LAST.swap(now, Ordering::Relaxed) == then {
+                let due = then == 0 || now >= then + 60;
+                if due
+                    && LAST
+                        .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                {
                     tracing::warn!(
                         client = owner.0,
                         "no descriptor for a lock owner's lock (its client's budget, the \

@@ -211,6 +211,9 @@ impl Tables {
         loop {
             let fs = self.files.entry(file.clone()).or_default();
             fs.waiters.expire(now, |o| crate::nlm::wait_limit(o, lease));
+            // Ranges held for waiters gone from the queue go too.
+            self.drop_stale_reservations(file, owner);
+            let fs = self.files.entry(file.clone()).or_default();
             let ahead = fs
                 .waiters
                 .ahead(owner, start, end, kind)

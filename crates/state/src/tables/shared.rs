@@ -91,6 +91,29 @@ impl Tables {
         }
     }
 
+    /// Ends the ranges held on `file` for waiters no longer queued (they
+    /// stopped retrying, or were removed), but `owner`'s: the kernel
+    /// would otherwise refuse others for them until their lease is over.
+    pub(crate) fn drop_stale_reservations(&mut self, file: &FileKey, owner: &OwnerKey) {
+        if self.reserved.is_empty() {
+            return;
+        }
+        let f = self.files.get(file);
+        let stale: Vec<OwnerKey> = self
+            .reserved
+            .keys()
+            .filter(|(rf, o)| {
+                rf == file
+                    && o != owner
+                    && !f.is_some_and(|f| f.waiters.iter().any(|w| &w.owner == o))
+            })
+            .map(|(_, o)| o.clone())
+            .collect();
+        for o in stale {
+            self.unreserve(&o, file);
+        }
+    }
+
     /// Whether client `c` holds a byte-range lock (not merely a lock
     /// stateid) while locks are shared: its lease's end then ends its
     /// state, so a dead client stops blocking local processes.

@@ -347,3 +347,33 @@ fn an_exclusive_lock_reopens_a_read_only_description() {
     assert_eq!(k.descs.lock().unwrap().values().next(), Some(&true));
     assert!(!k.local_lock(3, &fl, (25, 26), LockKind::Read));
 }
+
+/// A range held for a waiter that stopped retrying goes as soon as
+/// another owner asks for it, not only at the next poll.
+#[test]
+fn a_range_held_for_a_waiter_gone_from_the_queue_goes_at_the_next_request() {
+    let (f, k) = shared();
+    let (c, sc) = f.client("a");
+    let (d, sd) = f.client("b");
+    let fl = file(8);
+    let oc =
+        f.st.open(c, &Bytes::from_static(b"o"), &fl, R | W, 0)
+            .unwrap();
+    let od =
+        f.st.open(d, &Bytes::from_static(b"o"), &fl, R | W, 0)
+            .unwrap();
+    assert!(k.local_lock(1, &fl, (0, 10), WR));
+    assert_eq!(
+        denied_by(f.lock(c, Some("w"), oc, &fl, (0, 10), true)),
+        LOCAL_CLIENT
+    );
+    k.local_unlock(1, &fl);
+    assert_eq!(f.st.poll_shared().len(), 1);
+    assert!(!k.local_lock(2, &fl, (0, 1), WR));
+    // The waiter does not come back within a lease; the other client
+    // asks (both keep their leases).
+    f.advance_to(L + s(1));
+    f.st.sequence(&sc).unwrap();
+    f.st.sequence(&sd).unwrap();
+    f.lock(d, Some("x"), od, &fl, (0, 10), false).unwrap();
+}
