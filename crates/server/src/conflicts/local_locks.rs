@@ -50,13 +50,16 @@ impl KernelLocks {
     }
 }
 
-/// The owner's name for the backend: its client id, then its own name
-/// (unique on the server).
-fn name(owner: &OwnerKey) -> Vec<u8> {
+/// Calls `f` with `owner` as the backend knows it: its client as the
+/// group, its name the client id then its own name (unique on the server).
+fn as_backend<R>(owner: &OwnerKey, f: impl FnOnce(vfs::LockOwner) -> R) -> R {
     let mut n = Vec::with_capacity(8 + owner.1.len());
     n.extend_from_slice(&owner.0.to_be_bytes());
     n.extend_from_slice(&owner.1);
-    n
+    f(vfs::LockOwner {
+        group: owner.0,
+        name: &n,
+    })
 }
 
 fn local(l: vfs::KernelLock) -> LocalLock {
@@ -84,13 +87,9 @@ impl SharedLocks for KernelLocks {
         let Some((srv, v)) = self.vfs(file, false) else {
             return Shared::Taken;
         };
-        let n = name(owner);
-        let who = vfs::LockOwner {
-            group: owner.0,
-            name: &n,
-        };
         let h = vfs::Handle(file.1.clone());
-        match v.share_lock(&h, who, range, kind == LockKind::Write, writable) {
+        let write = kind == LockKind::Write;
+        match as_backend(owner, |who| v.share_lock(&h, who, range, write, writable)) {
             vfs::ShareLock::Taken => Shared::Taken,
             vfs::ShareLock::Held(l) => {
                 // Polled from now on if it waits.
@@ -126,37 +125,25 @@ impl SharedLocks for KernelLocks {
         let Some((_, v)) = self.vfs(file, true) else {
             return true;
         };
-        let n = name(owner);
-        let who = vfs::LockOwner {
-            group: owner.0,
-            name: &n,
-        };
         let held: Vec<(u64, u64, bool)> = held
             .iter()
             .map(|&(s, e, k)| (s, e, k == LockKind::Write))
             .collect();
-        v.share_reopen(&vfs::Handle(file.1.clone()), who, &held)
+        let h = vfs::Handle(file.1.clone());
+        as_backend(owner, |who| v.share_reopen(&h, who, &held))
     }
 
     fn unlock(&self, owner: &OwnerKey, file: &FileKey, range: (u64, u64)) {
         if let Some((_, v)) = self.vfs(file, true) {
-            let n = name(owner);
-            let who = vfs::LockOwner {
-                group: owner.0,
-                name: &n,
-            };
-            v.share_unlock(&vfs::Handle(file.1.clone()), who, range);
+            let h = vfs::Handle(file.1.clone());
+            as_backend(owner, |who| v.share_unlock(&h, who, range));
         }
     }
 
     fn release(&self, owner: &OwnerKey, file: &FileKey) {
         if let Some((_, v)) = self.vfs(file, true) {
-            let n = name(owner);
-            let who = vfs::LockOwner {
-                group: owner.0,
-                name: &n,
-            };
-            v.share_release(&vfs::Handle(file.1.clone()), who);
+            let h = vfs::Handle(file.1.clone());
+            as_backend(owner, |who| v.share_release(&h, who));
         }
     }
 
@@ -168,18 +155,9 @@ impl SharedLocks for KernelLocks {
         kind: LockKind,
     ) -> Option<LocalLock> {
         let (_, v) = self.vfs(file, false)?;
-        let n = name(owner);
-        let who = vfs::LockOwner {
-            group: owner.0,
-            name: &n,
-        };
-        v.share_test(
-            &vfs::Handle(file.1.clone()),
-            who,
-            range,
-            kind == LockKind::Write,
-        )
-        .map(local)
+        let h = vfs::Handle(file.1.clone());
+        let write = kind == LockKind::Write;
+        as_backend(owner, |who| v.share_test(&h, who, range, write)).map(local)
     }
 }
 
