@@ -79,6 +79,8 @@ stage "fail-over to a standby over GlusterFS (tests/failover-gluster.sh)" \
     bash tests/failover-gluster.sh
 stage "RPCSEC_GSS with Kerberos against a real KDC (tests/kerberos.sh)" \
     bash tests/kerberos.sh
+stage "libnfs's tools over NFSv4.0: nfs-ls, nfs-cat, nfs-cp (tests/libnfs.sh)" \
+    bash tests/libnfs.sh
 stage "NFSv3/NLM client and nfs3:// benchmark against NFS-Ganesha (tests/peer-ganesha.sh)" \
     bash tests/peer-ganesha.sh
 stage "real Linux client suite (tests/realclient-ferrite.sh)" \

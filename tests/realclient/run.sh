@@ -140,7 +140,7 @@ case "$suite" in default|exports|kerberos|tls) ;; *) say "--suite: unknown suite
 [ -z "$payload" ] || [ -d "$payload" ] || { say "--payload: no directory $payload"; exit 2; }
 IFS=, read -r -a vlist <<< "$vers"
 for v in "${vlist[@]}"; do
-    case "$v" in 4.2|4.1|3) ;; *) say "--vers: unsupported version '$v' (4.2, 4.1, 3)"; exit 2 ;; esac
+    case "$v" in 4.2|4.1|4.0|3) ;; *) say "--vers: unsupported version '$v' (4.2, 4.1, 4.0, 3)"; exit 2 ;; esac
 done
 known=$("$0" --suite "$suite" --list | tr '\n' ' ')
 IFS=, read -r -a olist <<< "$only"

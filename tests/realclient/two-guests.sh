@@ -15,7 +15,8 @@
 # --tap BRIDGE: each guest gets a second NIC on a tap device attached to
 # BRIDGE (lib/guest.sh rc_bridge_up) and reaches the server at the
 # bridge's address, which can call it back; needed for --vers 3 (NFSv3
-# with NLM locking) and mix (guest A on NFSv3, B on NFSv4.1).
+# with NLM locking), mix (guest A on NFSv3, B on NFSv4.1) and mix40 (guest A on
+# NFSv4.0, B on NFSv4.1).
 # --expect-delegations: the server is expected to grant read delegations
 # (the deleg_* checks fail, rather than skip, if it grants none).
 #
@@ -77,8 +78,8 @@ fi
 for v in "${vlist[@]}"; do
     case "$v" in
     4.2|4.1) ;;
-    3|mix) [ -n "$tap_bridge" ] || { say "--vers $v needs --tap (the server calls NFSv3 clients back)"; exit 2; } ;;
-    *) say "--vers: unsupported version '$v' (4.2, 4.1, 3, mix)"; exit 2 ;;
+    3|mix|4.0|mix40) [ -n "$tap_bridge" ] || { say "--vers $v needs --tap (the server calls NFSv3 and NFSv4.0 clients back)"; exit 2; } ;;
+    *) say "--vers: unsupported version '$v' (4.2, 4.1, 4.0, 3, mix, mix40)"; exit 2 ;;
     esac
 done
 

@@ -44,7 +44,7 @@ enum LogFormat {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Export a directory over NFSv4.1/4.2 and NFSv3 (created if missing).
+    /// Export a directory over NFSv4.0/4.1/4.2 and NFSv3 (created if missing).
     Serve(config::ServeArgs),
     /// Benchmark an NFS server: run, prepare, report, compare.
     Bench(bench::cli::BenchArgs),
@@ -140,7 +140,7 @@ fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
                 _ => String::new(),
             };
             println!(
-                "ferrite: exporting {} as {} over NFSv4.1/4.2 on {} (lease {} s, state in {}){note}",
+                "ferrite: exporting {} as {} over NFSv4.0/4.1/4.2 on {} (lease {} s, state in {}){note}",
                 e.dir.display(),
                 e.path,
                 running.addr,

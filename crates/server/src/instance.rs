@@ -146,6 +146,9 @@ pub struct Server {
     /// client): requests waiting for a recall look again. Register
     /// (`enable`) before breaking delegations so that none is missed.
     pub deleg_gone: tokio::sync::Notify,
+    /// NFSv4.0's duplicate request cache: the replies of COMPOUNDs that
+    /// changed something, by caller, xid and request (`nfs4::compound::v40`).
+    pub(crate) drc40: crate::nfs4::compound::v40::Drc,
     /// Wakes the task that polls waiters local locks block
     /// (`crate::conflicts::local_locks`).
     pub shared_wake: Arc<tokio::sync::Notify>,
@@ -236,8 +239,10 @@ impl Server {
         // and a quick restart): random, else the start time in ms.
         let mut e = [0u8; 4];
         let epoch = match getrandom::getrandom(&mut e) {
-            Ok(()) if e != [0; 4] => u32::from_be_bytes(e),
-            _ => (started.as_millis() as u32).max(1),
+            // Not 0 or 1 either: clients (pynfs among them) make up
+            // stale stateids with those.
+            Ok(()) if u32::from_be_bytes(e) > 1 => u32::from_be_bytes(e),
+            _ => (started.as_millis() as u32).max(2),
         };
         let host = hostname();
         let exports: Vec<Arc<Export>> = exports.into_iter().map(Arc::new).collect();
@@ -272,6 +277,7 @@ impl Server {
             dir_order: crate::conflicts::order::Stripes::default(),
             records: recovery.records,
             deleg_gone: tokio::sync::Notify::new(),
+            drc40: crate::nfs4::compound::v40::Drc::new(),
             shared_wake: Arc::new(tokio::sync::Notify::new()),
             locks_shared: std::sync::atomic::AtomicBool::new(false),
             callbacks: OnceLock::new(),

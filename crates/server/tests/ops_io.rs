@@ -719,6 +719,10 @@ async fn open_downgrade_gives_up_access_and_deny() {
     let b_ = h.client("b").await;
     let fh = new_file(&h, &a, "f", 0o666, b"").await;
     let sid = open_existing(&h, &a, &fh, "o", RW, OPEN4_SHARE_DENY_WRITE).await;
+    // Only to modes an OPEN of the owner asked for (RFC 8881 §18.18.3).
+    let r = h.seq(&a, &[putfh(&fh), downgrade(sid, R, 0)]).await;
+    fails(&r, OpNum4::OpenDowngrade, NfsStat4::Nfs4errInval);
+    let sid = open_existing(&h, &a, &fh, "o", R, 0).await;
     let r = h.seq(&a, &[putfh(&fh), downgrade(sid, R, 0)]).await;
     ok(&r);
     let new = resok!(r, 2, OpenDowngrade).open_stateid;

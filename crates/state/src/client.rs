@@ -65,6 +65,9 @@ pub struct Client {
     /// Its client ids at servers exports migrated from (their stateids
     /// name it by them, `crate::migration`).
     pub aliases: Vec<ClientId4>,
+    /// An NFSv4.0 client's SETCLIENTID details and owners
+    /// (`crate::v40`); none for NFSv4.1 clients.
+    pub v40: Option<Box<crate::v40::V40>>,
 }
 
 impl Client {
@@ -92,6 +95,7 @@ impl Client {
             address: None,
             minorversion: 0,
             aliases: Vec::new(),
+            v40: None,
         }
     }
 

@@ -42,6 +42,7 @@ pub mod summary;
 mod tables;
 mod transitions;
 pub mod types;
+pub mod v40;
 pub use tables::DEFAULT_COURTESY;
 pub mod waiters;
 
@@ -66,7 +67,9 @@ use session::BackChannel;
 pub use session::{BackConn, Session};
 use slots::SlotTable;
 pub use stateid::{next_seqid, CbSeen, DelegTimes, DirWatch};
+pub use tables::SeqStart;
 use tables::Tables;
+pub use transitions::Confirmed40;
 pub use types::*;
 pub use waiters::{LockWaiters, Waiter};
 

@@ -31,6 +31,9 @@ pub struct BackChannel {
     pub conns: Vec<Arc<dyn BackConn>>,
     /// Sequence id for the next CB_SEQUENCE on slot 0.
     pub seqid: u32,
+    /// NFSv4.0: the `callback_ident` every CB_COMPOUND carries (RFC 7530
+    /// §16.33.1); 0 for NFSv4.1, whose sessions name the client.
+    pub ident: u32,
 }
 
 impl BackChannel {

@@ -19,6 +19,10 @@ pub enum StateKind {
         owner: Bytes,
         access: u32,
         deny: u32,
+        /// The share access and deny values its OPENs asked for, as bits
+        /// `1 << value`: OPEN_DOWNGRADE may only go to values asked for
+        /// (RFC 7530 §16.19.4, RFC 8881 §18.18.3).
+        modes: Modes,
         /// The lock stateids opened through this open (§8.2.4).
         locks: Vec<[u8; 12]>,
     },
@@ -57,6 +61,47 @@ pub enum StateKind {
     /// A pNFS layout of the file (RFC 8881 §12.5.3): one per client and
     /// file, whatever ranges and modes it holds.
     Layout(Box<crate::layouts::LayoutState>),
+}
+
+/// The share access and deny values an open's OPENs asked for
+/// ([`StateKind::Open`]), one bit per value (0 to 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Modes {
+    pub access: u8,
+    pub deny: u8,
+}
+
+impl Modes {
+    pub fn of(access: u32, deny: u32) -> Modes {
+        Modes {
+            access: 1 << (access & 3),
+            deny: 1 << (deny & 3),
+        }
+    }
+
+    /// An OPEN asked for `access` and `deny` too.
+    pub fn add(&mut self, access: u32, deny: u32) {
+        let m = Modes::of(access, deny);
+        self.access |= m.access;
+        self.deny |= m.deny;
+    }
+
+    /// OPEN_DOWNGRADE to `access` and `deny`: only to values an OPEN
+    /// asked for; afterwards only the values within them remain.
+    pub fn downgrade(&mut self, access: u32, deny: u32) -> bool {
+        let m = Modes::of(access, deny);
+        if self.access & m.access == 0 || self.deny & m.deny == 0 {
+            return false;
+        }
+        let within = |bits: u8, to: u32| {
+            (0..4u32)
+                .filter(|v| bits & (1 << v) != 0 && v & !to == 0)
+                .fold(0u8, |b, v| b | 1 << v)
+        };
+        self.access = within(self.access, access);
+        self.deny = within(self.deny, deny);
+        true
+    }
 }
 
 /// The attributes other clients are shown of a file under a write

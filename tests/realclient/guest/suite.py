@@ -63,7 +63,7 @@ KEEP = os.environ.get("RC_KEEP", "0") == "1"
 # server on a network it can be called back on (run.sh --tap).
 V3_LOCK = os.environ.get("RC_V3_LOCK", "0") == "1"
 OUT = os.environ.get("RC_OUT", "/rcout")
-ALL_VERS = ["4.2", "4.1", "3"]
+ALL_VERS = ["4.2", "4.1", "4.0", "3"]
 
 USER = (1000, 1000)    # rcuser (created in the image by lib/prepare.sh)
 OTHER = (1001, 1001)   # rcother

@@ -13,8 +13,8 @@ Every check prints exactly one line (and appends it to $RC_OUT/results.txt):
     FAIL v4.2/A/excl_race: reason (0.4s)
 `twoguests.py --plan` (runs on the host too) prints every expected row.
 
-Versions (RC_VERS): 4.2, 4.1, 3 (NFSv3 with NLM locking: needs RC_V3_LOCK,
-two-guests.sh --tap), and mix (A on NFSv3, B on NFSv4.1: NLM and NFSv4
+Versions (RC_VERS): 4.2, 4.1, 4.0, 3 (NFSv3 with NLM locking: needs RC_V3_LOCK,
+two-guests.sh --tap), mix40 (A on NFSv4.0, B on NFSv4.1), and mix (A on NFSv3, B on NFSv4.1: NLM and NFSv4
 locks on one file, one server).
 
 Configuration: RC_ROLE RC_SHARED RC_HOST RC_PORT RC_EXPORT RC_VERS RC_RUNID
@@ -117,9 +117,12 @@ def errname(e):
 
 def mount_vers(v, role):
     """The NFS version `role` mounts in column `v`: "mix" has A on NFSv3
-    (NLM) and B on NFSv4.1, contending for the same locks and files."""
+    (NLM) and B on NFSv4.1, "mix40" A on NFSv4.0 and B on NFSv4.1,
+    contending for the same locks and files."""
     if v == "mix":
         return "3" if role == "A" else "4.1"
+    if v == "mix40":
+        return "4.0" if role == "A" else "4.1"
     return v
 
 

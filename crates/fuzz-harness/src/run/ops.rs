@@ -254,7 +254,14 @@ impl World {
             op::SEQUENCE => A::Sequence(self.sequence(inp)),
             op::PUTPUBFH => A::PutPubFh,
             op::LAYOUTGET..=op::LAYOUTSTATS => self.pnfs_op(inp, code - op::LAYOUTGET),
-            _ => match inp.u8() % 8 {
+            _ => match inp.u8() % 10 {
+                8 => A::OpenConfirm(OpenConfirm4Args {
+                    open_stateid: self.sid(inp),
+                    seqid: u32::from(inp.u8() % 4),
+                }),
+                9 => A::ReleaseLockOwner(ReleaseLockOwner4Args {
+                    lock_owner: self.owner(inp),
+                }),
                 0 => A::Illegal,
                 1 => A::Unknown(inp.pick(&[0, 1, 2, 77, 10044, u32::MAX])),
                 2 => A::OpenAttr(OpenAttr4Args { createdir: true }),

@@ -14,8 +14,22 @@ impl World {
     /// EXCHANGE_ID, CREATE_SESSION, DESTROY_SESSION, DESTROY_CLIENTID or
     /// BIND_CONN_TO_SESSION.
     pub(super) fn sessionless(&mut self, inp: &mut Input<'_>) -> NfsArgOp4 {
-        match inp.u8() % 5 {
+        match inp.u8() % 8 {
             0 => self.exchange_id(inp),
+            5 => self.setclientid(inp),
+            6 => {
+                let (clientid, verf) = match self.clients40.get(usize::from(inp.u8()) % 9) {
+                    Some(&c) => c,
+                    None => (self.cur_client, [inp.u8(); 8]),
+                };
+                NfsArgOp4::SetClientIdConfirm(SetClientIdConfirm4Args {
+                    clientid,
+                    setclientid_confirm: verf,
+                })
+            }
+            7 => NfsArgOp4::Renew(Renew4Args {
+                clientid: self.client_id(inp),
+            }),
             1 => {
                 let (clientid, seq) = match self.clients.get(usize::from(inp.u8()) % 9) {
                     Some(&c) => c,
@@ -40,6 +54,35 @@ impl World {
                 use_conn_in_rdma_mode: inp.u8() == 0xff,
             }),
         }
+    }
+
+    /// SETCLIENTID (NFSv4.0, RFC 7530 §16.33) of a few id strings and
+    /// verifiers; the callback addresses are ones the server does not
+    /// call (no address, another network id, garbage): fuzzing never
+    /// makes it open connections.
+    pub(super) fn setclientid(&mut self, inp: &mut Input<'_>) -> NfsArgOp4 {
+        let id: &[u8] = inp.pick(&[b"c1", b"v40", b"fuzz", b"v40b"]);
+        let (netid, addr) = inp.pick(&[
+            ("tcp", "0.0.0.0.0.0"),
+            ("tcp6", "::.0.0"),
+            ("udp", "127.0.0.1.8.1"),
+            ("tcp", "not an address"),
+            ("tcp", ""),
+        ]);
+        NfsArgOp4::SetClientId(SetClientId4Args {
+            client: NfsClientId4 {
+                verifier: [inp.u8() % 3; 8],
+                id: Bytes::copy_from_slice(id),
+            },
+            callback: CbClient4 {
+                cb_program: inp.pick(&[0x4000_0000, 0, 100_003, u32::MAX]),
+                cb_location: NetAddr4 {
+                    netid: netid.into(),
+                    addr: addr.into(),
+                },
+            },
+            callback_ident: inp.u32(),
+        })
     }
 
     pub(super) fn exchange_id(&mut self, inp: &mut Input<'_>) -> NfsArgOp4 {

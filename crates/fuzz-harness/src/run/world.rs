@@ -132,6 +132,8 @@ pub(super) struct World {
     /// Client ids from EXCHANGE_ID, with the sequence id CREATE_SESSION
     /// takes next.
     pub(super) clients: Vec<(ClientId4, SequenceId4)>,
+    /// NFSv4.0 client ids from SETCLIENTID, with their confirm verifiers.
+    pub(super) clients40: Vec<(ClientId4, Verifier4)>,
     pub(super) fhs: Vec<NfsFh4>,
     pub(super) sids: Vec<StateId4>,
     /// The client of the session the COMPOUND being built runs in.
@@ -202,6 +204,7 @@ impl World {
                 slots,
             }],
             clients: Vec::new(),
+            clients40: Vec::new(),
             fhs: Vec::new(),
             sids: Vec::new(),
             cur_client: s.clientid,
@@ -221,7 +224,14 @@ impl World {
                 if inp.u8() == 0xff {
                     ops.push(self.op(inp));
                 }
-                self.send(&auth, 1, &ops, &[], 0).await;
+                // NFSv4.0's own operations go in NFSv4.0 COMPOUNDs.
+                let minor = match ops[0] {
+                    NfsArgOp4::SetClientId(_)
+                    | NfsArgOp4::SetClientIdConfirm(_)
+                    | NfsArgOp4::Renew(_) => 0,
+                    _ => 1,
+                };
+                self.send(&auth, minor, &ops, &[], 0).await;
             }
             step::ADVANCE => {
                 let secs = match inp.u8() % 6 {
@@ -250,6 +260,25 @@ impl World {
                 let raw = Bytes::copy_from_slice(inp.bytes(len));
                 let reply = self.h.call(&auth, raw).await;
                 self.absorb(reply, u32::MAX as usize, true);
+            }
+            step::NEW_CLIENT if inp.u8() & 1 == 1 => {
+                // An NFSv4.0 client: SETCLIENTID, SETCLIENTID_CONFIRM, its
+                // callback path this connection; its COMPOUNDs are then
+                // the generated ones of minor version 0.
+                let auth = auth(inp);
+                let set = self.setclientid(inp);
+                self.send(&auth, 0, &[set], &[], 0).await;
+                let Some(&(clientid, verf)) = self.clients40.last() else {
+                    return;
+                };
+                let confirm = NfsArgOp4::SetClientIdConfirm(SetClientIdConfirm4Args {
+                    clientid,
+                    setclientid_confirm: verf,
+                });
+                self.send(&auth, 0, &[confirm], &[], 0).await;
+                if self.h.callbacks40(clientid) {
+                    self.cur_client = clientid;
+                }
             }
             step::NEW_CLIENT => {
                 let auth = auth(inp);
@@ -380,6 +409,17 @@ impl World {
                 NfsResOp4::OpenDowngrade(Res4::Ok(ok)) => self.add_sid(ok.open_stateid),
                 NfsResOp4::LayoutGet(LayoutGet4Res::Ok(ok)) => self.add_sid(ok.stateid),
                 NfsResOp4::LayoutReturn(Res4::Ok(Some(s))) => self.add_sid(*s),
+                NfsResOp4::SetClientId(SetClientId4Res::Ok(ok)) => {
+                    let rec = (ok.clientid, ok.setclientid_confirm);
+                    match self.clients40.iter().position(|c| c.0 == ok.clientid) {
+                        Some(i) => self.clients40[i] = rec,
+                        None if self.clients40.len() < 8 => self.clients40.push(rec),
+                        None => {
+                            let i = self.seen % self.clients40.len();
+                            self.clients40[i] = rec;
+                        }
+                    }
+                }
                 NfsResOp4::ExchangeId(Res4::Ok(ok)) => {
                     let rec = (ok.clientid, ok.sequenceid);
                     match self.clients.iter().position(|c| c.0 == ok.clientid) {

@@ -174,7 +174,7 @@ pub const WRITE_ONLY_ATTRS: &[u32] = &[
 /// `bitmap4`: bit `n % 32` of word `n / 32` is set when attribute `n` is
 /// present (RFC 8881 §3.3.6).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Pack, Unpack)]
-pub struct Bitmap4(#[xdr(max = 16)] pub Vec<u32>);
+pub struct Bitmap4(#[xdr(max = 64)] pub Vec<u32>);
 
 impl Bitmap4 {
     /// An empty bitmap.

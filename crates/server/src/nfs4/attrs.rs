@@ -165,6 +165,15 @@ pub const WRITABLE: &[u32] = &[
 pub const EXCLCREAT: &[u32] = &[FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
 
 pub fn supported(minorversion: u32) -> Bitmap4 {
+    if minorversion == 0 {
+        // NFSv4.0's attributes end at mounted_on_fileid (RFC 7530 §5.8).
+        let v40: Vec<u32> = SUPPORTED
+            .iter()
+            .copied()
+            .filter(|a| *a <= FATTR4_MOUNTED_ON_FILEID)
+            .collect();
+        return Bitmap4::from_attrs(&v40);
+    }
     let mut b = Bitmap4::from_attrs(SUPPORTED);
     if minorversion >= 2 {
         for a in SUPPORTED_42 {
@@ -430,6 +439,14 @@ pub fn build_full(
         acl,
         layout_blksize,
     } = place;
+    // An NFSv4.0 client is not given NFSv4.1's attributes.
+    let v40;
+    let want = if view.minor == 0 {
+        v40 = want.intersect(&supported(0));
+        &v40
+    } else {
+        want
+    };
     let w = |n| want.contains(n);
     let mut r = Attrs::default();
     if w(FATTR4_SUPPORTED_ATTRS) {
@@ -744,7 +761,7 @@ pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitm
         // `ops::setattr` checks the delegation).
         let deleg_time = cx.minorversion >= 2
             && matches!(n, FATTR4_TIME_DELEG_ACCESS | FATTR4_TIME_DELEG_MODIFY);
-        if !SUPPORTED.contains(&n) && !deleg_time {
+        if !supported(cx.minorversion).contains(n) && !deleg_time {
             return Err(NfsStat4::Nfs4errAttrnotsupp);
         }
         if !WRITABLE.contains(&n) && !deleg_time {
@@ -761,6 +778,12 @@ pub async fn to_setattr(cx: &Compound, f: &Fattr4) -> Result<(vfs::SetAttr, Bitm
             return Err(NfsStat4::Nfs4errInval);
         }
         s.mode = Some(m);
+    }
+    // NFSv4.0 takes an empty owner for no owner at all: NFS4ERR_INVAL, as
+    // its servers answer (pynfs SATT16, SATT17).
+    let empty = |b: &Option<Bytes>| b.as_ref().is_some_and(|n| n.is_empty());
+    if cx.minorversion == 0 && (empty(&a.owner) || empty(&a.owner_group)) {
+        return Err(NfsStat4::Nfs4errInval);
     }
     if let Some(o) = &a.owner {
         s.uid = Some(owner_id(srv, o, false).await?);

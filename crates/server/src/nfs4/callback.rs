@@ -43,6 +43,8 @@ pub enum CbError {
     Attrs,
     #[error("a CB_GETATTR is under way, or the delegation is being recalled")]
     Busy,
+    #[error("no such callback in NFSv4.0")]
+    NotInV40,
 }
 
 /// The credential for callbacks: the first of the client's choices we can
@@ -102,28 +104,41 @@ pub async fn cb_compound(
     ops: Vec<NfsCbArgOp4>,
 ) -> Result<CbCompound4Res, CbError> {
     let _slot = io(session).cb_slot.lock().await;
-    let (conn, program, cred, seqid) = {
+    let (conn, program, cred, seqid, ident) = {
         let b = session.back.lock().unwrap_or_else(|p| p.into_inner());
-        (b.conn(), b.program, cb_cred(&b.sec), b.seqid)
+        (b.conn(), b.program, cb_cred(&b.sec), b.seqid, b.ident)
     };
     let conn = conn
         .as_ref()
         .and_then(rpc_conn)
         .ok_or(CbError::NoConnection)?;
+    let minorversion = session.minorversion.load(Ordering::Relaxed);
     let mut argarray = Vec::with_capacity(ops.len() + 1);
-    argarray.push(NfsCbArgOp4::CbSequence(CbSequence4Args {
-        sessionid: session.id,
-        sequenceid: seqid,
-        slotid: 0,
-        highest_slotid: 0,
-        cachethis: false,
-        referring_call_lists: Vec::new(),
-    }));
+    if minorversion == 0 {
+        // NFSv4.0 (RFC 7530 §16.2 of the callback program): CB_GETATTR
+        // and CB_RECALL only, no CB_SEQUENCE; the client is named by the
+        // callback_ident it gave in SETCLIENTID.
+        if !ops
+            .iter()
+            .all(|o| matches!(o, NfsCbArgOp4::CbGetattr(_) | NfsCbArgOp4::CbRecall(_)))
+        {
+            return Err(CbError::NotInV40);
+        }
+    } else {
+        argarray.push(NfsCbArgOp4::CbSequence(CbSequence4Args {
+            sessionid: session.id,
+            sequenceid: seqid,
+            slotid: 0,
+            highest_slotid: 0,
+            cachethis: false,
+            referring_call_lists: Vec::new(),
+        }));
+    }
     argarray.extend(ops);
     let args = CbCompound4Args {
         tag: Default::default(),
-        minorversion: session.minorversion.load(Ordering::Relaxed),
-        callback_ident: 0,
+        minorversion,
+        callback_ident: ident,
         argarray,
     };
     let call = conn.call_with(program, 1, CB_COMPOUND, &cred, &args);
@@ -142,6 +157,143 @@ pub async fn cb_compound(
         }
     }
     Ok(res)
+}
+
+/// The result of a callback's first operation after CB_SEQUENCE (which
+/// an NFSv4.0 callback has not).
+fn first_op(res: &CbCompound4Res) -> Option<&NfsCbResOp4> {
+    res.resarray
+        .iter()
+        .find(|r| !matches!(r, NfsCbResOp4::CbSequence(_)))
+}
+
+/// Outgoing callback connections (to NFSv4.0 clients' callback
+/// addresses) open at once, at most: a client table full of clients
+/// naming addresses that never answer holds no more descriptors.
+const MAX_DIALED: usize = 1024;
+
+/// How long opening a connection to an NFSv4.0 client's callback address
+/// may take.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+static DIALED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Callback connections refused or failed, logged at most this often.
+static DIAL_LOG: rpc::RateLimit = rpc::RateLimit::per_secs(10);
+
+/// One place under [`MAX_DIALED`], given back when dropped.
+#[derive(Debug)]
+pub struct Dialed(());
+
+impl Dialed {
+    fn take() -> Option<Dialed> {
+        DIALED
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_DIALED).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Dialed(()))
+    }
+}
+
+impl Drop for Dialed {
+    fn drop(&mut self) {
+        DIALED.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Opens the callback path of an NFSv4.0 client (RFC 7530 §3.3.3,
+/// §16.33): a connection of the server's own to the address it gave in
+/// SETCLIENTID, checked with CB_NULL, then the back channel of its
+/// session. Only the callback program is ever called on it, and only a
+/// program number of the transient range clients use for it
+/// (0x40000000 to 0x5fffffff); the connection and the probe are bounded
+/// in time, the connections in number. Until the probe answers, the
+/// client gets no delegations; if it never does, it never gets any (and
+/// RENEW tells it NFS4ERR_CB_PATH_DOWN once it holds some).
+pub fn connect40(srv: Arc<Server>, session: Arc<Session>, cb: state::v40::Callback40) {
+    tokio::spawn(async move {
+        let why = match dial40(&srv, &session, &cb).await {
+            Ok(()) => return,
+            Err(why) => why,
+        };
+        session.cb_down.store(true, Ordering::Relaxed);
+        if let Some(n) = DIAL_LOG.allow() {
+            tracing::info!(
+                client = format_args!("{:#x}", session.client),
+                netid = %cb.netid,
+                addr = %cb.addr,
+                "NFSv4.0 callback path down: {why} ({n} more not logged)"
+            );
+        }
+    });
+}
+
+async fn dial40(
+    srv: &Arc<Server>,
+    session: &Arc<Session>,
+    cb: &state::v40::Callback40,
+) -> Result<(), String> {
+    if !(0x4000_0000..=0x5fff_ffff).contains(&cb.program) {
+        return Err(format!(
+            "program {:#x} is not a callback program",
+            cb.program
+        ));
+    }
+    let addr = match cb.netid.as_str() {
+        "tcp" | "tcp6" => proto::portmap::parse_uaddr(&cb.addr),
+        _ => None,
+    }
+    .ok_or_else(|| "not a TCP universal address".to_string())?;
+    // "0.0.0.0.0.0" and the like: no callback (pynfs sends it), and not a
+    // way to make the server call its own ports.
+    if addr.ip().is_unspecified() || addr.ip().is_multicast() || addr.port() == 0 {
+        return Err(format!("no callback address ({})", cb.addr));
+    }
+    let permit = Dialed::take().ok_or_else(|| "too many callback connections".to_string())?;
+    let cfg = rpc::ConnConfig {
+        // A recall may come long after the last: the client's lease, not
+        // the connection's idleness, decides how long it lives.
+        idle_timeout: None,
+        ..rpc::ConnConfig::default()
+    };
+    let conn = match tokio::time::timeout(DIAL_TIMEOUT, rpc::connect(addr, None, cfg)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(format!("connecting: {e}")),
+        Err(_) => return Err("connecting timed out".into()),
+    };
+    let cred = {
+        let b = session.back.lock().unwrap_or_else(|p| p.into_inner());
+        cb_cred(&b.sec)
+    };
+    let probe = conn.call(cb.program, 1, 0, &cred, Vec::new());
+    match tokio::time::timeout(DIAL_TIMEOUT, probe).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            conn.close();
+            return Err(format!("CB_NULL failed: {e}"));
+        }
+        Err(_) => {
+            conn.close();
+            return Err("CB_NULL unanswered".into());
+        }
+    }
+    // A newer SETCLIENTID_CONFIRM may have changed the callback since.
+    let current = {
+        let b = session.back.lock().unwrap_or_else(|p| p.into_inner());
+        b.program == cb.program && b.ident == cb.ident
+    };
+    if !current {
+        conn.close();
+        return Ok(());
+    }
+    let back = super::session_io::CbConn::owned(conn, permit);
+    srv.state().bind_back(session, &back);
+    debug!(
+        client = format_args!("{:#x}", session.client),
+        "NFSv4.0 callback path up"
+    );
+    Ok(())
 }
 
 /// Sends CB_NOTIFY_LOCK (RFC 8881 §20.11) for `n.fh` in the background: a
@@ -216,7 +368,7 @@ pub async fn getattr(
         Ok(Ok(r)) => r?,
         Ok(Err(_)) | Err(_) => return Err(CbError::Timeout),
     };
-    match res.resarray.get(1) {
+    match first_op(&res) {
         Some(NfsCbResOp4::CbGetattr(Res4::Ok(ok))) => {
             Attrs::decode(&ok.obj_attributes).map_err(|_| CbError::Attrs)
         }
@@ -412,7 +564,7 @@ pub fn recall_layout(srv: &Arc<Server>, r: state::layouts::LayoutRecall) {
 
 /// What the client answered a CB_LAYOUTRECALL with.
 fn layout_recall_status(res: &CbCompound4Res) -> NfsStat4 {
-    match res.resarray.get(1) {
+    match first_op(res) {
         Some(NfsCbResOp4::CbLayoutRecall(Res4::Err(e))) => *e,
         Some(NfsCbResOp4::CbLayoutRecall(Res4::Ok(()))) => NfsStat4::Nfs4Ok,
         _ => res.status,

@@ -57,7 +57,12 @@ const WANT_BITS_42: u32 =
 /// version `minor`, WANT bits masked off: access 1..=3, deny 0..=3, else
 /// NFS4ERR_INVAL (RFC 8881 §18.16.3, §18.18.3).
 pub fn share_bits(access: u32, deny: u32, minor: u32) -> Result<(u32, u32), NfsStat4> {
-    let mut a = access & !WANT_BITS;
+    // NFSv4.0 has no OPEN4_SHARE_ACCESS_WANT_* bits (RFC 7530 §16.16.1).
+    let mut a = if minor >= 1 {
+        access & !WANT_BITS
+    } else {
+        access
+    };
     if minor >= 2 {
         a &= !WANT_BITS_42;
     }

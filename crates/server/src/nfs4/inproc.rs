@@ -239,6 +239,20 @@ impl InProcess {
         self.clock.advance(d);
     }
 
+    /// Makes this connection NFSv4.0 client `clientid`'s callback path, as
+    /// if the server had opened it to the address the client gave and
+    /// CB_NULL had answered (`nfs4::callback::connect40`): its callbacks
+    /// are then read with [`InProcess::next_back_call`]. False if the
+    /// client is not a confirmed NFSv4.0 client.
+    pub fn callbacks40(&self, clientid: ClientId4) -> bool {
+        let Some(session) = self.srv.state().session40(clientid) else {
+            return false;
+        };
+        let conn = super::session_io::CbConn::of(&self.conn);
+        self.srv.state().bind_back(&session, &conn);
+        true
+    }
+
     /// The next call the server sent on the connection (CB_NULL, a
     /// CB_COMPOUND). Panics if none comes within 30 s (it takes
     /// microseconds; the rest is room for a busy machine): a callback that

@@ -42,10 +42,27 @@ pub fn io(s: &Session) -> &SessionIo {
 
 /// A connection bound to a back channel: a weak reference, so that a
 /// session never keeps a closed connection alive.
+/// An NFSv4.0 client's callback path is a connection the server opened
+/// itself ([`CbConn::owned`]): held by it, and closed when it goes.
 #[derive(Debug)]
 pub struct CbConn {
     id: u64,
     conn: Weak<Connection>,
+    _owned: Option<Owned>,
+}
+
+/// A connection the server opened to a client's callback address, and
+/// its place under the cap on such connections.
+#[derive(Debug)]
+struct Owned {
+    conn: Arc<Connection>,
+    _permit: crate::nfs4::callback::Dialed,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.conn.close();
+    }
 }
 
 impl CbConn {
@@ -53,6 +70,23 @@ impl CbConn {
         Arc::new(CbConn {
             id: conn.id(),
             conn: Arc::downgrade(conn),
+            _owned: None,
+        })
+    }
+
+    /// A connection the server opened to an NFSv4.0 client's callback
+    /// address, held (and closed) by the back channel it is bound to.
+    pub fn owned(
+        conn: Arc<Connection>,
+        permit: crate::nfs4::callback::Dialed,
+    ) -> Arc<dyn BackConn> {
+        Arc::new(CbConn {
+            id: conn.id(),
+            conn: Arc::downgrade(&conn),
+            _owned: Some(Owned {
+                conn,
+                _permit: permit,
+            }),
         })
     }
 }

@@ -299,6 +299,7 @@ impl Tables {
                         owner: o.owner,
                         access: o.access,
                         deny: o.deny,
+                        modes: crate::stateid::Modes::of(o.access, o.deny),
                         locks: Vec::new(),
                     },
                     PeerStateKind::Lock(l) => {

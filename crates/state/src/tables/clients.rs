@@ -114,7 +114,7 @@ impl Tables {
         }
         self.lease_moved.remove(&id);
         self.dead_sessions.extend(c.sessions.iter().copied());
-        if c.reclaim_complete {
+        if c.reclaim_complete || c.v40.as_ref().is_some_and(|v| v.recorded) {
             self.dead_records.push(id);
         }
         for (other, e) in &c.states {
@@ -274,6 +274,20 @@ impl Tables {
             .clients
             .get(&client)
             .ok_or(NfsStat4::Nfs4errStaleClientid)?;
+        if c.v40.is_some() {
+            // NFSv4.0 has no RECLAIM_COMPLETE (RFC 7530 §9.6.2): a
+            // recorded client reclaims while the grace period lasts, and
+            // no client takes new state before it ends.
+            return match (reclaim, self.grace.active()) {
+                (true, true) if self.grace.recorded(&c.owner) => {
+                    self.grace.note_progress(now);
+                    Ok(())
+                }
+                (true, _) => Err(NfsStat4::Nfs4errNoGrace),
+                (false, true) => Err(NfsStat4::Nfs4errGrace),
+                (false, false) => Ok(()),
+            };
+        }
         if reclaim {
             // A new incarnation of a client that has already completed
             // its reclaims in this grace period reclaims nothing more:

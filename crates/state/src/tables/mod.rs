@@ -11,6 +11,7 @@ mod locking;
 mod nlm;
 mod opens;
 mod shared;
+mod v40;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -28,6 +29,7 @@ use crate::stateid::{
 };
 use crate::types::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 use crate::waiters::{LockWaiters, Waiter};
+pub use v40::SeqStart;
 
 /// The state attached to one file.
 #[derive(Debug, Default)]
@@ -106,6 +108,8 @@ pub(super) struct Tables {
     pub lease: Duration,
     last_client: u32,
     last_session: u32,
+    /// Serial of the last SETCLIENTID confirm verifier (NFSv4.0).
+    last_verifier: u32,
     pub clients: HashMap<ClientId4, Client>,
     pub owners: HashMap<Bytes, OwnerRecords>,
     pub files: HashMap<FileKey, FileState>,
@@ -221,6 +225,7 @@ impl Tables {
             lease,
             last_client: 0,
             last_session: 0,
+            last_verifier: 0,
             clients: HashMap::new(),
             owners: HashMap::new(),
             files: HashMap::new(),

@@ -27,10 +27,9 @@ impl Tables {
             .copied();
         loop {
             let conflict = self.files.get(file).and_then(|f| {
+                // The owner's own open counts too: an upgrade may not
+                // break the deny it holds (RFC 7530 §9.9).
                 f.opens.iter().find_map(|o| {
-                    if Some(*o) == mine {
-                        return None;
-                    }
                     let (cid, e) = self.entry(o).ok()?;
                     match e.kind {
                         StateKind::Open {
@@ -60,11 +59,15 @@ impl Tables {
         if let Some(other) = mine {
             let e = self.entry_mut(client, &other)?;
             if let StateKind::Open {
-                access: a, deny: d, ..
+                access: a,
+                deny: d,
+                modes,
+                ..
             } = &mut e.kind
             {
                 *a |= access;
                 *d |= deny;
+                modes.add(access, deny);
             }
             e.seqid = next_seqid(e.seqid);
             return Ok(e.stateid(other));
@@ -78,6 +81,7 @@ impl Tables {
                     owner: owner.clone(),
                     access,
                     deny,
+                    modes: crate::stateid::Modes::of(access, deny),
                     locks: Vec::new(),
                 },
             },
@@ -97,12 +101,15 @@ impl Tables {
         self.check_stateid(client, sid, file)?;
         let e = self.entry_mut(client, &sid.other)?;
         let StateKind::Open {
-            access: a, deny: d, ..
+            access: a,
+            deny: d,
+            modes,
+            ..
         } = &mut e.kind
         else {
             return Err(NfsStat4::Nfs4errBadStateid);
         };
-        if access & !*a != 0 || deny & !*d != 0 || access == 0 {
+        if access & !*a != 0 || deny & !*d != 0 || access == 0 || !modes.downgrade(access, deny) {
             return Err(NfsStat4::Nfs4errInval);
         }
         *a = access;

@@ -19,6 +19,7 @@ mod migration;
 mod nlm;
 mod opens;
 mod shared_locks;
+mod v40;
 
 const L: Duration = Duration::from_secs(10);
 const R: u32 = OPEN4_SHARE_ACCESS_READ;

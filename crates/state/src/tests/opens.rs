@@ -21,8 +21,13 @@ fn share_reservations_and_upgrade() {
         f.st.open(c1, &o2, &file(1), R | W, 0),
         Err(NfsStat4::Nfs4errShareDenied)
     );
+    // nor from the owner itself (RFC 7530 §9.9: every open counts)
+    assert_eq!(
+        f.st.open(c1, &o, &file(1), W, 0),
+        Err(NfsStat4::Nfs4errShareDenied)
+    );
     // the same owner upgrades: same other, seqid 2
-    let s2 = f.st.open(c1, &o, &file(1), W, 0).unwrap();
+    let s2 = f.st.open(c1, &o, &file(1), R, 0).unwrap();
     assert_eq!((s2.other, s2.seqid), (s1.other, 2));
     assert_eq!(
         f.st.downgrade(c1, &s1, &file(1), R, 0),

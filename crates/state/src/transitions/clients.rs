@@ -123,6 +123,7 @@ impl State {
                     attrs: req.back,
                     conns: Vec::new(),
                     seqid: 1,
+                    ident: 0,
                 }),
                 lease,
                 cb_down: AtomicBool::new(false),
@@ -178,7 +179,14 @@ impl State {
         session.lease.renew(self.clock.now());
     }
 
+    /// The session `id` names, as a request may: not the session an
+    /// NFSv4.0 client's callback path is kept in (`transitions::v40`).
     pub fn session(&self, id: &SessionId4) -> Option<Arc<Session>> {
+        self.any_session(id)
+            .filter(|s| s.minorversion.load(Ordering::Relaxed) != 0)
+    }
+
+    pub(crate) fn any_session(&self, id: &SessionId4) -> Option<Arc<Session>> {
         self.sessions
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -209,7 +217,7 @@ impl State {
             return;
         };
         for id in ids {
-            if let Some(s) = self.session(&id) {
+            if let Some(s) = self.any_session(&id) {
                 s.prune_back();
             }
         }

@@ -9,3 +9,5 @@ mod delegations;
 mod layouts;
 mod nlm;
 mod opens;
+mod v40;
+pub use v40::Confirmed40;

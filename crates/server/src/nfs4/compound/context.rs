@@ -75,6 +75,12 @@ pub struct Compound {
     /// PUTROOTFH, PUTPUBFH, RESTOREFH) without checking its security
     /// flavor (RFC 8881 §2.6.3.1.1).
     pub sec_pending: bool,
+    /// NFSv4.0 (no session): the client the running operation named,
+    /// by client id or stateid (`compound::v40::identify`).
+    pub client40: Option<ClientId4>,
+    /// NFSv4.0: the running OPEN's owner is new or not yet confirmed
+    /// (OPEN4_RESULT_CONFIRM, RFC 7530 §16.16.5).
+    pub open_confirm: bool,
 }
 
 /// How attributes are built for one request: the minor version, and
@@ -434,6 +440,22 @@ impl Compound {
         }
     }
 
+    /// Writes client `id`'s record (its owner, `co_ownerid` or the
+    /// NFSv4.0 id string) to stable storage, on the blocking pool: from
+    /// then on it may hold state it can reclaim after a restart (RFC 8881
+    /// §8.4.2.1, RFC 7530 §9.6.3).
+    pub async fn record_client(&self, id: ClientId4, owner: bytes::Bytes) -> Result<(), NfsStat4> {
+        let srv = self.srv.clone();
+        match off_thread(move || srv.records.add(id, &owner)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                tracing::error!("cannot record client {id:#x} on stable storage: {e}");
+                Err(NfsStat4::Nfs4errServerfault)
+            }
+            Err(_) => Err(NfsStat4::Nfs4errServerfault),
+        }
+    }
+
     /// Resolves the special "current stateid" (RFC 8881 §16.2.3.1.2).
     pub fn resolve_stateid(&self, sid: &StateId4) -> Result<StateId4, NfsStat4> {
         if *sid == StateId4::CURRENT {
@@ -458,11 +480,29 @@ impl Compound {
     }
 
     /// The client this compound's session belongs to.
+    /// The client of this compound's session; in NFSv4.0, the client the
+    /// running operation named (`compound::v40::identify`).
     pub fn clientid(&self) -> Result<ClientId4, NfsStat4> {
+        if self.minorversion == 0 {
+            return self.client40.ok_or(NfsStat4::Nfs4errStaleClientid);
+        }
         self.session
             .as_ref()
             .map(|s| s.client)
             .ok_or(NfsStat4::Nfs4errOpNotInSession)
+    }
+
+    /// Whether this compound's client can be called back now (a
+    /// delegation is only as good as its recall): its session's back
+    /// channel, or an NFSv4.0 client's callback path.
+    pub fn callable(&self) -> bool {
+        if self.minorversion == 0 {
+            return self
+                .client40
+                .and_then(|c| self.srv.state().session40(c))
+                .is_some_and(|s| s.callable());
+        }
+        self.session.as_ref().is_some_and(|s| s.callable())
     }
 }
 

@@ -22,6 +22,7 @@ use xdr::{Encoder, Pack, Unpack};
 pub mod context;
 pub mod reply;
 pub mod slot;
+pub mod v40;
 
 use context::*;
 pub use context::{check_name, Compound, Fh};
@@ -46,6 +47,15 @@ fn admit(
     used: usize,
     more: bool,
 ) -> Result<(), NfsStat4> {
+    if cx.minorversion == 0 {
+        // NFSv4.0 has no sessions (RFC 7530 §15.2): any operation may
+        // come first, and its own operations are not NFSv4.1's.
+        return admit_checks(cx, d, op, used, more);
+    }
+    if d.v40() {
+        // RFC 8881 §18: "MUST NOT implement" in NFSv4.1.
+        return Err(NfsStat4::Nfs4errNotsupp);
+    }
     if cx.index == 0 {
         return match op {
             NfsArgOp4::Sequence(_) => Ok(()),
@@ -60,6 +70,17 @@ fn admit(
     if cx.session.is_none() {
         return Err(NfsStat4::Nfs4errOpNotInSession);
     }
+    admit_checks(cx, d, op, used, more)
+}
+
+/// [`admit`]'s checks after the operation's place in the compound.
+fn admit_checks(
+    cx: &Compound,
+    d: &OpDesc,
+    op: &NfsArgOp4,
+    used: usize,
+    more: bool,
+) -> Result<(), NfsStat4> {
     // An absent file system (a referral, RFC 8881 §11.3): an operation
     // that starts there is not performed, but GETATTR, VERIFY and
     // NVERIFY may ask where it went (their own check); operations that
@@ -215,7 +236,7 @@ async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply
         (Ok(m), Ok(n)) => (m, n),
         _ => return Err(Reply::Error(rpc::ReplyError::GarbageArgs)),
     };
-    if !(1..=2).contains(&minorversion) {
+    if minorversion > 2 {
         let status = NfsStat4::Nfs4errMinorVersMismatch;
         return Err(Reply::Success(reply(status, &tag, 0, Encoder::new())));
     }
@@ -226,6 +247,13 @@ async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply
     // fails at its first operation (TOO_MANY_OPS at SEQUENCE, else
     // NOT_ONLY_OP or OP_NOT_IN_SESSION), so no more are needed, and a
     // client cannot make the server hold more.
+    // NFSv4.0 has no session to say how many operations a COMPOUND may
+    // have: more than the server takes is NFS4ERR_RESOURCE (RFC 7530
+    // §15.2), before any runs.
+    if minorversion == 0 && nops > srv.cfg.max_ops as usize {
+        let status = NfsStat4::Nfs4errResource;
+        return Err(Reply::Success(reply(status, &tag, 0, Encoder::new())));
+    }
     let decodable = nops.min(srv.cfg.max_ops as usize + 1);
     let mut decoded = Vec::with_capacity(decodable.min(16));
     for i in 0..decodable {
@@ -275,9 +303,31 @@ async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply
         digest: req_digest,
         replay: None,
         sec_pending: false,
+        client40: None,
+        open_confirm: false,
+    };
+    // NFSv4.0: a retransmission of a COMPOUND that changed something is
+    // answered from the duplicate request cache (`v40::Drc`).
+    let drc = (minorversion == 0
+        && decoded.iter().any(|op| {
+            op.as_ref()
+                .is_ok_and(|(op, _)| ops::desc(op.opnum()).is_some_and(|d| d.modifies()))
+        }))
+    .then(|| (cx.conn.peer(), xid, req_digest));
+    if let Some((peer, xid, digest)) = drc {
+        if let Some(r) = cx.srv.drc40.get(peer, xid, digest) {
+            return Ok((Reply::Success(r), 0));
+        }
+    }
+    let srv = cx.srv.clone();
+    let keep = move |done: (Reply, u64)| {
+        if let (Some((peer, xid, digest)), Reply::Success(r)) = (drc, &done.0) {
+            srv.drc40.keep(peer, xid, digest, r);
+        }
+        done
     };
     if waiting < 2 {
-        return Ok(execute(cx, tag, decoded).await);
+        return Ok(keep(execute(cx, tag, decoded).await));
     }
     // One thread hand-off for the whole compound: its backend calls run
     // in place on this blocking thread (see `on_pool`).
@@ -288,7 +338,7 @@ async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply
             rt.block_on(execute(cx, tag, decoded))
         })
         .await;
-    ran.map_err(|e| {
+    ran.map(keep).map_err(|e| {
         static LAST: AtomicU64 = AtomicU64::new(0);
         if now_and_then(&LAST) {
             error!(xid, "COMPOUND failed on the blocking pool: {e}");
@@ -363,11 +413,46 @@ async fn execute(mut cx: Compound, tag: Bytes, decoded: Vec<Decoded>) -> (Reply,
         last = (mark, opnum);
         persists |= crate::stable::sessions::persists(&op);
         let more = i + 1 < nops;
-        let r = match (admit(&cx, d, &op, head + mark, more), d.handler) {
-            (Ok(()), Some(handler)) => run_caught(d, handler(&mut cx, op)).await,
-            (Err(s), _) => OpResult::Error(opnum, s),
-            (Ok(()), None) => OpResult::Error(opnum, NfsStat4::Nfs4errNotsupp),
+        if cx.minorversion == 0 && opnum > v40::LAST_OP {
+            // An NFSv4.1 operation in an NFSv4.0 COMPOUND (RFC 7530 §15.2).
+            status = NfsStat4::Nfs4errOpIllegal;
+            OpResult::Error(OpNum4::Illegal as u32, status).pack(&mut results);
+            count += 1;
+            break;
+        }
+        let admitted = admit(&cx, d, &op, head + mark, more);
+        let begun = match admitted {
+            Ok(()) if cx.minorversion == 0 => {
+                v40::identify(&mut cx, &op).and_then(|()| v40::begin(&mut cx, &op))
+            }
+            Ok(()) => Ok(v40::Begun::Plain),
+            Err(s) => Err(s),
         };
+        let (r, seq) = match (begun, d.handler) {
+            (Ok(v40::Begun::Replay(r)), _) => (OpResult::Replayed(r), None),
+            (Ok(begun), Some(handler)) => {
+                let r = run_caught(d, handler(&mut cx, op)).await;
+                (
+                    r,
+                    if let v40::Begun::Run(s) = begun {
+                        Some(s)
+                    } else {
+                        None
+                    },
+                )
+            }
+            (Err(s), _) => (OpResult::Error(opnum, s), None),
+            (Ok(_), None) => (OpResult::Error(opnum, NfsStat4::Nfs4errNotsupp), None),
+        };
+        let r = if cx.minorversion == 0 {
+            v40::result40(opnum, r)
+        } else {
+            r
+        };
+        if let Some(seq) = seq {
+            seq.end(r.status(), xdr::to_bytes(&r), cx.cur_stateid);
+        }
+        cx.open_confirm = false;
         // A replayed SEQUENCE answers with the cached reply as it was.
         if let Some(cached) = cx.replay.take() {
             return (Reply::Success(cached), took(std::time::Instant::now()));
@@ -502,6 +587,7 @@ mod tests {
                 attrs: ChannelAttrs4::default(),
                 conns: Vec::new(),
                 seqid: 1,
+                ident: 0,
             }),
             lease: Arc::new(state::lease::Lease::new(Default::default())),
             cb_down: AtomicBool::new(false),

@@ -15,6 +15,9 @@ use super::context::Compound;
 pub enum OpResult {
     Typed(NfsResOp4),
     Error(u32, NfsStat4),
+    /// An NFSv4.0 owner's last result, encoded, sent again for a
+    /// retransmission (RFC 7530 §9.1.7).
+    Replayed(Bytes),
 }
 
 impl OpResult {
@@ -22,6 +25,7 @@ impl OpResult {
         match self {
             OpResult::Typed(r) => r.status(),
             OpResult::Error(_, s) => *s,
+            OpResult::Replayed(r) => super::v40::status_of(r),
         }
     }
 }
@@ -39,6 +43,7 @@ impl Pack for OpResult {
                     Bitmap4::default().pack(e);
                 }
             }
+            OpResult::Replayed(r) => e.raw(r),
         }
     }
 }

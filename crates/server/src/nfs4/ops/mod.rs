@@ -54,6 +54,7 @@ pub mod nverify;
 pub mod offload_cancel;
 pub mod offload_status;
 pub mod open;
+pub mod open_confirm;
 pub mod open_downgrade;
 pub mod putfh;
 pub mod putpubfh;
@@ -62,9 +63,11 @@ pub mod read;
 pub mod readdir;
 pub mod readlink;
 pub mod reclaim_complete;
+pub mod release_lockowner;
 pub mod remove;
 pub mod removexattr;
 pub mod rename;
+pub mod renew;
 pub mod restorefh;
 pub mod savefh;
 pub mod secinfo;
@@ -72,6 +75,8 @@ pub mod secinfo_no_name;
 pub mod seek;
 pub mod sequence;
 pub mod setattr;
+pub mod setclientid;
+pub mod setclientid_confirm;
 pub mod setxattr;
 pub mod test_stateid;
 pub mod verify;
@@ -133,6 +138,9 @@ const V42: u16 = 1 << 7;
 /// two or more runs on the blocking pool as a whole, its backend calls
 /// made in place: one thread hand-off per COMPOUND rather than per call.
 const QUICK: u16 = 1 << 8;
+/// NFSv4.0 only (RFC 7530 §16): NFS4ERR_NOTSUPP in an NFSv4.1 compound
+/// (RFC 8881 §18 marks them "MUST NOT implement").
+const V40: u16 = 1 << 9;
 
 impl OpDesc {
     pub fn needs_fh(&self) -> bool {
@@ -161,6 +169,9 @@ impl OpDesc {
     }
     pub fn quick(&self) -> bool {
         self.facts & QUICK != 0
+    }
+    pub fn v40(&self) -> bool {
+        self.facts & V40 != 0
     }
 
     /// The most this operation's result (opnum, status and body) can take
@@ -243,6 +254,9 @@ const EXCHANGE_ID: usize = 8
     + (8 + 4 + NFS4_OPAQUE_LIMIT)
     + (4 + NFS4_OPAQUE_LIMIT)
     + (4 + 2 * (4 + NFS4_OPAQUE_LIMIT) + 12);
+/// `SETCLIENTID4res` at its largest: NFS4ERR_CLID_INUSE's `netaddr4`
+/// (larger than the client id and verifier of a success).
+const NETADDR: usize = 2 * (4 + NFS4_OPAQUE_LIMIT);
 /// The longest symbolic link text (PATH_MAX).
 const LINK_TEXT: usize = 4 + 4096;
 /// The longest extended attribute value (Linux XATTR_SIZE_MAX).
@@ -313,7 +327,7 @@ pub static OPS: [OpDesc; 73] = [
     op(N::NVerify, h::nverify, NEEDS_FH, fixed(RES)),
     op(N::Open, h::open, NEEDS_FH | OWN_SEC | MODIFIES, fixed(RES + OPEN_OK)),
     no(N::OpenAttr, NEEDS_FH | MODIFIES, fixed(RES)),
-    no(N::OpenConfirm, NEEDS_FH | MODIFIES, fixed(RES + STATEID)),
+    op(N::OpenConfirm, h::open_confirm, V40 | NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
     op(N::OpenDowngrade, h::open_downgrade, NEEDS_FH | MODIFIES | QUICK, fixed(RES + STATEID)),
     op(N::PutFh, h::putfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
     op(N::PutPubFh, h::putpubfh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
@@ -323,16 +337,16 @@ pub static OPS: [OpDesc; 73] = [
     op(N::ReadLink, h::readlink, NEEDS_FH | BULK, fixed(RES + LINK_TEXT)),
     op(N::Remove, h::remove, NEEDS_FH | MODIFIES, fixed(RES + CINFO)),
     op(N::Rename, h::rename, NEEDS_FH | MODIFIES, fixed(RES + 2 * CINFO)),
-    no(N::Renew, 0, fixed(RES)),
+    op(N::Renew, h::renew, V40 | MODIFIES | QUICK, fixed(RES)),
     op(N::RestoreFh, h::restorefh, PUTS_FH | OWN_SEC | QUICK, fixed(RES)),
     op(N::SaveFh, h::savefh, NEEDS_FH | OWN_SEC | QUICK, fixed(RES)),
     op(N::SecInfo, h::secinfo, NEEDS_FH | OWN_SEC, fixed(RES + SECINFO)),
     op(N::SetAttr, h::setattr, NEEDS_FH | MODIFIES, fixed(RES + BITMAP)),
-    no(N::SetClientId, MODIFIES, fixed(RES + 8 + VERF)),
-    no(N::SetClientIdConfirm, MODIFIES, fixed(RES)),
+    op(N::SetClientId, h::setclientid, V40 | MODIFIES | QUICK, fixed(RES + NETADDR)),
+    op(N::SetClientIdConfirm, h::setclientid_confirm, V40 | MODIFIES, fixed(RES)),
     op(N::Verify, h::verify, NEEDS_FH, fixed(RES)),
     op(N::Write, h::write, NEEDS_FH | MODIFIES, fixed(RES + 4 + 4 + VERF)),
-    no(N::ReleaseLockOwner, MODIFIES, fixed(RES)),
+    op(N::ReleaseLockOwner, h::release_lockowner, V40 | MODIFIES | QUICK, fixed(RES)),
     op(N::BackchannelCtl, h::backchannel_ctl, MODIFIES | QUICK, fixed(RES)),
     op(N::BindConnToSession, h::bind_conn_to_session, ALONE | MODIFIES | QUICK, fixed(RES + BIND_CONN_OK)),
     op(N::ExchangeId, h::exchange_id, ALONE | MODIFIES | QUICK, fixed(RES + EXCHANGE_ID)),
@@ -438,6 +452,7 @@ handlers! {
     offload_cancel: OffloadCancel(a),
     offload_status: OffloadStatus(a),
     open: Open(a),
+    open_confirm: OpenConfirm(a),
     open_downgrade: OpenDowngrade(a),
     putfh: PutFh(a),
     putpubfh: PutPubFh,
@@ -446,9 +461,11 @@ handlers! {
     readdir: ReadDir(a),
     readlink: ReadLink,
     reclaim_complete: ReclaimComplete(a),
+    release_lockowner: ReleaseLockOwner(a),
     remove: Remove(a),
     removexattr: RemoveXattr(a),
     rename: Rename(a),
+    renew: Renew(a),
     restorefh: RestoreFh,
     savefh: SaveFh,
     secinfo: SecInfo(a),
@@ -456,6 +473,8 @@ handlers! {
     seek: Seek(a),
     sequence: Sequence(a),
     setattr: SetAttr(a),
+    setclientid: SetClientId(a),
+    setclientid_confirm: SetClientIdConfirm(a),
     setxattr: SetXattr(a),
     test_stateid: TestStateId(a),
     verify: Verify(a),
@@ -495,15 +514,20 @@ mod tests {
         for n in [0, 1, 2, 76, OpNum4::Illegal as u32, u32::MAX] {
             assert!(desc(n).is_none(), "{n}");
         }
-        // The NFSv4.0-only operations are not supported (RFC 8881 §18).
-        for n in [
+        // The NFSv4.0-only operations (RFC 7530 §16), NFS4ERR_NOTSUPP in
+        // NFSv4.1 (RFC 8881 §18), and only they.
+        let v40 = [
             OpNum4::OpenConfirm,
             OpNum4::Renew,
             OpNum4::SetClientId,
             OpNum4::SetClientIdConfirm,
             OpNum4::ReleaseLockOwner,
-        ] {
-            assert!(desc(n as u32).unwrap().handler.is_none());
+        ];
+        for d in OPS.iter() {
+            assert_eq!(d.v40(), v40.contains(&d.num), "{}", d.name);
+        }
+        for n in v40 {
+            assert!(desc(n as u32).unwrap().handler.is_some());
         }
     }
 
@@ -685,7 +709,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 25);
+        assert_eq!(checked, 29);
     }
 
     /// An operation's module uses shared modules, never another

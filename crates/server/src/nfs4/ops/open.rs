@@ -51,6 +51,15 @@ struct Target {
 
 async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4> {
     let client = cx.clientid()?;
+    // NFSv4.0 has the first four claims only (RFC 7530 §16.16.1).
+    if cx.minorversion == 0
+        && matches!(
+            args.claim,
+            OpenClaim4::Fh | OpenClaim4::DelegCurFh(_) | OpenClaim4::DelegPrevFh
+        )
+    {
+        return Err(NfsStat4::Nfs4errBadxdr);
+    }
     let (access, deny) = share_bits(args.share_access, args.share_deny, cx.minorversion)?;
     let want = args.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
     let fh = cx.cfh()?.clone();
@@ -236,9 +245,17 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     // §9.6: blocking-lock waiters get CB_NOTIFY_LOCK. §18.16.3: a file
     // removed while open stays reachable through this open (the client
     // need not rename it to a hidden name), where the backend can keep it.
-    let mut rflags = OPEN4_RESULT_LOCKTYPE_POSIX | OPEN4_RESULT_MAY_NOTIFY_LOCK;
-    if cx.export(key.0).is_ok_and(|e| e.vfs.keeps_unlinked()) {
-        rflags |= OPEN4_RESULT_PRESERVE_UNLINKED;
+    let mut rflags = OPEN4_RESULT_LOCKTYPE_POSIX;
+    if cx.minorversion == 0 {
+        // RFC 7530 §16.16.5: a new open owner confirms its first OPEN.
+        if cx.open_confirm {
+            rflags |= OPEN4_RESULT_CONFIRM;
+        }
+    } else {
+        rflags |= OPEN4_RESULT_MAY_NOTIFY_LOCK;
+        if cx.export(key.0).is_ok_and(|e| e.vfs.keeps_unlinked()) {
+            rflags |= OPEN4_RESULT_PRESERVE_UNLINKED;
+        }
     }
     Ok(Open4ResOk {
         stateid,
@@ -340,7 +357,7 @@ async fn delegation(
         _ => {}
     }
     // A delegation is only as good as its recall (§10.2).
-    if !cx.session.as_ref().is_some_and(|s| s.callable()) {
+    if !cx.callable() {
         return refuse(WhyNoDelegation4::Wnd4Resource);
     }
     if !cx.export(key.0).is_ok_and(|e| e.delegations) {

@@ -2,7 +2,6 @@
 
 use proto::nfs4::*;
 
-use crate::handoff::off_thread;
 use crate::nfs4::compound::context::Compound;
 
 pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComplete4Res {
@@ -26,15 +25,7 @@ pub async fn run(cx: &mut Compound, args: ReclaimComplete4Args) -> ReclaimComple
 /// client to reclaim.
 async fn complete(cx: &mut Compound, id: ClientId4) -> Result<(), NfsStat4> {
     let owner = cx.srv.state().reclaim_owner(id)?;
-    let srv = cx.srv.clone();
-    match off_thread(move || srv.records.add(id, &owner)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::error!("cannot record client {id:#x} on stable storage: {e}");
-            return Err(NfsStat4::Nfs4errServerfault);
-        }
-        Err(_) => return Err(NfsStat4::Nfs4errServerfault),
-    }
+    cx.record_client(id, owner).await?;
     if let Err(e) = cx.srv.state().reclaim_complete(id) {
         if e == NfsStat4::Nfs4errStaleClientid {
             // Purged while its record was written: the record goes too
