@@ -186,17 +186,30 @@ async fn open_downgrade_narrows_access() {
         )
         .await
         .unwrap();
-        let d = c
+        // Only down to what an OPEN asked for (RFC 8881 §18.18.3): the
+        // same owner opens for reading too.
+        let r = c
             .open_downgrade(
                 &o.fh,
                 o.stateid,
                 OPEN4_SHARE_ACCESS_READ,
                 OPEN4_SHARE_DENY_NONE,
             )
+            .await;
+        assert_eq!(status(r), NfsStat4::Nfs4errInval);
+        let o2 = c.open_fh(&o.fh, OpenOpts::read()).await.unwrap();
+        assert_eq!(o2.stateid.other, o.stateid.other);
+        let d = c
+            .open_downgrade(
+                &o.fh,
+                o2.stateid,
+                OPEN4_SHARE_ACCESS_READ,
+                OPEN4_SHARE_DENY_NONE,
+            )
             .await
             .unwrap();
         assert_eq!(d.other, o.stateid.other);
-        assert_eq!(d.seqid, o.stateid.seqid + 1);
+        assert_eq!(d.seqid, o2.stateid.seqid + 1);
         let (data, _) = c.read(&o.fh, d, 0, 3).await.unwrap();
         assert_eq!(&data[..], b"abc");
         // Writing through a read-only open: OPENMODE.

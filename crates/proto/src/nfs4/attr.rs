@@ -964,8 +964,11 @@ mod tests {
 
     #[test]
     fn oversized_bitmap_rejected() {
-        let words = vec![0u32; 17];
-        let b = xdr::to_bytes(&words);
-        assert!(xdr::from_bytes::<Bitmap4>(b).is_err());
+        // Up to 64 words (attribute numbers to 2047: pynfs asks for 1000,
+        // GATT4) are read; longer is refused.
+        let words = vec![0u32; 64];
+        assert!(xdr::from_bytes::<Bitmap4>(xdr::to_bytes(&words)).is_ok());
+        let words = vec![0u32; 65];
+        assert!(xdr::from_bytes::<Bitmap4>(xdr::to_bytes(&words)).is_err());
     }
 }
