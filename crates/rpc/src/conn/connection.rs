@@ -57,6 +57,8 @@ pub struct Connection {
     xprt: AtomicU8,
     /// The listener whose table counts it, if any.
     listener: Option<Arc<Shared>>,
+    /// A number the service keeps on it ([`Connection::set_tag`]).
+    tag: AtomicU64,
 }
 
 impl std::fmt::Debug for Connection {
@@ -91,6 +93,7 @@ impl Connection {
             stateful: AtomicBool::new(false),
             xprt: AtomicU8::new(0),
             listener,
+            tag: AtomicU64::new(0),
         })
     }
 
@@ -198,6 +201,18 @@ impl Connection {
 
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Keeps a number on the connection for its service (Ferrite's
+    /// NFSv4.0: the client its last request named, for the requests that
+    /// name none).
+    pub fn set_tag(&self, tag: u64) {
+        self.tag.store(tag, Ordering::Relaxed);
+    }
+
+    /// The number [`Connection::set_tag`] kept, 0 if none.
+    pub fn tag(&self) -> u64 {
+        self.tag.load(Ordering::Relaxed)
     }
     pub fn peer(&self) -> SocketAddr {
         self.peer

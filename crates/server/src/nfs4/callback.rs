@@ -465,6 +465,19 @@ pub fn recall(srv: &std::sync::Arc<Server>, r: DelegRecall) {
         };
         match answer {
             Ok(res) => debug!(session = ?r.session.id, status = ?res.status, tries, "CB_RECALL"),
+            // An NFSv4.0 client learns its callback path is down from
+            // RENEW (NFS4ERR_CB_PATH_DOWN) and may mend it (a new
+            // SETCLIENTID) and return the delegation: it keeps it until
+            // the reaper revokes it, a lease after the recall. NFSv4.1
+            // clients see SEQ4_STATUS_CB_PATH_DOWN at once, and the
+            // delegation is revoked now (they see it with
+            // SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
+            Err(e @ (CbError::NoConnection | CbError::Rpc(_)))
+                if r.session.minorversion.load(Ordering::Relaxed) == 0 =>
+            {
+                debug!(session = ?r.session.id, "CB_RECALL failed: {e}; NFSv4.0 callback path down");
+                r.session.cb_down.store(true, Ordering::Relaxed);
+            }
             Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
                 debug!(session = ?r.session.id, "CB_RECALL failed: {e}; delegation revoked");
                 r.session.cb_down.store(true, Ordering::Relaxed);

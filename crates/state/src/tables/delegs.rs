@@ -209,10 +209,14 @@ impl Tables {
             if is_dir && (writes_only || breaker_client == Some(cid)) {
                 return false;
             }
+            // A delegation is its client's (RFC 8881 §10.2, RFC 7530
+            // §10.2): an OPEN by any owner of that client is no conflict
+            // (the client handles it from what it holds); I/O only under
+            // the write delegation's own open owner's stateid.
             let own = spared.as_ref().is_some_and(|(bc, bo)| {
                 *bc == cid
                     && matches!(&e.kind, StateKind::Deleg { owner, write, .. }
-                        if owner == bo && (*write || !writes_only))
+                        if if writes_only { *write && owner == bo } else { true })
             });
             !own
         })

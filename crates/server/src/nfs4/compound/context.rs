@@ -492,6 +492,18 @@ impl Compound {
             .ok_or(NfsStat4::Nfs4errOpNotInSession)
     }
 
+    /// The client this compound most likely comes from, for choices
+    /// that are no error when wrong (whose write delegation a GETATTR
+    /// must ask about): [`Compound::clientid`], else, in NFSv4.0, the
+    /// client the last request on this connection named (a client sends
+    /// its requests over one connection).
+    pub fn client_hint(&self) -> Option<ClientId4> {
+        self.clientid().ok().or_else(|| {
+            let tag = self.conn.tag();
+            (self.minorversion == 0 && tag != 0).then_some(tag)
+        })
+    }
+
     /// Whether this compound's client can be called back now (a
     /// delegation is only as good as its recall): its session's back
     /// channel, or an NFSv4.0 client's callback path.

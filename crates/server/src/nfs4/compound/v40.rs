@@ -51,6 +51,9 @@ pub fn identify(cx: &mut Compound, op: &NfsArgOp4) -> Result<(), NfsStat4> {
         _ => return Ok(()),
     };
     cx.client40 = Some(client);
+    if client != NO_CLIENT {
+        cx.conn.set_tag(client);
+    }
     Ok(())
 }
 

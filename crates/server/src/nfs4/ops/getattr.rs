@@ -36,7 +36,7 @@ pub async fn run(cx: &mut Compound, args: GetAttr4Args) -> GetAttr4Res {
     let mut known = None;
     if fh.pseudo.is_none() && HOLDER_ATTRS.iter().any(|a| args.attr_request.contains(*a)) {
         let held = cx.srv.state().write_delegation(&fh.key());
-        if let Some(w) = held.filter(|w| cx.clientid().ok() != Some(w.holder)) {
+        if let Some(w) = held.filter(|w| cx.client_hint() != Some(w.holder)) {
             match deleg::holder_attrs(cx, &fh, w).await {
                 Ok(a) => known = Some(a),
                 Err(e) => return Res4::Err(e),
