@@ -563,3 +563,57 @@ async fn an_unconfirmed_owner_starts_again_and_needs_confirming() {
     )
     .await);
 }
+
+#[tokio::test]
+async fn after_a_restart_a_recorded_client_reclaims_its_open_in_grace() {
+    let h = restarted_server(&["c40"]);
+    let c = client(&h, "c40").await;
+    let r = v40(&h, &c.auth, &[putroot(), lookup("f"), getfh()]).await;
+    ok_(&r);
+    let fh = fh_at(&r, 2);
+    // A new open waits for the grace period (RFC 7530 §9.6.2).
+    let r = v40(&h, &c.auth, &[putroot(), open_prev_or_new(&c, 0, false)]).await;
+    assert_eq!(r.status, NfsStat4::Nfs4errGrace, "{r:?}");
+    // The reclaim (any sequence id: the owner is new to this instance),
+    // then its confirmation.
+    let r = v40(&h, &c.auth, &[putfh(&fh), open_prev_or_new(&c, 41, true)]).await;
+    ok_(&r);
+    let o = open_ok(&r, 1);
+    let sid = if o.rflags & OPEN4_RESULT_CONFIRM != 0 {
+        let r = v40(&h, &c.auth, &[putfh(&fh), open_confirm(o.stateid, 42)]).await;
+        ok_(&r);
+        let Some(NfsResOp4::OpenConfirm(Res4::Ok(cf))) = r.resarray.get(1) else {
+            panic!("{r:?}");
+        };
+        cf.open_stateid
+    } else {
+        o.stateid
+    };
+    ok_(&v40(&h, &c.auth, &[putfh(&fh), write(sid, 0, b"reclaimed")]).await);
+    // A client not recorded reclaims nothing.
+    let other = client(&h, "other").await;
+    let r = v40(
+        &h,
+        &other.auth,
+        &[putfh(&fh), open_prev_or_new(&other, 0, true)],
+    )
+    .await;
+    assert_eq!(r.status, NfsStat4::Nfs4errNoGrace, "{r:?}");
+}
+
+/// OPEN by owner "o": a reclaim of the current filehandle
+/// (CLAIM_PREVIOUS), or a new open of "f" in the current directory.
+fn open_prev_or_new(c: &C40, seqid: u32, reclaim: bool) -> NfsArgOp4 {
+    NfsArgOp4::Open(Open4Args {
+        seqid,
+        share_access: OPEN4_SHARE_ACCESS_BOTH,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner: owner40(c, "o"),
+        openhow: OpenFlag4::NoCreate,
+        claim: if reclaim {
+            OpenClaim4::Previous(OpenDelegationType4::OpenDelegateWrite)
+        } else {
+            OpenClaim4::Null(b("f"))
+        },
+    })
+}

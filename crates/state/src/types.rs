@@ -67,8 +67,8 @@ pub struct WriteDeleg {
 pub enum Breaker {
     /// Conflicts with every delegation of the file.
     Anyone,
-    /// An OPEN by this client and open owner: the client's own
-    /// delegations, read or write, do not conflict.
+    /// An OPEN by this client and open owner: its own delegations, read or
+    /// write, do not conflict.
     Opener(OwnerKey),
     /// I/O by this client under this stateid: the write delegation of the
     /// stateid's open owner does not conflict (its holder writes through).

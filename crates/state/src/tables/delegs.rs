@@ -209,14 +209,15 @@ impl Tables {
             if is_dir && (writes_only || breaker_client == Some(cid)) {
                 return false;
             }
-            // A delegation is its client's (RFC 8881 §10.2, RFC 7530
-            // §10.2): an OPEN by any owner of that client is no conflict
-            // (the client handles it from what it holds); I/O only under
-            // the write delegation's own open owner's stateid.
+            // Only the owner's own: another owner of the same client may
+            // be another mount of it (nosharecache), with a cache of its
+            // own that the delegation's holder does not see (it would
+            // keep locking in its cache while the other locks at the
+            // server).
             let own = spared.as_ref().is_some_and(|(bc, bo)| {
                 *bc == cid
                     && matches!(&e.kind, StateKind::Deleg { owner, write, .. }
-                        if if writes_only { *write && owner == bo } else { true })
+                        if owner == bo && (*write || !writes_only))
             });
             !own
         })

@@ -96,11 +96,11 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
             !t.deleg_conflicts(&file(1), &Breaker::Opener((a, ow())), false, f.clock.now())
                 .1
         );
-        // Nor one by another owner of the same client: the delegation is
-        // the client's.
+        // One by another owner of the same client does (another mount of
+        // it, with a cache of its own).
         let other = (a, Bytes::from_static(b"p"));
         assert!(
-            !t.deleg_conflicts(
+            t.deleg_conflicts(
                 &file(1),
                 &Breaker::Opener(other.clone()),
                 false,
