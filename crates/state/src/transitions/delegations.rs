@@ -296,6 +296,19 @@ impl State {
         self.tables().check_deleg(client, sid, file)
     }
 
+    /// The file of `client`'s delegation `sid`, if it holds it.
+    pub fn delegation_file(&self, client: ClientId4, sid: &StateId4) -> Option<FileKey> {
+        let t = self.tables();
+        match t.entry(&sid.other) {
+            Ok((cid, e))
+                if cid == client && matches!(e.kind, crate::stateid::StateKind::Deleg { .. }) =>
+            {
+                Some(e.file.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// DELEGRETURN (RFC 8881 §18.6).
     pub fn delegreturn(
         &self,

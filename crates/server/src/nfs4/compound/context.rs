@@ -309,7 +309,10 @@ impl Compound {
             Ok(FhTarget::Pseudo(n)) => Ok(self.pseudo_fh(n)),
             // Ours, for an export that is gone or now another directory.
             Err(FhError::Stale) => Err(NfsStat4::Nfs4errStale),
-            Err(FhError::Bad) => Err(NfsStat4::Nfs4errBadhandle),
+            Err(FhError::Bad) => {
+                tracing::debug!(len = wire.len(), handle = ?&wire[..], "a filehandle not ours");
+                Err(NfsStat4::Nfs4errBadhandle)
+            }
         }
     }
 

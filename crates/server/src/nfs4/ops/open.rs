@@ -146,7 +146,23 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
         }
         OpenClaim4::DelegateCur(d) => {
             let name = check_name(&d.file)?;
-            by_name(cx, &fh, name, &OpenFlag4::NoCreate, access).await?
+            let named = by_name(cx, &fh, name, &OpenFlag4::NoCreate, access).await;
+            // The name is the one the client knew (an NFSv4.0 client has
+            // no CLAIM_DELEG_CUR_FH): a local process may have renamed or
+            // removed the file since, which recalled the delegation. The
+            // stateid says which file it is; that one is opened.
+            let held = cx
+                .resolve_stateid(&d.delegate_stateid)
+                .ok()
+                .and_then(|s| cx.srv.state().delegation_file(client, &s))
+                .filter(|k| k.0 == fh.export);
+            match (named, held) {
+                (Ok(t), Some(k)) if t.handle.0 != k.1 => {
+                    by_fh(cx, &cx.make_fh(k.0, vfs::Handle(k.1)), access).await?
+                }
+                (Err(_), Some(k)) => by_fh(cx, &cx.make_fh(k.0, vfs::Handle(k.1)), access).await?,
+                (named, _) => named?,
+            }
         }
         OpenClaim4::DelegatePrev(name) => {
             let name = check_name(&name)?;
