@@ -410,6 +410,15 @@ impl Tables {
         }
     }
 
+    /// An open owner whose first OPEN is a reclaim (CLAIM_PREVIOUS): it
+    /// was confirmed before the restart, and is so now (as knfsd has it;
+    /// the Linux client sends no OPEN_CONFIRM for a reclaim).
+    pub fn confirm_owner(&mut self, client: ClientId4, name: &OwnerName) {
+        if let Ok(o) = self.owner_mut(client, name) {
+            o.confirmed = true;
+        }
+    }
+
     /// OPEN_CONFIRM (RFC 7530 §16.18): the open owner is confirmed, and
     /// the open stateid's sequence moves on.
     pub fn open_confirm(

@@ -217,6 +217,12 @@ impl State {
         self.with(|t, _| t.seq_abandon(client, name))
     }
 
+    /// A reclaiming open owner is confirmed without OPEN_CONFIRM
+    /// ([`Tables::confirm_owner`]).
+    pub fn confirm_owner(&self, client: ClientId4, name: &OwnerName) {
+        self.with(|t, _| t.confirm_owner(client, name))
+    }
+
     /// OPEN_CONFIRM (RFC 7530 §16.18).
     pub fn open_confirm(
         &self,

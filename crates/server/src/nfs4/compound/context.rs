@@ -310,7 +310,14 @@ impl Compound {
             // Ours, for an export that is gone or now another directory.
             Err(FhError::Stale) => Err(NfsStat4::Nfs4errStale),
             Err(FhError::Bad) => {
-                tracing::debug!(len = wire.len(), handle = ?&wire[..], "a filehandle not ours");
+                tracing::debug!(
+                    len = wire.len(),
+                    handle = ?&wire[..],
+                    op = self.index,
+                    nops = self.nops,
+                    minor = self.minorversion,
+                    "a filehandle not ours"
+                );
                 Err(NfsStat4::Nfs4errBadhandle)
             }
         }

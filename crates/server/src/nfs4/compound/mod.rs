@@ -284,6 +284,16 @@ async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply
                 .is_ok_and(|(op, _)| ops::desc(op.opnum()).is_some_and(|d| !d.quick()))
         })
         .count();
+    if tracing::enabled!(tracing::Level::TRACE) {
+        let opnums: Vec<u32> = decoded
+            .iter()
+            .map(|op| match op {
+                Ok((op, _)) => op.opnum(),
+                Err(n) => *n,
+            })
+            .collect();
+        tracing::trace!(xid, minorversion, ?opnums, "COMPOUND");
+    }
     let cx = Compound {
         creds: creds_of(&auth),
         exports: srv.exports(),

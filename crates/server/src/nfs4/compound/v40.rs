@@ -165,7 +165,14 @@ pub fn begin(cx: &mut Compound, op: &NfsArgOp4) -> Result<Begun, NfsStat4> {
     {
         SeqStart::Replay(r) => Ok(Begun::Replay(r)),
         SeqStart::Run { confirm } => {
-            cx.open_confirm = confirm;
+            // A reclaim (CLAIM_PREVIOUS) is of an owner confirmed before
+            // the restart: no OPEN_CONFIRM (the Linux client sends none).
+            let reclaim =
+                matches!(op, NfsArgOp4::Open(a) if matches!(a.claim, OpenClaim4::Previous(_)));
+            if confirm && reclaim {
+                cx.srv.state().confirm_owner(client, &name);
+            }
+            cx.open_confirm = confirm && !reclaim;
             Ok(Begun::Run(Sequenced {
                 srv: cx.srv.clone(),
                 client,
