@@ -11,7 +11,7 @@
 # NFS-Ganesha data servers of their own, on a bridge of their own; NFSv4.1
 # and 4.2; about a minute and a half).
 # Extra arguments go to run.sh (for example --only or --vers; the default
-# here is --vers 4.2,4.1,3), except:
+# here is --vers 4.2,4.1,4.0,3), except:
 #   --two-guests      run only the two-guest phase
 #   --no-two-guests   skip the two-guest phase (as does FERRITE_RC_TWO_GUESTS=0)
 #   --pnfs            run only the pNFS phase
@@ -46,7 +46,7 @@ done
 # scenarios then SKIP).
 case " ${args[*]+"${args[*]}"} " in
 *" --vers "*) ;;
-*) args=(--vers 4.2,4.1,3 "${args[@]+"${args[@]}"}") ;;
+*) args=(--vers 4.2,4.1,4.0,3 "${args[@]+"${args[@]}"}") ;;
 esac
 
 cargo build --release -p ferrite
@@ -136,9 +136,9 @@ if [ $two_phase = 1 ]; then
         echo "realclient-ferrite: two-guest phase not run: the guest could not be started"
     else
         two_args=()
-        # With the bridge: NFSv3 with NLM, and the mixed column (guest A on
-        # NFSv3, B on NFSv4.1), beside NFSv4.2.
-        [ ${#tap_args[@]} -gt 0 ] && two_args+=(--vers "${FERRITE_RC_TWO_VERS:-4.2,3,mix}")
+        # With the bridge: NFSv3 with NLM, and the mixed columns (guest A
+        # on NFSv3, then on NFSv4.0; B on NFSv4.1), beside NFSv4.2.
+        [ ${#tap_args[@]} -gt 0 ] && two_args+=(--vers "${FERRITE_RC_TWO_VERS:-4.2,3,mix,mix40}")
         if [ "${FERRITE_RC_TWO_DELEG:-1}" != 0 ]; then
             # Delegations on (a restart with them, if the main suite ran
             # without), and expected. The restart's grace period (a lease,

@@ -67,10 +67,9 @@ use session::BackChannel;
 pub use session::{BackConn, Session};
 use slots::SlotTable;
 pub use stateid::{next_seqid, CbSeen, DelegTimes, DirWatch};
-pub use tables::SeqStart;
 use tables::Tables;
-pub use transitions::Confirmed40;
 pub use types::*;
+pub use v40::SeqStart;
 pub use waiters::{LockWaiters, Waiter};
 
 /// A session of `client` that can be called back now, if any.

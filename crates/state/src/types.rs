@@ -161,3 +161,14 @@ pub type LayoutsLost = Box<dyn Fn(Vec<crate::layouts::LayoutLost>) + Send + Sync
 
 /// Called with blocked NLM requests just granted.
 pub type NlmGranted = Box<dyn Fn(Vec<NlmGrant>) + Send + Sync>;
+
+/// What SETCLIENTID_CONFIRM did.
+pub struct Confirmed40 {
+    /// The session carrying the client's callback path.
+    pub session: Arc<Session>,
+    /// A callback to open a connection to (and probe), if it is new.
+    pub callback: Option<crate::v40::Callback40>,
+    /// The client's id string, when its record is new: written to stable
+    /// storage before the reply (`State::recorded40`).
+    pub record: Option<Bytes>,
+}

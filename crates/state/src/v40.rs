@@ -101,6 +101,16 @@ impl OwnerSeq {
     }
 }
 
+/// How an owner's request begins (`State::seq_begin`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum SeqStart {
+    /// Run it; for an OPEN, `confirm` says the owner is new or not yet
+    /// confirmed (OPEN4_RESULT_CONFIRM).
+    Run { confirm: bool },
+    /// Answer with this reply (a retransmission).
+    Replay(Bytes),
+}
+
 /// Errors after which an owner's sequence id does not move on (RFC 7530
 /// §9.1.7): the request was not really seen.
 pub fn seqid_mutating(status: NfsStat4) -> bool {

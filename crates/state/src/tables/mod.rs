@@ -29,7 +29,6 @@ use crate::stateid::{
 };
 use crate::types::{Breaker, FileKey, LockError, LockRequest, OwnerKey};
 use crate::waiters::{LockWaiters, Waiter};
-pub use v40::SeqStart;
 
 /// The state attached to one file.
 #[derive(Debug, Default)]

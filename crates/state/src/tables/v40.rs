@@ -5,19 +5,9 @@
 
 use super::*;
 use crate::v40::{
-    seqid_mutating, setclientid_decision, Callback40, OwnerName, OwnerSeq, SeqVerdict,
+    seqid_mutating, setclientid_decision, Callback40, OwnerName, OwnerSeq, SeqStart, SeqVerdict,
     SetClientIdDecision, MAX_OWNERS, V40,
 };
-
-/// How an owner's request begins ([`Tables::seq_begin`]).
-#[derive(Debug, PartialEq, Eq)]
-pub enum SeqStart {
-    /// Run it; for an OPEN, `confirm` says the owner is new or not yet
-    /// confirmed (OPEN4_RESULT_CONFIRM).
-    Run { confirm: bool },
-    /// Answer with this reply (a retransmission).
-    Replay(Bytes),
-}
 
 impl Tables {
     /// A verifier no earlier SETCLIENTID of this instance returned.
@@ -32,7 +22,7 @@ impl Tables {
         &mut self,
         id: &NfsClientId4,
         callback: Callback40,
-        principal: crate::Principal,
+        principal: crate::client::Principal,
         now: Duration,
     ) -> Result<(ClientId4, Verifier4), Result<String, NfsStat4>> {
         let rec = self.owners.get(&id.id).copied().unwrap_or_default();
@@ -93,7 +83,7 @@ impl Tables {
         &mut self,
         id: ClientId4,
         verf: &Verifier4,
-        principal: &crate::Principal,
+        principal: &crate::client::Principal,
         now: Duration,
     ) -> Result<(Option<Callback40>, bool), NfsStat4> {
         let lease = self.lease;

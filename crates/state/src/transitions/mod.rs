@@ -10,4 +10,3 @@ mod layouts;
 mod nlm;
 mod opens;
 mod v40;
-pub use v40::Confirmed40;

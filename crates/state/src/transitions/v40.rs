@@ -10,19 +10,9 @@
 //! and the reaper treat it as an NFSv4.1 client's back channel.
 
 use super::*;
-use crate::tables::SeqStart;
+use crate::v40::SeqStart;
 use crate::v40::{Callback40, OwnerName};
-
-/// What SETCLIENTID_CONFIRM did.
-pub struct Confirmed40 {
-    /// The session carrying the client's callback path.
-    pub session: Arc<Session>,
-    /// A callback to open a connection to (and probe), if it is new.
-    pub callback: Option<Callback40>,
-    /// The client's id string, when its record is new: written to stable
-    /// storage before the reply ([`State::recorded40`]).
-    pub record: Option<Bytes>,
-}
+use crate::Confirmed40;
 
 impl State {
     /// SETCLIENTID (RFC 7530 §16.33): the client id and the verifier to
