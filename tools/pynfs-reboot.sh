@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/pynfs-reboot.sh: pynfs's NFSv4.1 "reboot" test group (REBT1 to
+# tools/pynfs-reboot.sh: pynfs's NFSv4.1 (or NFSv4.0) "reboot" test group (REBT1 to
 # REBT5, 11 tests) against Ferrite with a 15 s lease, optionally beside two
 # CPU hogs (issue 28, point 6: the group must pass 11 of 11 with --load).
 # Each test has clients (1, 10, 100 or 1,000) open files, has the server
@@ -18,9 +18,11 @@
 # PATH: `cd /work/pynfs && PATH=/usr/bin:$PATH python3 setup.py build`.
 #
 # --load runs `stress-ng --cpu 2` beside the test (installed with apt-get
-# if missing). Extra arguments go to nfs4.1/testserver.py before the test
+# if missing). Extra arguments go to nfs4.1/testserver.py (nfs4.0/) before the test
 # selection; REBOOT_TESTS (default "reboot", the whole group) picks tests,
-# e.g. REBOOT_TESTS="REBT2c REBT3c". LEASE (default 15) is the lease and
+# e.g. REBOOT_TESTS="REBT2c REBT3c". PYNFS_MINOR=0 runs pynfs's NFSv4.0
+# suite's reboot group (nfs4.0/, REBT1 to REBT11) instead of NFSv4.1's.
+# LEASE (default 15) is the lease and
 # grace period; PYTHON (default /usr/bin/python3) runs pynfs; FERRITE_BIN
 # uses that binary instead of building target/release/ferrite.
 #
@@ -50,11 +52,16 @@ tests="${REBOOT_TESTS:-reboot}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 
 # A built pynfs: testserver.py, and the XDR code `setup.py build` generates.
-notbuilt="$pynfs is not a built pynfs (want nfs4.1/testserver.py and the generated nfs4.1/xdrdef/nfs4_type.py, importable by $PYTHON). Get kofemann/pynfs, apt-get install -y python3 python3-ply, then: cd $pynfs && PATH=/usr/bin:\$PATH python3 setup.py build"
-if [ ! -f "$pynfs/nfs4.1/testserver.py" ] || [ ! -f "$pynfs/nfs4.1/xdrdef/nfs4_type.py" ]; then die "$notbuilt"; fi
+case "${PYNFS_MINOR:-1}" in
+1) suite=nfs4.1 probe='import use_local, xdrdef.nfs4_type, nfs4lib, rpc.rpc' ;;
+0) suite=nfs4.0 probe='import sys; sys.path.insert(0, "lib"); import xdrdef.nfs4_type, nfs4lib, rpc.rpc' ;;
+*) die "PYNFS_MINOR: 1 (NFSv4.1, the default) or 0 (NFSv4.0)" ;;
+esac
+notbuilt="$pynfs is not a built pynfs (want $suite/testserver.py and the generated $suite/xdrdef/nfs4_type.py, importable by $PYTHON). Get kofemann/pynfs, apt-get install -y python3 python3-ply, then: cd $pynfs && PATH=/usr/bin:\$PATH python3 setup.py build (and the same in $pynfs/nfs4.0 for NFSv4.0)"
+if [ ! -f "$pynfs/$suite/testserver.py" ] || [ ! -f "$pynfs/$suite/xdrdef/nfs4_type.py" ]; then die "$notbuilt"; fi
 command -v "$PYTHON" >/dev/null || die "no $PYTHON (Debian's python3; set PYTHON to another)"
-(cd "$pynfs/nfs4.1" && "$PYTHON" -c 'import use_local, xdrdef.nfs4_type, nfs4lib, rpc.rpc' >/dev/null 2>&1) ||
-    die "$notbuilt; the import fails: $(cd "$pynfs/nfs4.1" && "$PYTHON" -c 'import use_local, xdrdef.nfs4_type, nfs4lib, rpc.rpc' 2>&1 | tail -1)"
+(cd "$pynfs/$suite" && "$PYTHON" -c "$probe" >/dev/null 2>&1) ||
+    die "$notbuilt; the import fails: $(cd "$pynfs/$suite" && "$PYTHON" -c "$probe" 2>&1 | tail -1)"
 
 if [ -n "${FERRITE_BIN:-}" ]; then
     bin="$FERRITE_BIN"
@@ -156,7 +163,7 @@ echo "$me: ferrite $bin on 127.0.0.1:$port, lease $lease s, export $tmp/export, 
 # characters) and, whole, each line with its Unix time, to pynfs.out (for
 # the timeline).
 # shellcheck disable=SC2086  # $tests: a list of test names
-(cd "$pynfs/nfs4.1" && PYTHONUNBUFFERED=1 exec "$PYTHON" ./testserver.py \
+(cd "$pynfs/$suite" && PYTHONUNBUFFERED=1 exec "$PYTHON" ./testserver.py \
     "127.0.0.1:$port/pynfs" --maketree --verbose --serverhelper "$tmp/helper.sh" \
     "$@" $tests) 2>&1 </dev/null |
     while IFS= read -r line; do

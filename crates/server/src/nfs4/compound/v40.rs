@@ -248,10 +248,12 @@ pub fn status_of(reply: &[u8]) -> NfsStat4 {
         .unwrap_or(NfsStat4::Nfs4errServerfault)
 }
 
-/// Replies kept at most in [`Drc`], how long, and the largest kept.
+/// Replies kept at most in [`Drc`], how long, and the largest kept (at
+/// most 64 MiB in all; a COMPOUND that changes something has a small
+/// reply, unless it also reads).
 const DRC_ENTRIES: usize = 4096;
 const DRC_TTL: std::time::Duration = std::time::Duration::from_secs(120);
-const DRC_REPLY_MAX: usize = 64 * 1024;
+const DRC_REPLY_MAX: usize = 16 * 1024;
 
 /// NFSv4.0's duplicate request cache (RFC 7530 §3.1.1 lets a
 /// retransmission over a new or the same connection reach the server
