@@ -329,9 +329,11 @@ async fn run_decoded(srv: Arc<Server>, call: Call) -> Result<(Reply, u64), Reply
             return Ok((Reply::Success(r), 0));
         }
     }
-    let srv = cx.srv.clone();
+    // The server only for a reply to keep: no reference count taken for
+    // every other COMPOUND.
+    let drc = drc.map(|key| (key, cx.srv.clone()));
     let keep = move |done: (Reply, u64)| {
-        if let (Some((peer, xid, digest)), Reply::Success(r)) = (drc, &done.0) {
+        if let (Some(((peer, xid, digest), srv)), Reply::Success(r)) = (drc, &done.0) {
             srv.drc40.keep(peer, xid, digest, r);
         }
         done

@@ -93,6 +93,15 @@ type OwnerOp = (
     Option<(Bytes, u32)>,
 );
 
+/// A lock stateid's owner: a lock owner (an open stateid where a lock
+/// stateid belongs is NFS4ERR_BAD_STATEID).
+fn lock_owner(found: (ClientId4, OwnerName)) -> Result<(ClientId4, OwnerName), NfsStat4> {
+    match found {
+        (c, n @ OwnerName::Lock(_)) => Ok((c, n)),
+        _ => Err(NfsStat4::Nfs4errBadStateid),
+    }
+}
+
 fn owner_op(cx: &Compound, op: &NfsArgOp4) -> Option<OwnerOp> {
     let state = cx.srv.state();
     let by_sid = |sid: &StateId4| {
@@ -124,20 +133,14 @@ fn owner_op(cx: &Compound, op: &NfsArgOp4) -> Option<OwnerOp> {
                 Some((o.lock_owner.owner.clone(), o.lock_seqid)),
             ),
             Locker4::LockOwner(l) => (
-                by_sid(&l.lock_stateid).and_then(|(c, n)| match n {
-                    OwnerName::Lock(_) => Ok((c, n)),
-                    _ => Err(NfsStat4::Nfs4errBadStateid),
-                }),
+                by_sid(&l.lock_stateid).and_then(lock_owner),
                 l.lock_seqid,
                 Some(l.lock_stateid),
                 None,
             ),
         },
         NfsArgOp4::LockU(a) => (
-            by_sid(&a.lock_stateid).and_then(|(c, n)| match n {
-                OwnerName::Lock(_) => Ok((c, n)),
-                _ => Err(NfsStat4::Nfs4errBadStateid),
-            }),
+            by_sid(&a.lock_stateid).and_then(lock_owner),
             a.seqid,
             Some(a.lock_stateid),
             None,
