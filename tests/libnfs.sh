@@ -38,7 +38,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$bin" serve "$work/export" --listen "127.0.0.1:$port" --state-dir "$work/state" \
     --portmap off > "$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 1 100); do
+# Ferrite listens within a second; 120 s is an upper bound for a slow machine.
+for _ in $(seq 1 1200); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     kill -0 "$server" 2>/dev/null || { cat "$work/server.log"; say "ERROR: the server did not start" >&2; exit 1; }
     sleep 0.1
