@@ -11,7 +11,7 @@
 #
 # FLAVOR: krb5, krb5i, krb5p (default all three); TESTS: pynfs test names
 # or groups (default all). PYNFS_DIR is a built pynfs checkout outside
-# this repository (see tools/pynfs-reboot.sh); pynfs's Kerberos needs
+# this repository (see tools/pynfs.sh); pynfs's Kerberos needs
 # Debian's python3-gssapi, installed here if missing (root, apt).
 # Prints each flavor's pass/fail/warn counts; the logs stay in the work
 # directory it names. Exit status 1 if any test failed.
@@ -29,7 +29,7 @@ top="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$top"
 [ "$(id -u)" = 0 ] || die "must run as root (apt, the KDC)"
 PYTHON="${PYTHON:-/usr/bin/python3}"
-[ -f "$pynfs/nfs4.1/testserver.py" ] || die "$pynfs is not a built pynfs (see tools/pynfs-reboot.sh)"
+[ -f "$pynfs/nfs4.1/testserver.py" ] || die "$pynfs is not a built pynfs (see tools/pynfs.sh)"
 "$PYTHON" -c 'import gssapi' 2>/dev/null ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-gssapi >/dev/null ||
     die "could not install python3-gssapi"

@@ -26,7 +26,13 @@ wait_until() {
 }
 
 # pid_alive PID: true while process PID runs; one that has exited but is
-# not reaped yet (a zombie) counts as gone.
+# not reaped yet (a zombie) counts as gone once all its threads are gone.
+# A killed process's main thread can be a zombie while its other threads
+# are still exiting and still hold its descriptors (a listening socket: a
+# new server's bind would fail with EADDRINUSE), so a zombie with more
+# than one task listed is still alive.
 pid_alive() {
-    kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+    kill -0 "$1" 2>/dev/null || return 1
+    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ] && return 0
+    [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -gt 1 ]
 }

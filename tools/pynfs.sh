@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
-# tools/pynfs-reboot.sh: pynfs's NFSv4.1 (or NFSv4.0) "reboot" test group (REBT1 to
-# REBT5, 11 tests) against Ferrite with a 15 s lease, optionally beside two
-# CPU hogs (issue 28, point 6: the group must pass 11 of 11 with --load).
-# Each test has clients (1, 10, 100 or 1,000) open files, has the server
-# killed with SIGKILL and restarted on the same state directory and port
-# (by a helper script this writes), and checks that they reclaim their
-# opens within the grace period and that new opens wait for its end.
+# tools/pynfs.sh: pynfs's NFSv4.1 (nfs4.1/) or NFSv4.0 (nfs4.0/) server tests
+# against a Ferrite it starts, with a --serverhelper that does on the
+# server what the tests ask: `reboot` (the reboot groups), and `unlink`,
+# `rename`, `link` and `chmod` of files in the export (the NFSv4.0
+# delegations group's DELEG16 to DELEG20: a local change recalls a
+# delegation as another client's would).
 #
-#   tools/pynfs-reboot.sh PYNFS_DIR [--load] [extra testserver.py args]
+#   tools/pynfs.sh PYNFS_DIR [--load] [extra testserver.py args]
+#
+# PYNFS_TESTS (default "reboot"; REBOOT_TESTS is the old name) picks the
+# tests or groups, e.g. PYNFS_TESTS="REBT2c REBT3c" or "delegations" or
+# "all"; PYNFS_MINOR=0 runs the NFSv4.0 suite (default 1, NFSv4.1).
+# REFERENCE=FILE (a list of test codes, one per line, `#` comments) makes
+# the run pass when every test listed there passed, and lists those that
+# did not (e.g. ../shared/reference/pynfs-ganesha-4.0-all-pass.txt, the
+# tests NFS-Ganesha passes); without it every test asked for must pass.
+#
+# The reboot group (issue 28, point 6: 11 of 11 with --load): each test
+# has clients (1, 10, 100 or 1,000) open files, has the server killed
+# with SIGKILL and restarted on the same state directory and port, and
+# checks that they reclaim their opens within the grace period and that
+# new opens wait for its end. The whole group takes 10 to 15 minutes:
+# each test waits a lease and 5 s after its reclaims, and the 1,000-client
+# ones take about a minute to set up.
 #
 # PYNFS_DIR is a built pynfs checkout, outside this repository (pynfs is
 # GPL and is never committed here). To get one: fetch the GitHub project
@@ -15,30 +30,26 @@
 # into /work/pynfs), install Debian's python3 and python3-ply
 # (`apt-get install -y python3 python3-ply`; python3-gssapi only for
 # Kerberos, not needed here), and build it with Debian's python3 first on
-# PATH: `cd /work/pynfs && PATH=/usr/bin:$PATH python3 setup.py build`.
+# PATH: `cd /work/pynfs && PATH=/usr/bin:$PATH python3 setup.py build`
+# (and the same in /work/pynfs/nfs4.0 for NFSv4.0).
 #
 # --load runs `stress-ng --cpu 2` beside the test (installed with apt-get
-# if missing). Extra arguments go to nfs4.1/testserver.py (nfs4.0/) before the test
-# selection; REBOOT_TESTS (default "reboot", the whole group) picks tests,
-# e.g. REBOOT_TESTS="REBT2c REBT3c". PYNFS_MINOR=0 runs pynfs's NFSv4.0
-# suite's reboot group (nfs4.0/, REBT1 to REBT11) instead of NFSv4.1's.
-# LEASE (default 15) is the lease and
-# grace period; PYTHON (default /usr/bin/python3) runs pynfs; FERRITE_BIN
-# uses that binary instead of building target/release/ferrite.
+# if missing). Extra arguments go to testserver.py before the test
+# selection (e.g. --rundeps). LEASE (default 15) is the lease and grace
+# period; PYTHON (default /usr/bin/python3) runs pynfs; FERRITE_BIN uses
+# that binary instead of building target/release/ferrite.
 #
 # It prints pynfs's results and a timeline of every reboot (the kill, the
 # grace period's start and end from the server's log, the end of the
-# test's reclaims), and exits 0 only if every test asked for passed. The
-# server's log (RUST_LOG=info, with a line at each kill) is kept as
-# /tmp/pynfs-reboot-TIME.log and pynfs's output, each line prefixed with
-# its Unix time, as /tmp/pynfs-reboot-TIME.pynfs.log. The whole group
-# takes 10 to 15 minutes: each test waits a lease and 5 s after its
-# reclaims, and the 1,000-client ones take about a minute to set up.
+# test's reclaims). The server's log (RUST_LOG=info, with a line at each
+# kill and each helper request) is kept as /tmp/pynfs-TIME.log and
+# pynfs's output, each line prefixed with its Unix time, as
+# /tmp/pynfs-TIME.pynfs.log.
 set -euo pipefail
 
-me="pynfs-reboot.sh"
+me="pynfs.sh"
 die() { echo "$me: $*" >&2; exit 2; }
-usage() { die "usage: tools/pynfs-reboot.sh PYNFS_DIR [--load] [extra testserver.py args]"; }
+usage() { die "usage: tools/pynfs.sh PYNFS_DIR [--load] [extra testserver.py args]"; }
 
 [ $# -ge 1 ] || usage
 case "$1" in -h|--help) usage ;; esac
@@ -48,7 +59,12 @@ load=0
 if [ "${1:-}" = --load ]; then load=1; shift; fi
 top="$(cd "$(dirname "$0")/.." && pwd)"
 lease="${LEASE:-15}"
-tests="${REBOOT_TESTS:-reboot}"
+tests="${PYNFS_TESTS:-${REBOOT_TESTS:-reboot}}"
+reference="${REFERENCE:-}"
+if [ -n "$reference" ]; then
+    [ -f "$reference" ] || die "REFERENCE $reference: no such file"
+    reference="$(readlink -f "$reference")"
+fi
 PYTHON="${PYTHON:-/usr/bin/python3}"
 
 # A built pynfs: testserver.py, and the XDR code `setup.py build` generates.
@@ -64,7 +80,8 @@ command -v "$PYTHON" >/dev/null || die "no $PYTHON (Debian's python3; set PYTHON
     die "$notbuilt; the import fails: $(cd "$pynfs/$suite" && "$PYTHON" -c "$probe" 2>&1 | tail -1)"
 
 if [ -n "${FERRITE_BIN:-}" ]; then
-    bin="$FERRITE_BIN"
+    # Absolute: the helper starts it again from pynfs's directory.
+    bin="$(readlink -f "$FERRITE_BIN")"
 else
     echo "$me: cargo build --release -p ferrite" >&2
     (cd "$top" && cargo build --release -p ferrite) || die "the build failed"
@@ -81,10 +98,10 @@ fi
 
 # shellcheck source=tools/wait-lib.sh
 . "$top/tools/wait-lib.sh"
-tmp="$(mktemp -d /tmp/pynfs-reboot.XXXXXX)"
+tmp="$(mktemp -d /tmp/pynfs.XXXXXX)"
 stamp="$(date +%Y%m%d-%H%M%S)"
-keep_log="/tmp/pynfs-reboot-$stamp.log"
-keep_out="/tmp/pynfs-reboot-$stamp.pynfs.log"
+keep_log="/tmp/pynfs-$stamp.log"
+keep_out="/tmp/pynfs-$stamp.pynfs.log"
 stress_pid=""
 cleanup() {
     local rc=$?
@@ -128,26 +145,66 @@ pid=\$!
 echo \$pid > "$tmp/server.pid"
 up_or_gone() { ! pid_alive \$pid || (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; }
 if wait_until 120 up_or_gone && pid_alive \$pid; then
-    echo "pynfs-reboot: ferrite pid \$pid listening on 127.0.0.1:$port"
+    echo "pynfs.sh: ferrite pid \$pid listening on 127.0.0.1:$port"
     exit 0
 fi
-echo "pynfs-reboot: ferrite did not start (not listening on 127.0.0.1:$port within 120 s, or exited); see $tmp/ferrite.log" >&2
+echo "pynfs.sh: ferrite did not start (not listening on 127.0.0.1:$port within 120 s, or exited); see $tmp/ferrite.log" >&2
 exit 1
 EOS
-# helper.sh is pynfs's --serverhelper: called as `helper.sh reboot`, it
-# kills the server with SIGKILL and starts it again on the same state
-# directory and port, returning once it listens (pynfs connects once,
-# right after, without retrying).
+# helper.sh is pynfs's --serverhelper, called with one request:
+# `reboot` kills the server with SIGKILL and starts it again on the same
+# state directory and port, returning once it listens (pynfs connects
+# once, right after, without retrying); `unlink P`, `rename P Q`, `link P
+# Q` and `chmod MODE P` do that to the files P and Q, paths from the
+# server's root (the export), as a local program would.
 cat > "$tmp/helper.sh" <<EOS
 #!/usr/bin/env bash
 . "$top/tools/wait-lib.sh"
-[ "\${!#}" = reboot ] || { echo "pynfs-reboot helper: unknown request: \$*" >&2; exit 1; }
-pid=\$(cat "$tmp/server.pid")
-kill -9 \$pid
-echo "pynfs-reboot: reboot: kill -9 ferrite pid \$pid at \$EPOCHREALTIME" | tee -a "$tmp/ferrite.log"
-gone() { ! pid_alive \$pid; }
-wait_until 60 gone || { echo "pynfs-reboot: ferrite pid \$pid still there 60 s after SIGKILL" >&2; exit 1; }
-exec "$tmp/start.sh"
+log() { echo "pynfs.sh: \$*" | tee -a "$tmp/ferrite.log"; }
+# The delegations the server's clients hold (ferrite stat).
+held() {
+    "$bin" stat --state-dir "$tmp/state" --json 2>/dev/null |
+        "$PYTHON" -c 'import json, sys; print(sum(c["delegations"] for c in json.load(sys.stdin)["clients"]))' 2>/dev/null ||
+        echo 0
+}
+# A path pynfs names, inside the export (no "..").
+local_path() {
+    case "/\$1/" in */../*) echo "pynfs.sh helper: refusing \$1" >&2; exit 1 ;; esac
+    printf '%s%s' "$tmp/export" "\$1"
+}
+case "\${1:-}" in
+reboot)
+    pid=\$(cat "$tmp/server.pid")
+    kill -9 \$pid
+    log "reboot: kill -9 ferrite pid \$pid at \$EPOCHREALTIME"
+    # Gone with every thread (see pid_alive): a thread still exiting
+    # holds the listening socket, and the new bind would fail.
+    gone() { ! pid_alive \$pid; }
+    wait_until 60 gone || { echo "pynfs.sh: ferrite pid \$pid still there 60 s after SIGKILL" >&2; exit 1; }
+    exec "$tmp/start.sh" ;;
+unlink | rename | link | chmod)
+    log "helper: \$*"
+    last=\$(local_path "\${!#}") || exit 1
+    before=\$(held)
+    case "\$1 \$#" in
+    "unlink 2") rm -- "\$last" ;;
+    "chmod 3") chmod -- "\$2" "\$last" ;;
+    "rename 3") first=\$(local_path "\$2") && mv -T -- "\$first" "\$last" ;;
+    "link 3") first=\$(local_path "\$2") && ln -T -- "\$first" "\$last" ;;
+    *) echo "pynfs.sh helper: bad request: \$*" >&2; exit 1 ;;
+    esac
+    rc=\$?
+    # The Linux server holds a local change to a delegated file back
+    # until the delegation is returned (a lease break), and pynfs checks
+    # for the recall as soon as this returns. Ferrite learns of local
+    # changes after the fact (fanotify cannot hold a rename back) and
+    # recalls then: wait, at most 20 s, for the delegations held to drop.
+    fewer() { [ "\$(held)" -lt "\$before" ]; }
+    [ "\$before" -gt 0 ] && { wait_until 20 fewer || log "helper: no delegation came back within 20 s"; }
+    exit \$rc ;;
+esac
+echo "pynfs.sh helper: unknown request: \$*" >&2
+exit 1
 EOS
 chmod +x "$tmp/start.sh" "$tmp/helper.sh"
 "$tmp/start.sh" >&2 || exit 1
@@ -187,10 +244,10 @@ for line in open(sys.argv[1], errors="replace"):
         events.append((t, "test", (m.group(1), m.group(2))))
     elif "Waiting for grace period to end" in text:
         events.append((t, "body", text))
-    elif text.startswith("pynfs-reboot: ferrite pid") and "listening" in text:
+    elif text.startswith("pynfs.sh: ferrite pid") and "listening" in text:
         events.append((t, "up", text))
 for line in open(sys.argv[2], errors="replace"):
-    m = re.match(r"^pynfs-reboot: reboot: kill -9 ferrite pid (\d+) at ([\d.]+)", line)
+    m = re.match(r"^pynfs.sh: reboot: kill -9 ferrite pid (\d+) at ([\d.]+)", line)
     if m:
         events.append((float(m.group(2)), "kill", m.group(1)))
         continue
@@ -229,14 +286,28 @@ for t, kind, what in events:
 PY
 
 # "Command line asked for N of M tests" / "Of those: S Skipped, F Failed,
-# W Warned, P Passed": every test asked for must have passed.
+# W Warned, P Passed": every test asked for must have passed, or with
+# REFERENCE every test listed there.
 asked="$(sed -n 's/^[0-9.]*\tCommand line asked for \([0-9]*\) of .*/\1/p' "$tmp/pynfs.out" | tail -1)"
 passed="$(sed -n 's/^[0-9.]*\tOf those: .* \([0-9]*\) Passed.*/\1/p' "$tmp/pynfs.out" | tail -1)"
 echo
 if [ -z "$asked" ] || [ -z "$passed" ]; then
     echo "$me: FAIL: no pynfs summary (interrupted, or it could not start: see above)"
     exit 1
-elif [ "$asked" -eq 0 ] || [ "$passed" -ne "$asked" ]; then
+fi
+if [ -n "$reference" ]; then
+    # Each test's last result line: "CODE  st_file.testName  : PASS".
+    sed -n 's/^[0-9.]*\t\([A-Za-z0-9_]*\) *st_[A-Za-z0-9_.]* *: \([A-Z]*\).*/\1 \2/p' "$tmp/pynfs.out" >"$tmp/results"
+    missing="$(grep -v '^#' "$reference" | awk 'NR == FNR { r[$1] = $2; next } NF { if (r[$1] != "PASS") print $1 }' "$tmp/results" -)"
+    want="$(grep -cv '^#\|^$' "$reference")"
+    if [ -n "$missing" ]; then
+        echo "$me: FAIL: $passed of $asked tests passed; of the $want in $reference these did not:" $missing
+        exit 1
+    fi
+    echo "$me: OK: $passed of $asked tests passed, every one of the $want in $reference among them (lease $lease s, load=$load)"
+    exit 0
+fi
+if [ "$asked" -eq 0 ] || [ "$passed" -ne "$asked" ]; then
     echo "$me: FAIL: $passed of $asked tests passed (lease $lease s, load=$load)"
     exit 1
 fi
