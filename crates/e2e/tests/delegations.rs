@@ -114,6 +114,49 @@ async fn a_conflicting_open_recalls_the_delegation_and_goes_on_at_its_return() {
 }
 
 #[tokio::test]
+async fn an_open_the_share_reservations_refuse_recalls_nothing() {
+    within(async {
+        let srv = TestServer::start_delegating().await;
+        let (a, b) = (srv.client().await, srv.client_with(impatient()).await);
+        let root = a.root_fh().await.unwrap();
+        let f = create_undelegated(&a, &root, "denied").await;
+        a.close(&f.fh, f.stateid).await.unwrap();
+        // A reader that denies writes, with a read delegation.
+        let o = a
+            .open(
+                &root,
+                "denied",
+                OpenOpts {
+                    access: WANT_READ,
+                    deny: OPEN4_SHARE_DENY_WRITE,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let d = read_deleg(&o.delegation);
+        // A writer is refused by the deny, whatever the delegation: it is
+        // answered at once and the delegation stays (pynfs DELEG8).
+        let e = b
+            .open(&root, "denied", OpenOpts::write())
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NfsStat4::Nfs4errShareDenied), "{e:?}");
+        assert!(a.callbacks().recalls().is_empty());
+        assert_eq!(
+            a.test_stateids(vec![d]).await.unwrap(),
+            vec![NfsStat4::Nfs4Ok]
+        );
+        // Once the deny is gone the writer recalls it.
+        a.close(&o.fh, o.stateid).await.unwrap();
+        let w = b.open(&root, "denied", OpenOpts::write()).await.unwrap();
+        assert_eq!(recalls(&a, 1).await.len(), 1);
+        b.close(&w.fh, w.stateid).await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
 async fn removing_a_delegated_file_recalls_it_and_opens_under_it_are_the_holders() {
     within(async {
         let srv = TestServer::start_delegating().await;

@@ -111,22 +111,6 @@ pub enum SeqStart {
     Replay(Bytes),
 }
 
-/// Errors after which an owner's sequence id does not move on (RFC 7530
-/// §9.1.7): the request was not really seen.
-pub fn seqid_mutating(status: NfsStat4) -> bool {
-    !matches!(
-        status,
-        NfsStat4::Nfs4errStaleClientid
-            | NfsStat4::Nfs4errStaleStateid
-            | NfsStat4::Nfs4errBadStateid
-            | NfsStat4::Nfs4errBadSeqid
-            | NfsStat4::Nfs4errBadxdr
-            | NfsStat4::Nfs4errResource
-            | NfsStat4::Nfs4errNofilehandle
-            | NfsStat4::Nfs4errMoved
-    )
-}
-
 /// An NFSv4.0 client record's own part.
 #[derive(Debug, Clone, Default)]
 pub struct V40 {
@@ -280,7 +264,7 @@ mod tests {
         };
         assert_eq!(w.check(0, 4), SeqVerdict::Run);
         assert_eq!(w.check(1, 4), SeqVerdict::Bad);
-        assert!(!seqid_mutating(NfsStat4::Nfs4errBadSeqid));
-        assert!(seqid_mutating(NfsStat4::Nfs4errDenied));
+        assert!(!NfsStat4::Nfs4errBadSeqid.moves_seqid());
+        assert!(NfsStat4::Nfs4errDenied.moves_seqid());
     }
 }

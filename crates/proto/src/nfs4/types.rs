@@ -382,6 +382,23 @@ impl NfsStat4 {
     pub fn is_ok(self) -> bool {
         self == NfsStat4::Nfs4Ok
     }
+
+    /// Whether an NFSv4.0 open or lock owner's sequence id moves on after
+    /// an operation with this status: after every status but those that
+    /// say the request was not really seen (RFC 7530 §9.1.7).
+    pub fn moves_seqid(self) -> bool {
+        !matches!(
+            self,
+            NfsStat4::Nfs4errStaleClientid
+                | NfsStat4::Nfs4errStaleStateid
+                | NfsStat4::Nfs4errBadStateid
+                | NfsStat4::Nfs4errBadSeqid
+                | NfsStat4::Nfs4errBadxdr
+                | NfsStat4::Nfs4errResource
+                | NfsStat4::Nfs4errNofilehandle
+                | NfsStat4::Nfs4errMoved
+        )
+    }
 }
 
 // ---------------------------------------------------------------------------

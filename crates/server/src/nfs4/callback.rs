@@ -443,7 +443,10 @@ pub fn notify_dir(srv: &Arc<Server>, session: Arc<Session>, other: [u8; 12], wai
 /// failed) revokes the delegation at once (§10.4.6: the server may revoke
 /// when the client cannot be called back), so the conflicting request need
 /// not wait a lease; one the client refuses or leaves unanswered is revoked
-/// a lease after it was sent, if still held then.
+/// a lease after it was sent, if still held then. For an NFSv4.0 client
+/// (RFC 7530 §16.29.4) a recall that fails or goes unanswered marks its
+/// callback path down (RENEW says NFS4ERR_CB_PATH_DOWN) and the delegation
+/// is revoked a lease after that, unless returned.
 pub fn recall(srv: &std::sync::Arc<Server>, r: DelegRecall) {
     let srv = std::sync::Arc::downgrade(srv);
     tokio::spawn(async move {
@@ -457,26 +460,39 @@ pub fn recall(srv: &std::sync::Arc<Server>, r: DelegRecall) {
         // RECALL_TRIES times; the reaper revokes the delegation a lease
         // after the first if it is still held.
         let mut tries = 1;
+        let v40 = r.session.minorversion.load(Ordering::Relaxed) == 0;
         let answer = loop {
             match cb_compound(&r.session, vec![op.clone()]).await {
-                Err(CbError::Timeout) if tries < RECALL_TRIES => tries += 1,
+                Err(CbError::Timeout) if tries < RECALL_TRIES => {
+                    // An NFSv4.0 callback path that does not answer is
+                    // down (RFC 7530 §16.29.4): RENEW says so from now,
+                    // and the holder has a lease from now to return it.
+                    if v40 && !r.session.cb_down.swap(true, Ordering::Relaxed) {
+                        if let Some(srv) = srv.upgrade() {
+                            srv.state().recall_unanswered40(&r.stateid);
+                        }
+                    }
+                    tries += 1
+                }
                 other => break other,
             }
         };
         match answer {
             Ok(res) => debug!(session = ?r.session.id, status = ?res.status, tries, "CB_RECALL"),
+            // NFSv4.1 clients see SEQ4_STATUS_CB_PATH_DOWN at once, and
+            // the delegation is revoked now (they see it with
+            // SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
             // An NFSv4.0 client learns its callback path is down from
             // RENEW (NFS4ERR_CB_PATH_DOWN) and may mend it (a new
             // SETCLIENTID) and return the delegation: it keeps it until
-            // the reaper revokes it, a lease after the recall. NFSv4.1
-            // clients see SEQ4_STATUS_CB_PATH_DOWN at once, and the
-            // delegation is revoked now (they see it with
-            // SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
-            Err(e @ (CbError::NoConnection | CbError::Rpc(_)))
-                if r.session.minorversion.load(Ordering::Relaxed) == 0 =>
-            {
-                debug!(session = ?r.session.id, "CB_RECALL failed: {e}; NFSv4.0 callback path down");
-                r.session.cb_down.store(true, Ordering::Relaxed);
+            // the reaper revokes it, a lease after the path failed.
+            Err(e) if v40 => {
+                debug!(session = ?r.session.id, tries, "CB_RECALL failed: {e}; NFSv4.0 callback path down");
+                if !r.session.cb_down.swap(true, Ordering::Relaxed) {
+                    if let Some(srv) = srv.upgrade() {
+                        srv.state().recall_unanswered40(&r.stateid);
+                    }
+                }
             }
             Err(e @ (CbError::NoConnection | CbError::Rpc(_))) => {
                 debug!(session = ?r.session.id, "CB_RECALL failed: {e}; delegation revoked");

@@ -475,6 +475,19 @@ impl Tables {
             .collect()
     }
 
+    /// Restarts the revocation clock of the delegation being recalled
+    /// whose stateid's `other` is `other`: revoked a lease after `now`,
+    /// not after the recall. Whether it was being recalled.
+    pub fn recall_clock_restart(&mut self, other: &[u8; 12], now: Duration) -> bool {
+        match self.recalls.get_mut(other) {
+            Some(r) => {
+                r.1 = now;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Revokes a delegation (§10.2.1): it no longer conflicts; its client
     /// sees SEQ4_STATUS_RECALLABLE_STATE_REVOKED until it frees it.
     /// Returns whether it was in force.

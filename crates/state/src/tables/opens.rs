@@ -26,27 +26,8 @@ impl Tables {
             .get(&key)
             .copied();
         loop {
-            let conflict = self.files.get(file).and_then(|f| {
-                // The owner's own open counts too: an upgrade may not
-                // break the deny it holds (RFC 7530 §9.9).
-                f.opens.iter().find_map(|o| {
-                    let (cid, e) = self.entry(o).ok()?;
-                    match e.kind {
-                        StateKind::Open {
-                            access: a, deny: d, ..
-                        } if (access & d) != 0 || (deny & a) != 0 => Some(cid),
-                        _ => None,
-                    }
-                })
-            });
-            let nlm = || {
-                self.files.get(file).is_some_and(|f| {
-                    f.nlm_shares
-                        .iter()
-                        .any(|(_, a, d)| (access & d) != 0 || (deny & a) != 0)
-                })
-            };
-            if conflict.is_none() && nlm() {
+            let conflict = self.share_conflicts(file, access, deny).next();
+            if conflict.is_none() && self.nlm_share_conflict(file, access, deny) {
                 return Err(NfsStat4::Nfs4errShareDenied);
             }
             match conflict {
@@ -86,6 +67,59 @@ impl Tables {
                 },
             },
         )
+    }
+
+    /// The clients of the opens on `file` whose share reservations
+    /// conflict with `access` and `deny` (RFC 8881 §9.7). The asking
+    /// owner's own open counts too: an upgrade may not break the deny it
+    /// holds (RFC 7530 §9.9).
+    fn share_conflicts<'a>(
+        &'a self,
+        file: &FileKey,
+        access: u32,
+        deny: u32,
+    ) -> impl Iterator<Item = ClientId4> + 'a {
+        self.files
+            .get(file)
+            .into_iter()
+            .flat_map(|f| f.opens.iter())
+            .filter_map(move |o| {
+                let (cid, e) = self.entry(o).ok()?;
+                match e.kind {
+                    StateKind::Open {
+                        access: a, deny: d, ..
+                    } if (access & d) != 0 || (deny & a) != 0 => Some(cid),
+                    _ => None,
+                }
+            })
+    }
+
+    /// Whether an NLM share (NLM4_SHARE) on `file` conflicts.
+    fn nlm_share_conflict(&self, file: &FileKey, access: u32, deny: u32) -> bool {
+        self.files.get(file).is_some_and(|f| {
+            f.nlm_shares
+                .iter()
+                .any(|(_, a, d)| (access & d) != 0 || (deny & a) != 0)
+        })
+    }
+
+    /// Whether an OPEN of `file` by `client` with `access` and `deny`
+    /// would be NFS4ERR_SHARE_DENIED whatever delegations are recalled:
+    /// a share reservation of a live client, or the client's own, or an
+    /// NLM share conflicts (a courtesy client's would yield). Such an
+    /// OPEN is refused without a recall (pynfs DELEG8).
+    pub fn share_denied(
+        &self,
+        client: ClientId4,
+        file: &FileKey,
+        access: u32,
+        deny: u32,
+        now: Duration,
+    ) -> bool {
+        self.nlm_share_conflict(file, access, deny)
+            || self
+                .share_conflicts(file, access, deny)
+                .any(|c| c == client || !self.client_expired(c, now))
     }
 
     /// OPEN_DOWNGRADE (RFC 8881 §18.18).

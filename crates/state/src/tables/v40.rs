@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::v40::{
-    seqid_mutating, setclientid_decision, Callback40, OwnerName, OwnerSeq, SeqStart, SeqVerdict,
+    setclientid_decision, Callback40, OwnerName, OwnerSeq, SeqStart, SeqVerdict,
     SetClientIdDecision, MAX_OWNERS, V40,
 };
 
@@ -287,7 +287,7 @@ impl Tables {
             return;
         };
         o.busy = None;
-        if !seqid_mutating(status) {
+        if !status.moves_seqid() {
             return;
         }
         o.seqid = seqid;

@@ -144,6 +144,15 @@ fn a_conflict_recalls_once_waits_for_the_return_and_cools_the_file() {
         .is_ok());
 }
 
+/// Whether an OPEN for writing of file 1 by `b` still waits for a
+/// delegation's return (a recall is out).
+fn conflict_pending(f: &Fixture, b: ClientId4) -> bool {
+    let mut t = f.st.lock_tables();
+    let now = f.clock.now();
+    t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), false, now)
+        .1
+}
+
 #[test]
 fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
     let f = deleg_fixture();
@@ -152,12 +161,7 @@ fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
     let d =
         f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
             .unwrap();
-    let pending = |f: &Fixture| {
-        let mut t = f.st.lock_tables();
-        let now = f.clock.now();
-        t.deleg_conflicts(&file(1), &Breaker::Opener((b, ow())), false, now)
-            .1
-    };
+    let pending = |f: &Fixture| conflict_pending(f, b);
     assert!(pending(&f));
     // Both clients keep renewing; the holder never returns it.
     for t in [4, 8, 10] {
@@ -193,6 +197,38 @@ fn a_delegation_kept_a_lease_past_its_recall_is_revoked_until_freed() {
         f.st.test_stateids(a, &[d]),
         vec![NfsStat4::Nfs4errBadStateid]
     );
+}
+
+#[test]
+fn an_unanswered_recall_restarts_the_lease_before_revocation() {
+    let f = deleg_fixture();
+    let (a, sa) = f.client("a");
+    let (b, sb) = f.client("b");
+    let d =
+        f.st.offer_delegation(&(a, ow()), &file(1), fh(1), (false, false), None)
+            .unwrap();
+    let pending = |f: &Fixture| conflict_pending(f, b);
+    assert!(pending(&f));
+    // The callback path fails 5 s into the recall (an NFSv4.0 holder's
+    // CB_RECALL timed out): a lease from then, not from the recall.
+    f.advance_to(s(5));
+    assert!(f.st.recall_unanswered40(&d));
+    assert!(!f.st.recall_unanswered40(&StateId4 {
+        seqid: 1,
+        other: [9; 12]
+    }));
+    for t in [L + s(1), L + s(4)] {
+        f.advance_to(t);
+        f.st.sequence(&sa).unwrap();
+        f.st.sequence(&sb).unwrap();
+        f.st.reap();
+        assert!(pending(&f), "revoked a lease after the recall");
+    }
+    f.advance_to(L + s(6));
+    f.st.sequence(&sa).unwrap();
+    f.st.sequence(&sb).unwrap();
+    f.st.reap();
+    assert!(!pending(&f), "kept past a lease after the path failed");
 }
 
 #[test]

@@ -15,6 +15,12 @@ fn share_reservations_and_upgrade() {
         f.st.open(c2, &o, &file(1), W, 0),
         Err(NfsStat4::Nfs4errShareDenied)
     );
+    // and is known to be refused before any recall (pynfs DELEG8)
+    assert!(f.st.share_denied(c2, &file(1), W, 0));
+    assert!(f.st.share_denied(c1, &file(1), W, 0));
+    assert!(!f.st.share_denied(c2, &file(1), R, W));
+    assert!(f.st.share_denied(c2, &file(1), R, R));
+    assert!(!f.st.share_denied(c2, &file(2), W, 0));
     // and from another owner of the same client
     let o2 = Bytes::from_static(b"o2");
     assert_eq!(
@@ -45,6 +51,7 @@ fn share_reservations_and_upgrade() {
     // an expired holder yields
     f.advance_to(s(11));
     let (c3, _) = f.client("3");
+    assert!(!f.st.share_denied(c3, &file(1), W, 0));
     assert!(f.st.open(c3, &o, &file(1), W, 0).is_ok());
     assert_eq!(f.st.client_count(), 2);
     assert_eq!(

@@ -280,6 +280,15 @@ impl State {
         })
     }
 
+    /// An NFSv4.0 holder's callback path failed while `stateid` was
+    /// being recalled (the CB_RECALL went unanswered or could not be
+    /// sent): the holder learns it from RENEW (NFS4ERR_CB_PATH_DOWN, RFC
+    /// 7530 §16.29) and may then return the delegation, so the lease
+    /// before it is revoked counts from now, not from the recall.
+    pub fn recall_unanswered40(&self, stateid: &StateId4) -> bool {
+        self.with(|t, now| t.recall_clock_restart(&stateid.other, now))
+    }
+
     /// Revokes a delegation whose recall could not be delivered.
     pub fn revoke_delegation(&self, stateid: &StateId4) -> bool {
         self.with(|t, _| t.revoke(&stateid.other))

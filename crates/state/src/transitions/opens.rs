@@ -22,6 +22,13 @@ impl State {
         self.with(|t, now| t.open(client, owner, file, access, deny, now))
     }
 
+    /// Whether OPEN would be NFS4ERR_SHARE_DENIED whatever delegations
+    /// are recalled (the share reservations of live clients, RFC 8881
+    /// §9.7): checked before a recall, which would gain nothing.
+    pub fn share_denied(&self, client: ClientId4, file: &FileKey, access: u32, deny: u32) -> bool {
+        self.with(|t, now| t.share_denied(client, file, access, deny, now))
+    }
+
     /// OPEN_DOWNGRADE (RFC 8881 §18.18).
     pub fn downgrade(
         &self,

@@ -193,15 +193,23 @@ async fn open(cx: &mut Compound, args: Open4Args) -> Result<Open4ResOk, NfsStat4
     let truncates = target.truncate && target.attr.size != 0;
     let reads =
         access & OPEN4_SHARE_ACCESS_WRITE == 0 && deny & OPEN4_SHARE_DENY_READ == 0 && !truncates;
+    // Two clients reclaiming conflicting share reservations: one of them
+    // is wrong (RFC 8881 §15.1.9.5).
+    let denied = || match reclaim {
+        true => NfsStat4::Nfs4errReclaimConflict,
+        false => NfsStat4::Nfs4errShareDenied,
+    };
+    // An open the share reservations held refuse anyway recalls nothing.
+    if cx.srv.state().share_denied(client, &key, access, deny) {
+        return Err(denied());
+    }
     deleg::settle_open(cx, &key, &args.owner.owner, reads).await?;
     let stateid = cx
         .srv
         .state()
         .open(client, &args.owner.owner, &key, access, deny)
         .map_err(|e| match e {
-            // Two clients reclaiming conflicting share reservations: one
-            // of them is wrong (RFC 8881 §15.1.9.5).
-            NfsStat4::Nfs4errShareDenied if reclaim => NfsStat4::Nfs4errReclaimConflict,
+            NfsStat4::Nfs4errShareDenied => denied(),
             e => e,
         })?;
     let mut attrset = target.attrset;

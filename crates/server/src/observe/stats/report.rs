@@ -184,7 +184,7 @@ pub struct ClientReport {
     pub id: String,
     pub owner: String,
     pub address: Option<String>,
-    /// "4.1" or "4.2".
+    /// "4.0", "4.1" or "4.2".
     pub version: String,
     pub confirmed: bool,
     pub sessions: u64,
