@@ -23,10 +23,13 @@
 # Every row runs twice: over NFSv4.1 and over NFSv3 (issue 13: MOUNT and
 # NLM on Ferrite's NFS port, on their own ports for Ganesha, which runs
 # its own rpcbind and rpc.statd). The NFSv3 rows' names end in "-v3".
+# VERS=4.0 adds NFSv4.0 rows (issue 34; nfs4.0://: no session, per-owner
+# sequence ids, no callback path so no delegations on either server),
+# their names ending in "-v40".
 #
 # Environment: REPS (2), DURATION (5s, per time-based run), ONLY (a subset
-# of the row names below, "-v3" ones included), VERS ("4.1 3": the
-# versions to run), FILES_NFSRS (2000), FERRITE_PORT (20750),
+# of the row names below, "-v3" and "-v40" ones included), VERS ("4.1 3":
+# the versions to run, of 4.1, 4.0 and 3), FILES_NFSRS (2000), FERRITE_PORT (20750),
 # FRESH_FS=1 (the create rows run on file systems made for each run; see
 # below), FERRITE_LOG=1 (Ferrite's export gets a write log, `--log OUTDIR/ferrite/log`,
 # on the same disk), FERRITE_BIN (a Ferrite binary to use instead of
@@ -62,7 +65,8 @@ for v in $VERS; do
     # No nfs-rs row over NFSv3: nfs-rs 0.8.7 asks MOUNT for "" when the
     # export is "/", which Ganesha refuses ("Export entry for  not found").
     3) for r in "${BASE[@]}"; do [ "$r" = nfsrs ] || ROWS+=("$r-v3"); done ;;
-    *) echo "ab.sh: VERS takes 4.1 and 3, not $v" >&2; exit 2 ;;
+    4.0) for r in "${BASE[@]}"; do [ "$r" = nfsrs ] || ROWS+=("$r-v40"); done ;;
+    *) echo "ab.sh: VERS takes 4.1, 4.0 and 3, not $v" >&2; exit 2 ;;
     esac
 done
 ONLY="${ONLY:-${ROWS[*]}}"
@@ -156,6 +160,16 @@ declare -A URL=([ferrite]="nfs://127.0.0.1:$FPORT/?version=4.1" [ganesha]="nfs:/
 GMNT="${GANESHA_MNT_PORT:-12048}" GNLM="${GANESHA_NLM_PORT:-12047}"
 declare -A TGT3=([ferrite]="nfs3://127.0.0.1:$FPORT/?mountport=$FPORT&nlmport=$FPORT"
     [ganesha]="nfs3://127.0.0.1:$GPORT/?mountport=$GMNT&nlmport=$GNLM")
+declare -A TGT40=([ferrite]="nfs4.0://127.0.0.1:$FPORT/" [ganesha]="nfs4.0://127.0.0.1:$GPORT/")
+# target ROW S: the target of row ROW (its version by its name's suffix)
+# on server S.
+target() {
+    case "$1" in
+    *-v3) echo "${TGT3[$2]}" ;;
+    *-v40) echo "${TGT40[$2]}" ;;
+    *) echo "${TGT[$2]}" ;;
+    esac
+}
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 large=(--file-size 64m)
@@ -175,12 +189,15 @@ args() {
     esac
 }
 
-# The rows of both versions share one data set per server, prepared over
-# NFSv4.1 when any of its rows run, else over NFSv3.
-wants() { want "$1" || want "$1-v3"; }
+# The rows of all versions share one data set per server, prepared over
+# the first version VERS names.
+wants() { want "$1" || want "$1-v3" || want "$1-v40"; }
 for s in ferrite ganesha; do
-    t="${TGT[$s]}"
-    [[ " $VERS " == *" 4.1 "* ]] || t="${TGT3[$s]}"
+    case "$VERS" in
+    3*) t="${TGT3[$s]}" ;;
+    4.0*) t="${TGT40[$s]}" ;;
+    *) t="${TGT[$s]}" ;;
+    esac
     if wants randread-16 || wants randread-1 || wants randwrite-16 || wants randwrite-sync ||
         wants seqread || wants seqwrite; then
         "$F" bench prepare randread --target "$t" "${large[@]}" >/dev/null
@@ -200,8 +217,8 @@ for row in "${ROWS[@]}"; do
         for s in $order; do
             j="$OUT/$row-$s-$r.json"
             echo "ab: $row, $s, repetition $r" >&2
-            base="${row%-v3}" tgt="${TGT[$s]}"
-            [ "$base" = "$row" ] || tgt="${TGT3[$s]}"
+            base="${row%-v3}" tgt="$(target "$row" "$s")"
+            base="${base%-v40}"
             [ "$base" = create ] && [ "${FRESH_FS:-0}" = 1 ] && fresh_fs "$s"
             if [ "$base" = nfsrs ]; then
                 taskset -c 0 "$NFSRS_VENV/bin/python" tools/nfsrs-ops.py "${URL[$s]}" "${PID[$s]}" \
@@ -213,7 +230,7 @@ for row in "${ROWS[@]}"; do
             fi
         done
     done
-    case "$row" in create | create-v3) [ "${FRESH_FS:-0}" = 1 ] && usual_fs ;; esac
+    case "$row" in create | create-v3 | create-v40) [ "${FRESH_FS:-0}" = 1 ] && usual_fs ;; esac
 done
 
 # ---- the table ----
@@ -264,7 +281,7 @@ def nfsrs(phase, s, suffix):
     return cpu, ops, rates, max(clients), []
 
 rows = []
-for suffix, vers in (("", "v4.1"), ("-v3", "v3")):
+for suffix, vers in (("", "v4.1"), ("-v40", "v4.0"), ("-v3", "v3")):
     for row in [r for r in names if r + suffix in only]:
         rows.append((f"{vers} {names[row]}", bench(row + suffix, "ferrite"), bench(row + suffix, "ganesha")))
     if "nfsrs" + suffix in only:

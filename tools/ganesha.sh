@@ -173,7 +173,7 @@ NFS_CORE_PARAM {
     Dbus_Name_Prefix = "ferritebench";
 }
 NFSV4 {
-    Minor_Versions = 1, 2;
+    Minor_Versions = 0, 1, 2;
 $(if [ "$GRACE" = 0 ]; then
     echo "    Graceless = true;              # no grace period: NLM LOCK works at once"
 else

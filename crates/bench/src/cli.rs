@@ -107,11 +107,12 @@ pub struct RunArgs {
     /// The workload.
     #[arg(value_enum)]
     pub workload: Workload,
-    /// nfs4://HOST:PORT/PATH[?persist=1&pnfs=off],
+    /// nfs4://HOST:PORT/PATH[?persist=1&pnfs=off], nfs4.0://HOST:PORT/PATH,
     /// nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH. Over
     /// nfs4:// READ and WRITE go straight to the data servers when the
     /// server hands out flexible-file layouts (pNFS); ?pnfs=off sends
-    /// them through the server.
+    /// them through the server. nfs4.0:// speaks NFSv4.0 (no session,
+    /// per-owner sequence ids; no callback path, so no delegations).
     #[arg(long)]
     pub target: String,
     /// Clients, each with its own client ID, session and TCP connection

@@ -152,32 +152,56 @@ pub struct Security {
     pub tls: Option<rpc::tls::TlsClient>,
 }
 
+/// How the benchmark's client speaks NFSv4.
+#[derive(Debug, Clone, Default)]
+pub struct Nfs4Options {
+    /// 1, or 0 for NFSv4.0 (no session: per-owner sequence ids, RENEW).
+    pub minor: u32,
+    /// Ask for a persistent session (NFSv4.1).
+    pub persist: bool,
+    /// READ and WRITE through flexible-file layouts when offered.
+    pub pnfs: bool,
+    pub sec: Security,
+}
+
 impl Nfs4Fs {
-    /// Connects (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE: counted as
-    /// setup) and looks up `path` (PUTROOTFH, LOOKUP per component, GETFH;
-    /// with `pnfs`, GETATTR of its layout types and the lease too).
+    /// Connects (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE; NFSv4.0:
+    /// SETCLIENTID, SETCLIENTID_CONFIRM and a GETATTR of the lease;
+    /// counted as setup) and looks up `path` (PUTROOTFH, LOOKUP per
+    /// component, GETFH; with `pnfs`, GETATTR of its layout types and the
+    /// lease too).
     pub async fn connect(
         addr: SocketAddr,
         path: &str,
-        persist: bool,
-        pnfs: bool,
-        sec: Security,
+        how: Nfs4Options,
         owner: String,
         stats: Arc<OpStats>,
     ) -> Result<Arc<Nfs4Fs>> {
         let mut opts = ClientOptions::new(owner.into_bytes());
         opts.delay_retry = Duration::from_secs(60);
-        opts.persist = persist;
-        opts.gss = sec.gss;
-        opts.tls = sec.tls;
+        opts.minorversion = how.minor;
+        opts.persist = how.persist;
+        opts.gss = how.sec.gss;
+        opts.tls = how.sec.tls;
+        let pnfs = how.pnfs && how.minor > 0;
         let client = Client::connect(addr, opts).await?;
-        stats.count_ops(Phase::Setup, "EXCHANGE_ID", &["EXCHANGE_ID"]);
-        stats.count_ops(Phase::Setup, "CREATE_SESSION", &["CREATE_SESSION"]);
-        stats.count_ops(
-            Phase::Setup,
-            "RECLAIM_COMPLETE",
-            &["SEQUENCE", "RECLAIM_COMPLETE"],
-        );
+        if how.minor == 0 {
+            stats.count_ops(Phase::Setup, "SETCLIENTID", &["SETCLIENTID"]);
+            stats.count_ops(
+                Phase::Setup,
+                "SETCLIENTID_CONFIRM",
+                &["SETCLIENTID_CONFIRM"],
+            );
+            stats.count_ops(Phase::Setup, "GETATTR", &["PUTROOTFH", "GETATTR"]);
+        } else {
+            stats.count_ops(Phase::Setup, "EXCHANGE_ID", &["EXCHANGE_ID"]);
+            stats.count_ops(Phase::Setup, "CREATE_SESSION", &["CREATE_SESSION"]);
+            stats.count_ops(
+                Phase::Setup,
+                "RECLAIM_COMPLETE",
+                &["SEQUENCE", "RECLAIM_COMPLETE"],
+            );
+        }
         let call_overhead = call_overhead(&client.cred());
         let mut fs = Nfs4Fs {
             client,
@@ -254,6 +278,9 @@ impl Nfs4Fs {
         ops: Vec<NfsArgOp4>,
         kind: Option<&'static str>,
     ) -> Result<Vec<NfsResOp4>> {
+        if let Some(owners) = self.client.v40() {
+            return self.compound40(owners, ops, kind).await;
+        }
         let mut names: Vec<&'static str> = Vec::with_capacity(ops.len() + 1);
         names.push("SEQUENCE");
         names.extend(ops.iter().map(|o| op_name(o.opnum())));
@@ -360,6 +387,107 @@ impl Nfs4Fs {
                         op: "SEQUENCE",
                     });
                 }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// NFSv4.0's [`Nfs4Fs::compound_as`] (RFC 7530): no SEQUENCE; the
+    /// sequence ids of the open and lock owners `ops` name filled in by
+    /// the client's `v40::Owners` (each owner held until the reply is
+    /// in); an owner's first OPEN confirmed by an OPEN_CONFIRM call of its
+    /// own, counted as such.
+    async fn compound40(
+        &self,
+        owners: &client::v40::Owners,
+        mut ops: Vec<NfsArgOp4>,
+        kind: Option<&'static str>,
+    ) -> Result<Vec<NfsResOp4>> {
+        let names: Vec<&'static str> = ops.iter().map(|o| op_name(o.opnum())).collect();
+        let kind = kind.unwrap_or_else(|| main_op(&names));
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            self.last_call_ms
+                .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            let phase = current_phase(&self.stats);
+            let t0 = Instant::now();
+            let slot = self.client.take_slot().await;
+            let begun = owners.begin(&mut ops).await;
+            let t1 = Instant::now();
+            let mut e = Encoder::with_capacity(128 * ops.len().max(1));
+            Compound4ArgsHeader {
+                tag: Bytes::new(),
+                minorversion: 0,
+            }
+            .pack(&mut e);
+            e.u32(ops.len() as u32);
+            for op in &ops {
+                op.pack(&mut e);
+            }
+            let sent = self.call_overhead + e.len() as u64;
+            let reply = self
+                .client
+                .sec()
+                .call(
+                    self.client.connection(),
+                    NFS_PROGRAM,
+                    NFS_V4,
+                    client::NFSPROC4_COMPOUND,
+                    e.finish(),
+                )
+                .await;
+            let t2 = Instant::now();
+            slot.release(SlotOutcome::Processed, None);
+            let mut rec = CallRecord {
+                phase,
+                kind,
+                ops: &names,
+                bytes_sent: sent,
+                bytes_recv: 0,
+                queue: t1 - t0,
+                rtt: t2 - t1,
+                ok: false,
+            };
+            let res = match reply {
+                Ok(mut d) => {
+                    rec.bytes_recv = REPLY_OVERHEAD + d.remaining() as u64;
+                    Compound4Res::unpack(&mut d).map_err(client::Error::from)
+                }
+                Err(e) => Err(client::Error::from(e)),
+            };
+            let res = match res {
+                Ok(r) => r,
+                Err(e) => {
+                    owners.end(begun, &ops, None);
+                    self.stats.record(rec);
+                    return Err(e.into());
+                }
+            };
+            owners.end(begun, &ops, Some(&res));
+            rec.ok = res.status == NfsStat4::Nfs4Ok;
+            self.stats.record(rec);
+            if res.status == NfsStat4::Nfs4Ok {
+                let mut results = res.resarray;
+                for (i, fh, sid) in client::v40::Owners::unconfirmed(&results) {
+                    let c =
+                        Box::pin(self.compound40(owners, client::v40::confirm_ops(&fh, sid), None))
+                            .await?;
+                    let sid = client::v40::confirmed(&c)
+                        .ok_or_else(|| Error::Msg(format!("expected OPEN_CONFIRM, got {c:?}")))?;
+                    client::v40::patch_open(&mut results, i, sid);
+                }
+                return Ok(results);
+            }
+            if res.status != NfsStat4::Nfs4errDelay || started.elapsed() > Duration::from_secs(60) {
+                return Err(Error::Nfs4 {
+                    status: res.status,
+                    op: names
+                        .get(res.resarray.len().saturating_sub(1))
+                        .copied()
+                        .unwrap_or("?"),
+                });
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_millis(500));
@@ -955,10 +1083,13 @@ impl BenchFs for Nfs4Fs {
                 &["SEQUENCE", "PUTFH", "DELEGRETURN"],
             );
         }
-        self.stats
-            .count_ops(Phase::Teardown, "DESTROY_SESSION", &["DESTROY_SESSION"]);
-        self.stats
-            .count_ops(Phase::Teardown, "DESTROY_CLIENTID", &["DESTROY_CLIENTID"]);
+        // NFSv4.0 has neither: its client ID lapses with the lease.
+        if self.client.v40().is_none() {
+            self.stats
+                .count_ops(Phase::Teardown, "DESTROY_SESSION", &["DESTROY_SESSION"]);
+            self.stats
+                .count_ops(Phase::Teardown, "DESTROY_CLIENTID", &["DESTROY_CLIENTID"]);
+        }
         self.client.destroy().await?;
         layouts
     }

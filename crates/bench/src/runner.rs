@@ -113,6 +113,7 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
         Target::Nfs4 {
             host,
             path,
+            minor,
             persist,
             pnfs,
             sec,
@@ -143,17 +144,15 @@ pub async fn connect(p: &Params, run: u32, client: u32, stats: Arc<OpStats>) -> 
                 ),
                 None => None,
             };
-            Nfs4Fs::connect(
-                addr,
-                path,
-                *persist,
-                *pnfs,
-                crate::nfs4::Security { gss, tls },
-                owner_name(run, client),
-                stats,
-            )
-            .await
-            .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
+            let how = crate::nfs4::Nfs4Options {
+                minor: *minor,
+                persist: *persist,
+                pnfs: *pnfs,
+                sec: crate::nfs4::Security { gss, tls },
+            };
+            Nfs4Fs::connect(addr, path, how, owner_name(run, client), stats)
+                .await
+                .map_err(|e| Error::Msg(format!("connecting to {}: {e}", p.target)))?
         }
     };
     Ok(Conn {

@@ -1,4 +1,5 @@
-//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off&sec=krb5p&tls=CA.pem]`,
+//! Benchmark targets: `nfs4://host:port/path[?persist=1&pnfs=off&sec=krb5p&tls=CA.pem]`
+//! (NFSv4.1; `nfs4.0://` for NFSv4.0, RFC 7530),
 //! `nfs3://host:port/path?mountport=N&nlmport=M` and `dir:/path`.
 
 use std::fmt;
@@ -20,6 +21,10 @@ pub enum Target {
         host: String,
         port: u16,
         path: String,
+        /// The minor version: 1 (`nfs4://`) or 0 (`nfs4.0://`: no
+        /// session, per-owner sequence ids, no callback path so no
+        /// delegations, no pNFS).
+        minor: u32,
         persist: bool,
         pnfs: bool,
         /// RPCSEC_GSS with Kerberos (`sec=krb5`, `krb5i`, `krb5p`): the
@@ -83,7 +88,11 @@ impl FromStr for Target {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Target> {
-        if let Some(rest) = s.strip_prefix("nfs4://") {
+        let v4 = s
+            .strip_prefix("nfs4://")
+            .map(|r| (1, r))
+            .or_else(|| s.strip_prefix("nfs4.0://").map(|r| (0, r)));
+        if let Some((minor, rest)) = v4 {
             let (host, port, path, query) = host_port_path(rest, 2049)?;
             let (mut persist, mut pnfs, mut sec, mut tls) = (false, true, None, None);
             let (mut cert, mut key) = (None, None);
@@ -123,12 +132,20 @@ impl FromStr for Target {
                     ))
                 }
             };
+            if minor == 0 && (persist || query.split('&').any(|q| q == "pnfs=on" || q == "pnfs=1"))
+            {
+                return Err(Error::Msg(
+                    "nfs4.0:// has no sessions and no pNFS: persist=1 and pnfs=on are NFSv4.1's"
+                        .into(),
+                ));
+            }
             Ok(Target::Nfs4 {
                 host,
                 port,
                 path,
+                minor,
                 persist,
-                pnfs,
+                pnfs: pnfs && minor > 0,
                 sec,
                 tls,
                 tls_identity,
@@ -165,7 +182,7 @@ impl FromStr for Target {
             Ok(Target::Dir(PathBuf::from(rest)))
         } else {
             Err(Error::Msg(format!(
-                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1&pnfs=off&sec=krb5p], nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
+                "unknown target {s}: use nfs4://HOST:PORT/PATH[?persist=1&pnfs=off&sec=krb5p], nfs4.0://HOST:PORT/PATH, nfs3://HOST:PORT/PATH[?mountport=N&nlmport=M] or dir:/PATH"
             )))
         }
     }
@@ -178,18 +195,20 @@ impl fmt::Display for Target {
                 host,
                 port,
                 path,
+                minor,
                 persist,
                 pnfs,
                 sec,
                 tls,
                 tls_identity,
             } => {
-                write!(f, "nfs4://{host}:{port}{path}")?;
+                let scheme = if *minor == 0 { "nfs4.0" } else { "nfs4" };
+                write!(f, "{scheme}://{host}:{port}{path}")?;
                 let mut q = Vec::new();
                 if *persist {
                     q.push("persist=1");
                 }
-                if !*pnfs {
+                if !*pnfs && *minor > 0 {
                     q.push("pnfs=off");
                 }
                 match sec {
@@ -263,6 +282,7 @@ mod tests {
                 host: "127.0.0.1".into(),
                 port: 12049,
                 path: "/export/x".into(),
+                minor: 1,
                 persist: false,
                 pnfs: true,
                 sec: None,
@@ -322,6 +342,20 @@ mod tests {
         assert!("nfs4://h:1/?tlscert=/c.pem&tlskey=/k"
             .parse::<Target>()
             .is_err());
+        let t: Target = "nfs4.0://h:1/x?sec=krb5".parse().unwrap();
+        assert!(matches!(
+            t,
+            Target::Nfs4 {
+                minor: 0,
+                pnfs: false,
+                persist: false,
+                sec: Some(rpc::gss::GssService::None),
+                ..
+            }
+        ));
+        assert_eq!(t.to_string(), "nfs4.0://h:1/x?sec=krb5");
+        assert!("nfs4.0://h:1/?persist=1".parse::<Target>().is_err());
+        assert!("nfs4.0://h:1/?pnfs=on".parse::<Target>().is_err());
         let t: Target = "nfs4://localhost".parse().unwrap();
         assert_eq!(t.to_string(), "nfs4://localhost:2049/");
         let t: Target = "nfs3://h:2049/e?mountport=20048".parse().unwrap();

@@ -17,6 +17,7 @@ pub mod ops;
 pub mod portmap;
 pub mod slots;
 pub mod v3;
+pub mod v40;
 
 /// Test support: serves `programs` on a fresh loopback port for the rest of
 /// the test process and returns the port's address.
@@ -65,7 +66,8 @@ pub struct ClientOptions {
     pub verifier: Option<Verifier4>,
     /// Fore-channel slots asked for (`ca_maxrequests`).
     pub slots: u32,
-    /// NFSv4 minor version: 1 or 2.
+    /// NFSv4 minor version: 1 or 2, or 0 for NFSv4.0 (RFC 7530: no
+    /// session; [`v40`]).
     pub minorversion: u32,
     /// How long to keep retrying a COMPOUND answered with NFS4ERR_DELAY
     /// before giving up with that error. Zero: never retry.
@@ -254,6 +256,8 @@ struct Inner {
     status_flags: AtomicU32,
     next_owner: AtomicU64,
     callbacks: Arc<callback::CallbackState>,
+    /// NFSv4.0: the owners' sequence ids (none under a session).
+    v40: Option<Arc<v40::Owners>>,
 }
 
 impl Drop for Inner {
@@ -394,6 +398,9 @@ impl Client {
     ) -> Result<Client> {
         let cred = Sec::establish(&conn, &opts).await?;
         let minor = opts.minorversion;
+        if minor == 0 {
+            return Self::start40(conn, callbacks, cred, opts).await;
+        }
 
         let eid = ExchangeId4Args {
             clientowner: ClientOwner4 {
@@ -459,6 +466,7 @@ impl Client {
             status_flags: AtomicU32::new(0),
             next_owner: AtomicU64::new(1),
             callbacks: callbacks.clone(),
+            v40: None,
         });
         let client = Client { inner };
         if client.inner.opts.return_delegations {
@@ -468,6 +476,89 @@ impl Client {
             client.reclaim_complete().await?;
         }
         Ok(client)
+    }
+
+    /// NFSv4.0 (RFC 7530 §16.33, §16.34): SETCLIENTID with no callback
+    /// path (the universal address 0.0.0.0.0.0: the server grants no
+    /// delegations), SETCLIENTID_CONFIRM, and a task that sends RENEW
+    /// (§16.29) when a third of the lease passed with nothing renewing it.
+    async fn start40(
+        conn: Arc<Connection>,
+        callbacks: Arc<callback::CallbackState>,
+        cred: Sec,
+        opts: ClientOptions,
+    ) -> Result<Client> {
+        let set = SetClientId4Args {
+            client: NfsClientId4 {
+                verifier: opts.verifier.unwrap_or_else(clock_verifier),
+                id: opts.owner.clone(),
+            },
+            callback: CbClient4 {
+                cb_program: CB_PROGRAM,
+                cb_location: NetAddr4 {
+                    netid: "tcp".into(),
+                    addr: "0.0.0.0.0.0".into(),
+                },
+            },
+            callback_ident: 0,
+        };
+        let res = send_ops(
+            &conn,
+            &cred,
+            b"setclientid",
+            0,
+            &[NfsArgOp4::SetClientId(set)],
+        )
+        .await?;
+        let ok = match single_result(res)? {
+            NfsResOp4::SetClientId(SetClientId4Res::Ok(ok)) => ok,
+            other => return Err(Error::unexpected(&other)),
+        };
+        let confirm = NfsArgOp4::SetClientIdConfirm(SetClientIdConfirm4Args {
+            clientid: ok.clientid,
+            setclientid_confirm: ok.setclientid_confirm,
+        });
+        single_result(send_ops(&conn, &cred, b"setclientid_confirm", 0, &[confirm]).await?)?;
+        let owners = Arc::new(v40::Owners::new());
+        owners.renewed();
+        let inner = Arc::new(Inner {
+            conn,
+            cred,
+            slots: SlotTable::new(opts.slots.max(1)),
+            opts,
+            clientid: ok.clientid,
+            sessionid: [0; 16],
+            session_flags: 0,
+            exchange_flags: 0,
+            fore: fore_channel_attrs(1),
+            back: back_channel_attrs(),
+            status_flags: AtomicU32::new(0),
+            next_owner: AtomicU64::new(1),
+            callbacks,
+            v40: Some(owners),
+        });
+        let client = Client { inner };
+        let lease = client
+            .compound(vec![
+                NfsArgOp4::PutRootFh,
+                ops::getattr_op(&[FATTR4_LEASE_TIME]),
+            ])
+            .await?;
+        let lease = match lease.get(1) {
+            Some(NfsResOp4::GetAttr(Res4::Ok(ok))) => Attrs::decode(&ok.obj_attributes)
+                .ok()
+                .and_then(|a| a.lease_time),
+            _ => None,
+        };
+        let lease = Duration::from_secs(u64::from(lease.unwrap_or(90).max(3)));
+        v40::spawn_renewer(client.downgrade(), lease);
+        Ok(client)
+    }
+
+    /// NFSv4.0: the owners' sequence ids, for a caller that sends its own
+    /// COMPOUNDs; `None` under a session.
+    pub fn v40(&self) -> Option<&Arc<v40::Owners>> {
+        self.inner.v40.as_ref()
     }
 
     /// RECLAIM_COMPLETE for the whole client (RFC 8881 §18.51).
@@ -631,6 +722,19 @@ impl Client {
         cachethis: bool,
         ops: Vec<NfsArgOp4>,
     ) -> Result<Vec<NfsResOp4>> {
+        if let Some(owners) = &self.inner.v40 {
+            let mut r = self.run40(owners, tag, ops).await?;
+            // An owner's first OPEN is confirmed (RFC 7530 §16.18).
+            for (i, fh, sid) in v40::Owners::unconfirmed(&r) {
+                let c = self
+                    .run40(owners, b"open_confirm", v40::confirm_ops(&fh, sid))
+                    .await?;
+                let sid = v40::confirmed(&c)
+                    .ok_or_else(|| Error::Unexpected(format!("OPEN_CONFIRM: {c:?}")))?;
+                v40::patch_open(&mut r, i, sid);
+            }
+            return Ok(r);
+        }
         let nops = ops.len();
         let mut e = Encoder::with_capacity(128 * nops.max(1));
         for op in &ops {
@@ -711,9 +815,50 @@ impl Client {
         }
     }
 
+    /// NFSv4.0: `ops` as one COMPOUND with their owners' sequence ids
+    /// (RFC 7530 §9.1.7), NFS4ERR_DELAY retried as under a session.
+    async fn run40(
+        &self,
+        owners: &v40::Owners,
+        tag: &[u8],
+        mut sent: Vec<NfsArgOp4>,
+    ) -> Result<Vec<NfsResOp4>> {
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            let slot = self.inner.slots.acquire().await;
+            let begun = owners.begin(&mut sent).await;
+            let res = self.compound_raw(tag, 0, &sent).await;
+            slot.release(SlotOutcome::Processed, None);
+            let res = match res {
+                Ok(r) => r,
+                Err(e) => {
+                    owners.end(begun, &sent, None);
+                    return Err(e);
+                }
+            };
+            owners.end(begun, &sent, Some(&res));
+            if res.status == NfsStat4::Nfs4Ok {
+                return Ok(res.resarray);
+            }
+            if res.status != NfsStat4::Nfs4errDelay
+                || started.elapsed() + backoff > self.inner.opts.delay_retry
+            {
+                return Err(Error::from_compound(res.status, res.resarray));
+            }
+            debug!(?backoff, "NFS4ERR_DELAY; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+        }
+    }
+
     /// Ends the session and the client ID (DESTROY_SESSION,
-    /// DESTROY_CLIENTID).
+    /// DESTROY_CLIENTID). NFSv4.0 has neither: its client ID ends a lease
+    /// after the last request.
     pub async fn destroy(&self) -> Result<()> {
+        if self.inner.v40.is_some() {
+            return Ok(());
+        }
         let res = self
             .compound_raw(
                 b"destroy_session",
