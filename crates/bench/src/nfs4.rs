@@ -470,7 +470,7 @@ impl Nfs4Fs {
             self.stats.record(rec);
             if res.status == NfsStat4::Nfs4Ok {
                 let mut results = res.resarray;
-                for (i, fh, sid) in client::v40::Owners::unconfirmed(&results) {
+                for (i, fh, sid) in owners.unconfirmed(&results) {
                     let c =
                         Box::pin(self.compound40(owners, client::v40::confirm_ops(&fh, sid), None))
                             .await?;

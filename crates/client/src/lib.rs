@@ -725,7 +725,7 @@ impl Client {
         if let Some(owners) = &self.inner.v40 {
             let mut r = self.run40(owners, tag, ops).await?;
             // An owner's first OPEN is confirmed (RFC 7530 §16.18).
-            for (i, fh, sid) in v40::Owners::unconfirmed(&r) {
+            for (i, fh, sid) in owners.unconfirmed(&r) {
                 let c = self
                     .run40(owners, b"open_confirm", v40::confirm_ops(&fh, sid))
                     .await?;

@@ -39,6 +39,11 @@ pub struct Owners {
     /// A stateid's `other` → its owner; an open's lock stateids, dropped
     /// with it at CLOSE.
     by_other: Mutex<HashMap<[u8; 12], Given>>,
+    /// Owners whose OPEN awaits its OPEN_CONFIRM, still held: nothing
+    /// else of the owner may go first (the server would take a new OPEN
+    /// of an unconfirmed owner for a new owner and drop the first open,
+    /// RFC 7530 §16.18.5). The OPEN_CONFIRM takes the hold over.
+    unconfirmed: Mutex<HashMap<Key, tokio::sync::OwnedMutexGuard<u32>>>,
     /// When a request last renewed the lease (ms since `started`).
     renewed_ms: AtomicU64,
     started: Option<Instant>,
@@ -98,8 +103,20 @@ impl Owners {
         let mut keys: Vec<Key> = per_op.iter().flatten().cloned().collect();
         keys.sort();
         keys.dedup();
+        let confirming: Vec<&Key> = ops
+            .iter()
+            .zip(&per_op)
+            .filter(|(op, _)| matches!(op, NfsArgOp4::OpenConfirm(_)))
+            .flat_map(|(_, ks)| ks)
+            .collect();
         let mut held = Vec::with_capacity(keys.len());
         for k in keys {
+            if confirming.contains(&&k) {
+                if let Some(g) = Self::lock_map(&self.unconfirmed).remove(&k) {
+                    held.push((k, g));
+                    continue;
+                }
+            }
             let m = Self::lock_map(&self.seqs)
                 .entry(k.clone())
                 .or_default()
@@ -155,6 +172,7 @@ impl Owners {
         };
         let ran = res.resarray.len();
         let mut renewed = false;
+        let mut to_confirm = Vec::new();
         for (i, (op, r)) in ops.iter().zip(&res.resarray).enumerate() {
             let status = if i + 1 == ran {
                 res.status
@@ -174,9 +192,13 @@ impl Owners {
             let mut others = Self::lock_map(&self.by_other);
             match (op, r) {
                 (NfsArgOp4::Open(a), NfsResOp4::Open(Res4::Ok(ok))) => {
+                    let key = Key::Open(a.owner.owner.clone());
+                    if ok.rflags & OPEN4_RESULT_CONFIRM != 0 {
+                        to_confirm.push(key.clone());
+                    }
                     others
                         .entry(ok.stateid.other)
-                        .or_insert_with(|| (Key::Open(a.owner.owner.clone()), Vec::new()));
+                        .or_insert_with(|| (key, Vec::new()));
                 }
                 (NfsArgOp4::Lock(a), NfsResOp4::Lock(Lock4Res::Ok(ok))) => {
                     if let Locker4::OpenOwner(o) = &a.locker {
@@ -199,10 +221,14 @@ impl Owners {
                 _ => {}
             }
         }
-        // A sequence the server refused (BAD_SEQID) is lost to this
-        // client: the owner starts over under a new name in a real
-        // client (§9.1.7); here it stays, and later requests fail alike.
-        drop(held);
+        // An OPEN to confirm keeps its owner held for the OPEN_CONFIRM.
+        let mut waiting = Self::lock_map(&self.unconfirmed);
+        for (k, g) in held {
+            if to_confirm.contains(&k) {
+                waiting.insert(k, g);
+            }
+        }
+        drop(waiting);
         if renewed {
             self.renewed();
         }
@@ -226,8 +252,11 @@ impl Owners {
 
     /// The OPENs in `results` (the reply to `ops`) that must be confirmed
     /// (OPEN4_RESULT_CONFIRM): each one's index, the file (the GETFH
-    /// after it) and its stateid.
-    pub fn unconfirmed(results: &[NfsResOp4]) -> Vec<(usize, NfsFh4, StateId4)> {
+    /// after it) and its stateid. Their owners stay held until the
+    /// caller sends each its OPEN_CONFIRM ([`confirm_ops`]), next; one
+    /// with no GETFH after it cannot be confirmed, and its owner is let
+    /// go.
+    pub fn unconfirmed(&self, results: &[NfsResOp4]) -> Vec<(usize, NfsFh4, StateId4)> {
         let mut out = Vec::new();
         for (i, r) in results.iter().enumerate() {
             let NfsResOp4::Open(Res4::Ok(ok)) = r else {
@@ -240,8 +269,13 @@ impl Owners {
                 NfsResOp4::GetFh(Res4::Ok(f)) => Some(f.object.clone()),
                 _ => None,
             });
-            if let Some(fh) = fh {
-                out.push((i, fh, ok.stateid));
+            match fh {
+                Some(fh) => out.push((i, fh, ok.stateid)),
+                None => {
+                    if let Some(k) = self.owner_of(&ok.stateid) {
+                        Self::lock_map(&self.unconfirmed).remove(&k);
+                    }
+                }
             }
         }
         out
@@ -467,6 +501,45 @@ mod tests {
         assert_eq!(seqid(&ops[0]), 4);
     }
 
+    #[tokio::test]
+    async fn an_open_to_confirm_holds_its_owner_until_the_confirmation() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        let o = Owners::new();
+        let mut ops = vec![open("a")];
+        let b = o.begin(&mut ops).await;
+        let mut res = open_ok(sid(1));
+        if let NfsResOp4::Open(Res4::Ok(ok)) = &mut res {
+            ok.rflags = OPEN4_RESULT_CONFIRM;
+        }
+        o.end(b, &ops, Some(&reply(NfsStat4::Nfs4Ok, vec![res])));
+        // Another OPEN of the owner waits...
+        let mut second = vec![open("a")];
+        let mut waiting = Box::pin(o.begin(&mut second));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        // ...while the OPEN_CONFIRM goes, with the next sequence id.
+        let mut confirm = confirm_ops(&NfsFh4(Bytes::from_static(b"fh")), sid(1));
+        let c = o.begin(&mut confirm).await;
+        assert!(matches!(&confirm[1], NfsArgOp4::OpenConfirm(a) if a.seqid == 1));
+        let r = vec![
+            NfsResOp4::PutFh(Res4::Ok(())),
+            NfsResOp4::OpenConfirm(Res4::Ok(OpenConfirm4ResOk {
+                open_stateid: StateId4 {
+                    seqid: 2,
+                    other: [1; 12],
+                },
+            })),
+        ];
+        o.end(c, &confirm, Some(&reply(NfsStat4::Nfs4Ok, r)));
+        let Poll::Ready(b) = waiting.as_mut().poll(&mut cx) else {
+            panic!("the owner is still held after its OPEN_CONFIRM");
+        };
+        drop(b);
+        drop(waiting);
+        assert_eq!(seqid(&second[0]), 2);
+    }
+
     #[test]
     fn opens_to_confirm_are_found_with_their_file() {
         let mut r = vec![
@@ -476,14 +549,15 @@ mod tests {
                 object: NfsFh4(Bytes::from_static(b"fh")),
             })),
         ];
-        assert!(Owners::unconfirmed(&r).is_empty());
+        let o = Owners::new();
+        assert!(o.unconfirmed(&r).is_empty());
         if let NfsResOp4::Open(Res4::Ok(ok)) = &mut r[1] {
             ok.rflags = OPEN4_RESULT_CONFIRM;
         }
-        let u = Owners::unconfirmed(&r);
+        let u = o.unconfirmed(&r);
         assert_eq!(u, vec![(1, NfsFh4(Bytes::from_static(b"fh")), sid(3))]);
         patch_open(&mut r, 1, sid(4));
-        assert!(Owners::unconfirmed(&r).is_empty());
+        assert!(o.unconfirmed(&r).is_empty());
         assert!(matches!(&r[1], NfsResOp4::Open(Res4::Ok(ok)) if ok.stateid == sid(4)));
     }
 }
