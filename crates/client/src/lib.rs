@@ -1,9 +1,11 @@
-//! Ferrite's userspace NFSv4.1/4.2 client (RFC 8881, RFC 7862).
+//! Ferrite's userspace NFSv4.1/4.2 client (RFC 8881, RFC 7862), and
+//! NFSv4.0 (RFC 7530) with `minorversion` 0 ([`v40`]).
 //!
 //! [`Client::connect`] opens one TCP connection, establishes a client ID
 //! and a session with a back channel on the same connection (RFC 8881
 //! §2.10.3.1), and then sends COMPOUNDs under SEQUENCE with a real slot
-//! table ([`slots`]). The typed helpers in [`ops`] are thin wrappers that
+//! table ([`slots`]); over NFSv4.0 a client ID from SETCLIENTID and no
+//! session, each owner's sequence ids filled in. The typed helpers in [`ops`] are thin wrappers that
 //! build one COMPOUND each. Callbacks (CB_SEQUENCE, CB_RECALL) are answered
 //! by [`callback`].
 //!
