@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # NFS-Ganesha 4.3 (Debian nfs-ganesha + nfs-ganesha-vfs) on one machine, as
 # a reference server for `ferrite bench`: one export of a scratch directory,
-# NFSv4.1/4.2 and NFSv3 + MOUNT v3 + NLM v4, TCP only, bound to 127.0.0.1,
+# NFSv4.0/4.1/4.2 and NFSv3 + MOUNT v3 + NLM v4, TCP only, bound to 127.0.0.1,
 # PrivilegedPort = false, No_Root_Squash. NFSv4 pseudo path "/" = the export;
 # the MOUNT path is the same "/".
 #
