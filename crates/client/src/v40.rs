@@ -221,7 +221,12 @@ impl Owners {
                 _ => {}
             }
         }
-        // An OPEN to confirm keeps its owner held for the OPEN_CONFIRM.
+        // An OPEN to confirm keeps its owner held for the OPEN_CONFIRM:
+        // the caller sends it if the COMPOUND succeeded, and sends none if
+        // a later operation failed (the owner is let go).
+        if res.status != NfsStat4::Nfs4Ok {
+            to_confirm.clear();
+        }
         let mut waiting = Self::lock_map(&self.unconfirmed);
         for (k, g) in held {
             if to_confirm.contains(&k) {
@@ -538,6 +543,31 @@ mod tests {
         drop(b);
         drop(waiting);
         assert_eq!(seqid(&second[0]), 2);
+    }
+
+    #[tokio::test]
+    async fn an_open_to_confirm_in_a_failed_compound_lets_its_owner_go() {
+        let o = Owners::new();
+        let mut ops = vec![open("a"), NfsArgOp4::GetFh, NfsArgOp4::ReadLink];
+        let b = o.begin(&mut ops).await;
+        let mut res = open_ok(sid(1));
+        if let NfsResOp4::Open(Res4::Ok(ok)) = &mut res {
+            ok.rflags = OPEN4_RESULT_CONFIRM;
+        }
+        let r = vec![
+            res,
+            NfsResOp4::GetFh(Res4::Ok(GetFh4ResOk {
+                object: NfsFh4(Bytes::from_static(b"fh")),
+            })),
+            NfsResOp4::ReadLink(Res4::Err(NfsStat4::Nfs4errInval)),
+        ];
+        o.end(b, &ops, Some(&reply(NfsStat4::Nfs4errInval, r)));
+        // Not held: the owner's next OPEN goes at once.
+        let mut next = vec![open("a")];
+        let _b = tokio::time::timeout(std::time::Duration::from_secs(60), o.begin(&mut next))
+            .await
+            .expect("the owner is still held");
+        assert_eq!(seqid(&next[0]), 1);
     }
 
     #[test]
