@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use client::{Client, ClientOptions, SlotOutcome};
 use proto::nfs4::*;
-use xdr::{Encoder, Pack, Unpack};
+use xdr::{Decoder, Encoder, Pack, Unpack};
 
 use crate::fs::{components, BenchFs, Node, OpenFile, OpenMode};
 use crate::pnfs::Layouts;
@@ -312,17 +312,7 @@ impl Nfs4Fs {
             let sent = self.call_overhead + (h.len() + body_len) as u64;
             let mut args = h.finish();
             args.extend(body.iter().cloned());
-            let reply = self
-                .client
-                .sec()
-                .call(
-                    self.client.connection(),
-                    NFS_PROGRAM,
-                    NFS_V4,
-                    client::NFSPROC4_COMPOUND,
-                    args,
-                )
-                .await;
+            let reply = self.send(args).await;
             let t2 = Instant::now();
             let mut rec = CallRecord {
                 phase,
@@ -393,6 +383,20 @@ impl Nfs4Fs {
         }
     }
 
+    /// Sends encoded COMPOUND arguments with the client's security.
+    async fn send(&self, args: Vec<Bytes>) -> std::result::Result<Decoder, rpc::CallError> {
+        self.client
+            .sec()
+            .call(
+                self.client.connection(),
+                NFS_PROGRAM,
+                NFS_V4,
+                client::NFSPROC4_COMPOUND,
+                args,
+            )
+            .await
+    }
+
     /// NFSv4.0's [`Nfs4Fs::compound_as`] (RFC 7530): no SEQUENCE; the
     /// sequence ids of the open and lock owners `ops` name filled in by
     /// the client's `v40::Owners` (each owner held until the reply is
@@ -427,17 +431,7 @@ impl Nfs4Fs {
                 op.pack(&mut e);
             }
             let sent = self.call_overhead + e.len() as u64;
-            let reply = self
-                .client
-                .sec()
-                .call(
-                    self.client.connection(),
-                    NFS_PROGRAM,
-                    NFS_V4,
-                    client::NFSPROC4_COMPOUND,
-                    e.finish(),
-                )
-                .await;
+            let reply = self.send(e.finish()).await;
             let t2 = Instant::now();
             slot.release(SlotOutcome::Processed, None);
             let mut rec = CallRecord {
