@@ -700,6 +700,17 @@ pub trait Vfs: Send + Sync + 'static {
     fn get_acl(&self, _c: &Creds, _h: &Handle, _default: bool) -> Result<Option<acl::PosixAcl>> {
         Err(Errno(libc::EOPNOTSUPP))
     }
+    /// [`Vfs::get_acl`] without blocking, for the object whose attributes
+    /// `a` were just read: its ACL when the backend knows it is still the
+    /// one last read (`Some(None)`: none), `None` when it must be read.
+    fn get_acl_nowait(
+        &self,
+        _h: &Handle,
+        _default: bool,
+        _a: &Attr,
+    ) -> Option<Option<acl::PosixAcl>> {
+        None
+    }
     /// Sets the object's access ACL (which sets the mode's bits too) or a
     /// directory's default ACL; None removes it.
     fn set_acl(

@@ -91,6 +91,9 @@ const CHANGE_CAP: usize = 1 << 16;
 /// one may have: at worst about a million entries, some 64 MiB.
 const LISTINGS: usize = 16384;
 const LISTING_MAX: usize = 64;
+/// POSIX ACLs remembered for GETATTRs answered without a thread hand-off
+/// ([`Vfs::get_acl_nowait`]).
+const KNOWN_ACLS: usize = 16384;
 /// A directory is listed into the cache only if it has not changed for
 /// this long: its ctime then moves on any later change, even within one
 /// tick of the file system's coarse clock.
@@ -249,6 +252,12 @@ pub struct LocalFs {
     /// with, and directories are listed into it only once settled
     /// ([`SETTLED_NS`]), so any change since shows.
     listings: Mutex<Bounded<Handle, Arc<Listing>>>,
+    /// (object, default ACL?) → its POSIX ACL as last read, with the inode
+    /// number and ctime it was read at: used only while both are unchanged,
+    /// and kept only when the ctime had settled ([`SETTLED_NS`]) before the
+    /// read, so any change since shows as a new ctime (every ACL change sets
+    /// it).
+    known_acls: Mutex<Bounded<(Handle, bool), xattr::KnownAcl>>,
     /// Kernel mode: non-directory → the directory its filehandle says it
     /// was reached in ([`Vfs::note_parent`]), to place it when the kernel
     /// cannot.
@@ -313,6 +322,16 @@ fn cname(name: &[u8]) -> Result<CString> {
         return Err(Errno(libc::ENAMETOOLONG));
     }
     CString::new(name).map_err(|_| Errno(libc::EINVAL))
+}
+
+/// Whether a status change at `ctime_ns` (nanoseconds since the epoch)
+/// lies at least [`SETTLED_NS`] in the past: a change after now gets a
+/// later ctime even where the file system's clock is coarse.
+fn settled(ctime_ns: u64) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    now - i128::from(ctime_ns) >= SETTLED_NS
 }
 
 fn ctime_ns(st: &libc::stat) -> u64 {
@@ -643,6 +662,7 @@ impl LocalFs {
             whole_fs: is_fs_root(&st),
             parents: Mutex::new(Bounded::new("parent hint", MAX_PARENT_HINTS)),
             listings: Mutex::new(Bounded::new("directory listing", LISTINGS)),
+            known_acls: Mutex::new(Bounded::new("POSIX ACL", KNOWN_ACLS)),
             change: ChangeTracker::new(CHANGE_CAP),
             durable: std::sync::atomic::AtomicBool::new(true),
             metadata_syncs: Default::default(),
@@ -2374,6 +2394,15 @@ impl Vfs for LocalFs {
         default: bool,
     ) -> Result<Option<crate::acl::PosixAcl>> {
         self.get_posix_acl(c, h, default)
+    }
+
+    fn get_acl_nowait(
+        &self,
+        h: &Handle,
+        default: bool,
+        a: &Attr,
+    ) -> Option<Option<crate::acl::PosixAcl>> {
+        self.known_posix_acl(h, default, a)
     }
 
     fn set_acl(

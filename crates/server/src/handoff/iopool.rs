@@ -9,9 +9,12 @@
 //!
 //! Another thread is woken only when no thread is awake, or when calls
 //! are queued and no thread has begun one for [`STALL`]: the awake
-//! threads are then waiting for the disk themselves. A caller still
-//! waiting after [`KICK`] checks the same, in case no other call arrives
-//! to notice.
+//! threads are then waiting for the disk themselves. While a call waits in
+//! the queue with no thread woken for it, the pool's watchdog thread
+//! checks the same every [`KICK`], in case no other call arrives to
+//! notice; a call a thread was woken for, first in the queue, costs the
+//! watchdog nothing (no timer per call: arming one woke the async
+//! thread's reactor with a system call each time).
 //! At most [`MAX_THREADS`] threads, but for urgent calls (a group
 //! commit's sync, which the threads may all be waiting for), which always
 //! get one; a thread idle for [`KEEP_ALIVE`] exits.
@@ -28,8 +31,8 @@ use std::time::{Duration, Instant};
 /// How long queued calls may wait with no call begun before another
 /// thread wakes.
 const STALL: Duration = Duration::from_micros(200);
-/// How long a caller waits before checking that its call is not stuck
-/// behind busy threads.
+/// How often the watchdog checks that queued calls are not stuck behind
+/// busy threads.
 const KICK: Duration = Duration::from_millis(1);
 /// How long an idle thread lives.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -66,6 +69,10 @@ struct State {
     threads: usize,
     /// When a thread last began a call.
     progress: Instant,
+    /// The watchdog thread, once started, and whether it sleeps until
+    /// woken (the queue was empty when it last looked).
+    watchdog: Option<Thread>,
+    watchdog_asleep: bool,
 }
 
 impl State {
@@ -98,6 +105,8 @@ impl Pool {
                 idle: Vec::new(),
                 threads: 0,
                 progress: Instant::now(),
+                watchdog: None,
+                watchdog_asleep: false,
             }),
             max: max.max(1),
             name,
@@ -138,17 +147,17 @@ impl Pool {
 
     /// Wakes a sleeping thread, or starts one if none sleeps and the cap
     /// allows (or `past_cap`); with neither, the busy threads will get to
-    /// the queue.
-    fn add_thread_beyond(self: &Arc<Self>, st: &mut State, past_cap: bool) {
+    /// the queue. Whether a thread was woken or started.
+    fn add_thread_beyond(self: &Arc<Self>, st: &mut State, past_cap: bool) -> bool {
         // The new thread counts as progress: it is about to begin a call.
         st.progress = Instant::now();
         if let Some(w) = st.idle.pop() {
             w.woken.store(true, Ordering::Release);
             w.thread.unpark();
-            return;
+            return true;
         }
         if st.threads >= self.max && !past_cap {
-            return;
+            return false;
         }
         let pool = self.clone();
         let spawned = std::thread::Builder::new()
@@ -161,41 +170,73 @@ impl Pool {
                 pool.work(me);
             });
         match spawned {
-            Ok(_) => st.threads += 1,
-            Err(e) => tracing::warn!("{}: could not start a thread: {e}", self.name),
+            Ok(_) => {
+                st.threads += 1;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("{}: could not start a thread: {e}", self.name);
+                false
+            }
         }
     }
 
-    fn add_thread(self: &Arc<Self>, st: &mut State) {
-        self.add_thread_beyond(st, false);
+    fn add_thread(self: &Arc<Self>, st: &mut State) -> bool {
+        self.add_thread_beyond(st, false)
     }
 
     fn submit(self: &Arc<Self>, job: Job, urgent: bool) {
         let mut st = self.lock();
-        if urgent {
+        let woke = if urgent {
             // First in line, and a thread for it even past the cap: the
             // threads may all be waiting for this very call.
             st.queue.push_front(job);
             // Below the cap a stuck queue gets a thread the usual way (if
-            // not now, at the caller's kick); at it, only here.
+            // not now, at the watchdog's look); at it, only here.
             let at_cap = st.threads >= self.max && st.idle.is_empty();
-            if at_cap || st.needs_thread() {
-                self.add_thread_beyond(&mut st, true);
-            }
-            return;
-        }
-        st.queue.push_back(job);
-        if st.needs_thread() {
-            self.add_thread(&mut st);
+            (at_cap || st.needs_thread()) && self.add_thread_beyond(&mut st, true)
+        } else {
+            st.queue.push_back(job);
+            st.needs_thread() && self.add_thread(&mut st)
+        };
+        // A thread woken for the only call queued takes it; any other call
+        // may wait behind busy threads, which the watchdog watches.
+        if !(woke && st.queue.len() == 1) {
+            self.watch(&mut st);
         }
     }
 
-    /// A caller has waited long: wake another thread if the queue is stuck.
-    fn kick(self: &Arc<Self>) {
+    /// Wakes the watchdog (starting it the first time) unless it is awake.
+    fn watch(self: &Arc<Self>, st: &mut State) {
+        if let Some(t) = &st.watchdog {
+            if st.watchdog_asleep {
+                st.watchdog_asleep = false;
+                t.unpark();
+            }
+            return;
+        }
+        let pool = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-watch", self.name))
+            .spawn(move || watchdog(pool));
+        match spawned {
+            Ok(h) => st.watchdog = Some(h.thread().clone()),
+            Err(e) => tracing::warn!("{}: could not start the watchdog: {e}", self.name),
+        }
+    }
+
+    /// One look of the watchdog: a thread for a stuck queue. Whether to
+    /// look again after [`KICK`] (calls are queued).
+    fn look(self: &Arc<Self>) -> bool {
         let mut st = self.lock();
+        if st.queue.is_empty() {
+            st.watchdog_asleep = true;
+            return false;
+        }
         if st.needs_thread() {
             self.add_thread(&mut st);
         }
+        true
     }
 
     fn work(self: Arc<Self>, me: Arc<Worker>) {
@@ -286,11 +327,22 @@ impl Pool {
             },
             urgent,
         );
-        Run {
-            slot,
-            pool: self.clone(),
-            kick: None,
-        }
+        Run { slot }
+    }
+}
+
+/// The watchdog: while calls are queued, looks every [`KICK`] whether
+/// they are stuck behind busy threads; otherwise sleeps until a call
+/// queued without a thread of its own wakes it. Ends with its pool.
+fn watchdog(pool: std::sync::Weak<Pool>) {
+    loop {
+        let Some(p) = pool.upgrade() else {
+            return;
+        };
+        let queued = p.look();
+        drop(p);
+        // Woken early (unpark) or not, the next look says what to do.
+        std::thread::park_timeout(if queued { KICK } else { KEEP_ALIVE });
     }
 }
 
@@ -308,37 +360,19 @@ struct Slot<T> {
 /// The result of [`Pool::run`].
 pub struct Run<T> {
     slot: Arc<Slot<T>>,
-    pool: Arc<Pool>,
-    kick: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<T> Future for Run<T> {
     type Output = Result<T, Panicked>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        {
-            let mut g = self.slot.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(r) = g.0.take() {
-                return Poll::Ready(r.map_err(|_| Panicked));
-            }
-            match &g.1 {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                _ => g.1 = Some(cx.waker().clone()),
-            }
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut g = self.slot.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = g.0.take() {
+            return Poll::Ready(r.map_err(|_| Panicked));
         }
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Poll::Pending;
-        }
-        let kick = self
-            .kick
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(KICK)));
-        if kick.as_mut().poll(cx).is_ready() {
-            self.pool.kick();
-            let next = tokio::time::Instant::now() + KICK;
-            if let Some(k) = self.kick.as_mut() {
-                k.as_mut().reset(next);
-                let _ = k.as_mut().poll(cx);
-            }
+        match &g.1 {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => g.1 = Some(cx.waker().clone()),
         }
         Poll::Pending
     }
@@ -394,6 +428,40 @@ mod tests {
         }
         assert_eq!(ran.load(Ordering::Relaxed), 200);
         assert!(pool.lock().threads <= 8);
+    }
+
+    /// Two threads stuck (waiting for the disk) and a call queued behind
+    /// them with no other call coming to notice: the watchdog gives it a
+    /// thread once the queue stalls.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_queued_behind_stuck_threads_gets_one_with_no_other_call() {
+        let pool = Pool::new("test-pool", 8);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let rx = Arc::new(Mutex::new(rx));
+        let began = Arc::new(AtomicUsize::new(0));
+        let stuck: Vec<_> = (0..2)
+            .map(|_| {
+                let (rx, began) = (rx.clone(), began.clone());
+                pool.run(move || {
+                    began.fetch_add(1, Ordering::SeqCst);
+                    // Each takes a message; the lock is held only to take it.
+                    let r = rx.lock().unwrap_or_else(|e| e.into_inner());
+                    r.recv().unwrap()
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while began.load(Ordering::SeqCst) < 2 {
+            assert!(Instant::now() < deadline, "the stuck calls never began");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let next = tokio::time::timeout(Duration::from_secs(30), pool.run(|| 7)).await;
+        assert_eq!(next, Ok(Ok(7)), "a call waited behind stuck threads");
+        tx.send(()).unwrap();
+        tx.send(()).unwrap();
+        for s in stuck {
+            s.await.unwrap();
+        }
     }
 
     /// The pool counts its calls, the time they ran and the time they

@@ -262,37 +262,6 @@ fn wants_acl(want: &Bitmap4) -> bool {
     want.contains(FATTR4_ACL) || want.contains(FATTR4_DACL)
 }
 
-/// The NFSv4 ACL of the object with attributes `a` (its POSIX ACLs, or
-/// its mode's when it has none or the file system keeps none), owners
-/// named as `view` has them. Runs on the blocking pool.
-fn read_acl(
-    srv: &Server,
-    view: View,
-    v: &dyn vfs::Vfs,
-    c: &vfs::Creds,
-    h: &vfs::Handle,
-    a: &vfs::Attr,
-) -> vfs::Result<Vec<Nfsace4>> {
-    let dir = a.ftype == vfs::FileType::Directory;
-    let get = |default: bool| match v.get_acl(c, h, default) {
-        Ok(acl) => Ok(acl),
-        Err(vfs::Errno(libc::EOPNOTSUPP)) => Ok(None),
-        Err(e) => Err(e),
-    };
-    let access = get(false)?.unwrap_or_else(|| vfs::acl::PosixAcl::from_mode(a.mode));
-    let default = if dir { get(true)? } else { None };
-    let name = |w: super::acl::Who| match w {
-        super::acl::Who::User(u) if view.names => srv.ids.owner_name(u),
-        super::acl::Who::GroupId(g) if view.names => srv.ids.group_owner_name(g),
-        super::acl::Who::User(id) | super::acl::Who::GroupId(id) => id.to_string(),
-        _ => String::new(),
-    };
-    Ok(super::acl::from_posix(&access, default.as_ref(), dir)
-        .iter()
-        .map(|x| super::acl::to_wire(x, name))
-        .collect())
-}
-
 fn ftype(t: vfs::FileType) -> NfsFtype4 {
     match t {
         vfs::FileType::Regular => NfsFtype4::Nf4Reg,
@@ -325,7 +294,8 @@ pub fn build(
     build_with_acl(srv, view, export, fh, a, fs, want, None)
 }
 
-/// [`build`] with the object's ACL, read if asked for ([`read_acl`]).
+/// [`build`] with the object's ACL, read if asked for
+/// ([`super::acl::attr::read`]).
 #[allow(clippy::too_many_arguments)]
 pub fn build_with_acl(
     srv: &Server,
@@ -600,7 +570,7 @@ pub async fn get_with(
     }
     let with_fs = needs_fsstat(want);
     let view = cx.view();
-    if !with_fs && !needs_names(view, want) && !wants_acl(want) {
+    if !with_fs && !needs_names(view, want) && (known.is_none() || !wants_acl(want)) {
         let a = match &known {
             Some(a) => Some(Ok(a.clone())),
             None => cx.vfs_nowait(fh.export, |v, _| v.getattr_nowait(&fh.handle)),
@@ -608,7 +578,19 @@ pub async fn get_with(
         if let Some(a) = a {
             let a = a?;
             let export = cx.export(fh.export)?;
-            return Ok(build(&cx.srv, view, export, &fh.wire, &a, None, want));
+            // The ACL too, where the backend still knows it unchanged.
+            let acl = match wants_acl(want) && export.vfs.acls() {
+                true => {
+                    let fs = export.vfs.as_ref();
+                    super::acl::attr::known(&cx.srv, view.names, fs, &fh.handle, &a).map(Some)
+                }
+                false => Some(None),
+            };
+            if let Some(acl) = acl {
+                return Ok(build_with_acl(
+                    &cx.srv, view, export, &fh.wire, &a, None, want, acl,
+                ));
+            }
         }
     }
     let handle = fh.handle.clone();
@@ -626,7 +608,7 @@ pub async fn get_with(
         };
         // A back end without ACLs has none to show (aclsupport 0).
         let acl = if wants_acl(&want) && v.acls() {
-            Some(read_acl(&srv, view, v, c, &handle, &a)?)
+            Some(super::acl::attr::read(&srv, view.names, v, c, &handle, &a)?)
         } else {
             None
         };

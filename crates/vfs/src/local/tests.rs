@@ -1632,3 +1632,64 @@ fn shared_lock_descriptions_are_bounded() {
     assert_eq!(d.lock(&h, &resolve, ask(3, names[8])), ShareLock::Taken);
     assert_eq!(d.open_count(), 8);
 }
+
+/// Waits until an object's status change at `ctime` has settled (the
+/// known-ACL rule): sleeps in steps, no assertion on time.
+fn until_settled(fs: &LocalFs, h: &Handle) -> Attr {
+    loop {
+        let a = fs.getattr(h).unwrap();
+        let ns = (a.ctime.sec as u64) * 1_000_000_000 + u64::from(a.ctime.nsec);
+        if settled(ns) {
+            return a;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A POSIX ACL read from an object whose ctime had settled is known,
+/// without a system call, while the inode and ctime stay; an ACL change
+/// (a new ctime) forgets it, and an ACL read before the ctime settled is
+/// never known.
+#[test]
+fn an_acl_is_known_only_while_its_settled_ctime_stays() {
+    let (_d, fs) = setup(None);
+    let root = fs.root();
+    let f = mkfile(&fs, &root, "f");
+    // Read at once, before the create's ctime settled: not remembered.
+    assert_eq!(fs.get_acl(&rootc(), &f, false).unwrap(), None);
+    let a = fs.getattr(&f).unwrap();
+    let ns = (a.ctime.sec as u64) * 1_000_000_000 + u64::from(a.ctime.nsec);
+    if !settled(ns) {
+        assert_eq!(fs.get_acl_nowait(&f, false, &a), None);
+    }
+    let a = until_settled(&fs, &f);
+    assert_eq!(fs.get_acl(&rootc(), &f, false).unwrap(), None);
+    assert_eq!(fs.get_acl_nowait(&f, false, &a), Some(None));
+    // A file has no default ACL, known without a read.
+    assert_eq!(fs.get_acl_nowait(&f, true, &a), Some(None));
+
+    let mut acl = crate::acl::PosixAcl::from_mode(0o640);
+    acl.entries.push(crate::acl::AclEntry {
+        tag: crate::acl::AclTag::User(4242),
+        perm: crate::acl::ACL_READ,
+    });
+    acl.entries.push(crate::acl::AclEntry {
+        tag: crate::acl::AclTag::Mask,
+        perm: crate::acl::ACL_READ,
+    });
+    let acl = acl.normalize().unwrap();
+    fs.set_acl(&rootc(), &f, false, Some(&acl)).unwrap();
+    let changed = fs.getattr(&f).unwrap();
+    assert_ne!(
+        (changed.ctime.sec, changed.ctime.nsec),
+        (a.ctime.sec, a.ctime.nsec)
+    );
+    assert_eq!(
+        fs.get_acl_nowait(&f, false, &changed),
+        None,
+        "the old ACL was forgotten"
+    );
+    let a = until_settled(&fs, &f);
+    assert_eq!(fs.get_acl(&rootc(), &f, false).unwrap(), Some(acl.clone()));
+    assert_eq!(fs.get_acl_nowait(&f, false, &a), Some(Some(acl)));
+}

@@ -7,8 +7,9 @@ use std::ffi::CString;
 
 use bytes::Bytes;
 
-use super::{sys, LocalFs};
-use crate::{Creds, Errno, Handle, Result, XattrHow};
+use super::cache::lock;
+use super::{ctime_ns, settled, sys, LocalFs};
+use crate::{Attr, Creds, Errno, FileType, Handle, Result, XattrHow};
 
 /// The largest value the kernel keeps (XATTR_SIZE_MAX).
 pub const MAX_VALUE: usize = 64 * 1024;
@@ -173,13 +174,46 @@ impl LocalFs {
                 buf.len(),
             )
         }) {
-            Ok(len) => len,
-            Err(Errno(libc::ENODATA)) => return Ok(None),
+            Ok(len) => Some(len),
+            Err(Errno(libc::ENODATA)) => None,
             Err(e) => return Err(e),
         };
-        crate::acl::PosixAcl::from_xattr(&buf[..len])
-            .map(Some)
-            .ok_or(Errno(libc::EIO))
+        let acl = match len {
+            Some(len) => {
+                Some(crate::acl::PosixAcl::from_xattr(&buf[..len]).ok_or(Errno(libc::EIO))?)
+            }
+            None => None,
+        };
+        // The status was read (resolve) before the ACL: if its ctime had
+        // settled then, any change to the ACL since (or during the read)
+        // has a later ctime, so the ACL stands for exactly this ctime.
+        if settled(ctime_ns(&o.st)) {
+            let known = KnownAcl {
+                ino: o.st.st_ino,
+                ctime: ctime_ns(&o.st),
+                acl: acl.clone(),
+            };
+            lock(&self.known_acls).insert((h.clone(), default), known);
+        }
+        Ok(acl)
+    }
+
+    /// The ACL [`Self::get_posix_acl`] last read of `h`, if the object's
+    /// attributes `a` (just read) show the same inode and ctime.
+    pub(super) fn known_posix_acl(
+        &self,
+        h: &Handle,
+        default: bool,
+        a: &Attr,
+    ) -> Option<Option<crate::acl::PosixAcl>> {
+        if a.ftype == FileType::Symlink || (default && a.ftype != FileType::Directory) {
+            return Some(None);
+        }
+        let k = lock(&self.known_acls).get(&(h.clone(), default))?;
+        let ctime = (a.ctime.sec.max(0) as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(a.ctime.nsec));
+        (k.ino == a.fileid && k.ctime == ctime).then_some(k.acl)
     }
 
     /// Sets (or, None, removes) the POSIX ACL; a default ACL only on a
@@ -247,6 +281,14 @@ pub(super) fn write_acl_set(
         write_acl(fd, true, set.default.as_ref())?;
     }
     Ok(())
+}
+
+/// A POSIX ACL as read at an inode number and ctime.
+#[derive(Debug, Clone)]
+pub(crate) struct KnownAcl {
+    ino: u64,
+    ctime: u64,
+    acl: Option<crate::acl::PosixAcl>,
 }
 
 fn acl_name(default: bool) -> &'static std::ffi::CStr {

@@ -17,6 +17,8 @@
 //! (READ_DATA), write (WRITE_DATA) and execute (EXECUTE); named entries
 //! bring a mask of their union. Inheritable ACEs make the default ACL.
 
+pub mod attr;
+
 use proto::nfs4::*;
 use vfs::acl::{AclEntry, AclSet, AclTag, PosixAcl, ACL_EXECUTE, ACL_READ, ACL_WRITE};
 
