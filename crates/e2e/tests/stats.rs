@@ -112,6 +112,14 @@ async fn operations_sent_are_counted() {
         assert_eq!(e(&after).path, "/");
         assert_eq!(e(&after).bytes_read - e(&before).bytes_read, read.bytes_out);
         assert!(e(&after).bytes_written - e(&before).bytes_written >= 3000);
+        // The create of "g" was made durable before OPEN answered, by a
+        // sync of its own or one it shared.
+        let changes = e(&after).metadata_changes - e(&before).metadata_changes;
+        let syncs = e(&after).metadata_syncs - e(&before).metadata_syncs;
+        assert!(
+            changes >= 1 && syncs >= 1 && syncs <= changes,
+            "{changes} changes, {syncs} syncs"
+        );
         assert_eq!(after.clients.len(), 1);
         let cl = &after.clients[0];
         assert_eq!((cl.version.as_str(), cl.sessions, cl.opens), ("4.1", 1, 2));

@@ -301,8 +301,8 @@ pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
     }
     let _ = writeln!(
         o,
-        "\n{:<22} {:>10} {:>8} {:>12} {:>12}",
-        "export", "ops", "errors", "MB read", "MB written"
+        "\n{:<22} {:>10} {:>8} {:>12} {:>12} {:>10} {:>8}",
+        "export", "ops", "errors", "MB read", "MB written", "durable", "syncs"
     );
     for e in &r.exports {
         let b = since.and_then(|(b, _)| b.exports.iter().find(|x| x.id == e.id));
@@ -311,12 +311,14 @@ pub fn render(r: &Report, since: Option<(&Report, f64)>) -> String {
         };
         let _ = writeln!(
             o,
-            "  {:<20} {:>10} {:>8} {:>12.2} {:>12.2}",
+            "  {:<20} {:>10} {:>8} {:>12.2} {:>12.2} {:>10} {:>8}",
             e.path,
             d(e.ops, |x| x.ops),
             d(e.errors, |x| x.errors),
             d(e.bytes_read, |x| x.bytes_read) as f64 / 1e6,
-            d(e.bytes_written, |x| x.bytes_written) as f64 / 1e6
+            d(e.bytes_written, |x| x.bytes_written) as f64 / 1e6,
+            d(e.metadata_changes, |x| x.metadata_changes),
+            d(e.metadata_syncs, |x| x.metadata_syncs)
         );
     }
     if !r.clients.is_empty() {

@@ -199,6 +199,20 @@ pub enum SetTime {
     Client(Timespec),
 }
 
+/// Metadata changes made durable before they were answered and the
+/// syncs that made them so ([`Vfs::sync_counts`]): where changes share
+/// syncs, fewer syncs than changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncCounts {
+    /// Changes (objects to make durable).
+    pub changes: u64,
+    /// Syncs run for them.
+    pub syncs: u64,
+    /// Of those, syncs of the whole file system (each covering several
+    /// changes).
+    pub whole: u64,
+}
+
 /// Attributes to change; `None` leaves one alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SetAttr {
@@ -689,6 +703,11 @@ pub trait Vfs: Send + Sync + 'static {
     /// Removes extended attribute `name` (ENODATA: none).
     fn removexattr(&self, _c: &Creds, _h: &Handle, _name: &[u8]) -> Result<()> {
         Err(Errno(libc::EOPNOTSUPP))
+    }
+    /// Metadata changes made durable before they were answered, and the
+    /// syncs that did it (None: the backend syncs nothing of its own).
+    fn sync_counts(&self) -> Option<SyncCounts> {
+        None
     }
     /// Whether the backend keeps POSIX ACLs (the NFSv4 `acl` attribute is
     /// mapped to and from them).

@@ -45,6 +45,7 @@ mod cache;
 #[cfg(test)]
 mod confinement_tests;
 mod copy;
+mod fsgroup;
 mod ident;
 mod locks;
 mod space;
@@ -270,6 +271,10 @@ pub struct LocalFs {
     root_path: PathBuf,
     /// Objects synced for that ([`LocalFs::metadata_syncs`]).
     metadata_syncs: std::sync::atomic::AtomicU64,
+    /// Where a sync of the whole file system makes every change before it
+    /// durable ([`syncfs_covers_changes`]): the group commit of those
+    /// changes, and a descriptor of the root to sync and flush through.
+    fs_group: Option<(fsgroup::FsGroup, OwnedFd)>,
     /// On this file system, syncing a new file or directory also makes
     /// its name durable, so its directory needs no sync of its own
     /// ([`file_sync_keeps_new_name`]).
@@ -459,6 +464,19 @@ pub fn file_sync_keeps_new_name(fstype: &str) -> bool {
     matches!(fstype, "ext4" | "xfs")
 }
 
+/// Whether `syncfs` on a file system of this type makes every metadata
+/// change made before it durable, so that concurrent changes can share
+/// one ([`fsgroup`]): ext4 (with a journal, the commit of the running
+/// transaction; without one, every dirty inode and the block device's
+/// buffers: directory blocks, inode tables, bitmaps) and XFS (a
+/// synchronous log force). Each such sync is followed by an `fsync` of
+/// the root directory, whose cache flush comes after every write the
+/// `syncfs` made. Anything else (FUSE file systems such as crashfs, whose
+/// `syncfs` may do nothing) syncs each object.
+pub fn syncfs_covers_changes(fstype: &str) -> bool {
+    matches!(fstype, "ext4" | "xfs")
+}
+
 /// Whether the directory `st` describes is the root of its file system:
 /// a mount of the file system's top directory (the fourth field of
 /// /proc/self/mountinfo is "/") is on it. Only mounts of the same device
@@ -644,6 +662,18 @@ impl LocalFs {
         let file_cap = (nofile / 8).clamp(16, 1024) as usize;
         let sync_keeps_new_name =
             sys::mount_fstype(root_fd.as_raw_fd()).is_some_and(|t| file_sync_keeps_new_name(&t));
+        let fs_group = match fstype.as_deref().is_some_and(syncfs_covers_changes) {
+            // syncfs and fsync take no O_PATH descriptor.
+            true => sys::openat(
+                root_fd.as_raw_fd(),
+                c".",
+                libc::O_RDONLY | libc::O_DIRECTORY,
+                0,
+            )
+            .ok()
+            .map(|fd| (fsgroup::FsGroup::default(), fd)),
+            false => None,
+        };
         tracing::debug!(?mode, ?identity, root = %root.display(), sync_keeps_new_name, "local export");
         Ok(LocalFs {
             root_fd: Arc::new(root_fd),
@@ -666,6 +696,7 @@ impl LocalFs {
             change: ChangeTracker::new(CHANGE_CAP),
             durable: std::sync::atomic::AtomicBool::new(true),
             metadata_syncs: Default::default(),
+            fs_group,
             sync_keeps_new_name,
             root_path: root.to_path_buf(),
             leases: Mutex::new(HashMap::new()),
@@ -700,7 +731,9 @@ impl LocalFs {
         self.sync_keeps_new_name
     }
 
-    /// How many objects were synced to make metadata changes durable.
+    /// How many objects were synced to make metadata changes durable
+    /// (each change's own, whether its sync ran or a shared one covered
+    /// it).
     pub fn metadata_syncs(&self) -> u64 {
         self.metadata_syncs
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -730,13 +763,39 @@ impl LocalFs {
 
     /// Runs `sync`, which makes a metadata change durable, unless the
     /// export is `async`; counted in [`LocalFs::metadata_syncs`].
+    ///
+    /// Where the file system allows, concurrent changes share one sync of
+    /// the whole file system ([`fsgroup`]); a change alone, or one whose
+    /// shared sync failed, runs its own `sync`.
     pub(super) fn durable_sync(&self, sync: impl FnOnce() -> Result<()>) -> Result<()> {
         if !self.is_durable() {
             return Ok(());
         }
         self.metadata_syncs
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        sync()
+        let Some((group, fd)) = &self.fs_group else {
+            return sync();
+        };
+        let mut own = Some(sync);
+        let out = group.sync(fsgroup::Syncs {
+            own: || own.take().map_or(Ok(()), |s| s()),
+            whole: || {
+                sys::syncfs(fd.as_raw_fd())?;
+                sys::fsync(fd.as_raw_fd())
+            },
+        });
+        match out {
+            fsgroup::GroupOutcome::Done => Ok(()),
+            fsgroup::GroupOutcome::Failed(e) => Err(e),
+            fsgroup::GroupOutcome::Retry => own.take().map_or(Ok(()), |s| s()),
+        }
+    }
+
+    /// Metadata changes made durable through the group commit, and the
+    /// syncs that did it: of one change's own objects, of the whole file
+    /// system (None where changes are not grouped).
+    pub fn group_sync_counts(&self) -> Option<(u64, u64, u64)> {
+        self.fs_group.as_ref().map(|(g, _)| g.counts())
     }
 
     fn root_raw(&self) -> RawFd {
@@ -2394,6 +2453,22 @@ impl Vfs for LocalFs {
         default: bool,
     ) -> Result<Option<crate::acl::PosixAcl>> {
         self.get_posix_acl(c, h, default)
+    }
+
+    fn sync_counts(&self) -> Option<crate::SyncCounts> {
+        let changes = self.metadata_syncs();
+        Some(match self.group_sync_counts() {
+            Some((_, own, whole)) => crate::SyncCounts {
+                changes,
+                syncs: own + whole,
+                whole,
+            },
+            None => crate::SyncCounts {
+                changes,
+                syncs: changes,
+                whole: 0,
+            },
+        })
     }
 
     fn get_acl_nowait(

@@ -88,6 +88,15 @@ pub(crate) fn fsync(fd: RawFd) -> Result<()> {
     Ok(())
 }
 
+/// Writes back the whole file system `fd` is on and waits for it
+/// (syncfs(2): every dirty inode, its data, and the file system's own
+/// blocks).
+pub(crate) fn syncfs(fd: RawFd) -> Result<()> {
+    // SAFETY: syncfs takes any descriptor number.
+    cvt(unsafe { libc::syncfs(fd) })?;
+    Ok(())
+}
+
 pub(crate) fn fstat(fd: RawFd) -> Result<libc::stat> {
     let mut st = MaybeUninit::<libc::stat>::zeroed();
     // SAFETY: `st` points to writable memory the size of a `struct stat`.

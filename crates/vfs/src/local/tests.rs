@@ -1693,3 +1693,47 @@ fn an_acl_is_known_only_while_its_settled_ctime_stays() {
     assert_eq!(fs.get_acl(&rootc(), &f, false).unwrap(), Some(acl.clone()));
     assert_eq!(fs.get_acl_nowait(&f, false, &a), Some(Some(acl)));
 }
+
+/// Concurrent creates are each made durable before they return, and are
+/// counted: where the file system's sync covers every change before it
+/// (ext4, XFS) through the group commit, by no more syncs than changes;
+/// elsewhere by one sync each.
+#[test]
+fn concurrent_creates_are_counted_and_share_syncs_where_the_file_system_allows() {
+    let (d, fs) = setup(None);
+    let fs = std::sync::Arc::new(fs);
+    let root = fs.root();
+    let before = fs.sync_counts().unwrap();
+    let (threads, each) = (8, 16);
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (fs, root) = (fs.clone(), root.clone());
+            std::thread::spawn(move || {
+                for i in 0..each {
+                    mkfile(&fs, &root, &format!("t{t}-{i}"));
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let after = fs.sync_counts().unwrap();
+    let changes = after.changes - before.changes;
+    let syncs = after.syncs - before.syncs;
+    assert_eq!(
+        changes,
+        (threads * each) as u64 * if fs.sync_keeps_new_name() { 1 } else { 2 }
+    );
+    let grouped = sys::mount_fstype(fs.root_raw()).is_some_and(|t| syncfs_covers_changes(&t));
+    assert_eq!(fs.group_sync_counts().is_some(), grouped);
+    if grouped {
+        assert!(
+            syncs >= 1 && syncs <= changes,
+            "{syncs} syncs for {changes} changes"
+        );
+    } else {
+        assert_eq!(syncs, changes);
+    }
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), threads * each);
+}

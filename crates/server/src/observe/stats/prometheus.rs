@@ -138,7 +138,7 @@ pub fn render(r: &Report) -> String {
             o.count
         );
     }
-    let per_export: [Field<ExportReport>; 4] = [
+    let per_export: [Field<ExportReport>; 6] = [
         (
             "ferrite_export_operations_total",
             "Operations on each export (NFSv4 operations with a filehandle in it).",
@@ -158,6 +158,16 @@ pub fn render(r: &Report) -> String {
             "ferrite_export_written_bytes_total",
             "Bytes written to each export.",
             |e| e.bytes_written,
+        ),
+        (
+            "ferrite_export_metadata_changes_total",
+            "Metadata changes (objects created, removed, renamed, linked or changed) made durable before they were answered.",
+            |e| e.metadata_changes,
+        ),
+        (
+            "ferrite_export_metadata_syncs_total",
+            "Syncs run to make them durable (fewer than the changes where changes share one).",
+            |e| e.metadata_syncs,
         ),
     ];
     for (name, text, f) in per_export {

@@ -168,6 +168,14 @@ pub struct ExportReport {
     pub errors: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Metadata changes (creates, removes, renames, links, attribute
+    /// changes: objects) made durable before they were answered, and the
+    /// syncs that did it; several changes share one where the file system
+    /// allows (`syncs` below `metadata_changes`).
+    #[serde(default)]
+    pub metadata_changes: u64,
+    #[serde(default)]
+    pub metadata_syncs: u64,
 }
 
 /// A referral (RFC 8881 §11.15), as configured.
@@ -271,6 +279,7 @@ pub fn build(srv: &Server) -> Report {
                 )),
                 None => {}
             }
+            let durable = e.vfs.sync_counts().unwrap_or_default();
             ExportReport {
                 id: e.id,
                 path: e.path.clone(),
@@ -282,6 +291,8 @@ pub fn build(srv: &Server) -> Report {
                 errors: get(|c| &c.errors),
                 bytes_read: get(|c| &c.bytes_read),
                 bytes_written: get(|c| &c.bytes_written),
+                metadata_changes: durable.changes,
+                metadata_syncs: durable.syncs,
             }
         })
         .collect();

@@ -1,0 +1,245 @@
+//! Group commit of metadata changes over a whole file system: one sync of
+//! the file system makes every change made before it began durable.
+//!
+//! NFS answers a create, remove, rename, link or attribute change only
+//! once it is on stable storage (RFC 1813 §3.3; RFC 8881 §18 "stable
+//! storage"). One sync per change (the new object, or its directory) costs
+//! a journal commit or, on ext4 without a journal, a write of the inode's
+//! and the directory's blocks and a cache flush, each. With many changes
+//! in flight, one `syncfs` begun after all of them were made covers them
+//! all: each change takes a ticket once made and waits until a sync begun
+//! after its ticket completes, leading one itself if none is under way.
+//!
+//! A leader alone (the only ticket not yet covered) syncs just its own
+//! object, which costs less than the whole file system; two or more share
+//! one `syncfs` and a flush. A failed whole sync fails nobody for good:
+//! each change it was to cover falls back to its own object's sync, whose
+//! error (if any) is that change's ([`GroupOutcome::Retry`]). A writeback
+//! error somewhere else on the file system is no error of a create.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use super::cache::lock;
+
+#[derive(Debug, Default)]
+struct Progress {
+    /// Every ticket up to this one is durable.
+    done: u64,
+    /// Every ticket up to this one was in a whole sync that failed.
+    failed: u64,
+    /// A sync is under way.
+    running: bool,
+}
+
+/// What became of a ticket.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum GroupOutcome<E> {
+    /// Durable.
+    Done,
+    /// The sync this ticket led failed with `E` (its own object's sync).
+    Failed(E),
+    /// A whole-file-system sync meant to cover it failed: sync the object
+    /// itself.
+    Retry,
+}
+
+/// The tickets of one file system and the syncs that cover them.
+#[derive(Debug, Default)]
+pub(crate) struct FsGroup {
+    issued: AtomicU64,
+    progress: Mutex<Progress>,
+    cv: Condvar,
+    /// Syncs run: of one object, and of the whole file system.
+    own: AtomicU64,
+    whole: AtomicU64,
+}
+
+/// How the leader of a round syncs: `own` its own object (it is the only
+/// change to cover), `whole` the file system (several are).
+pub(crate) struct Syncs<O, W> {
+    pub own: O,
+    pub whole: W,
+}
+
+impl FsGroup {
+    /// Takes a ticket (the caller's change is made) and returns once a
+    /// sync begun after it has covered it.
+    pub(crate) fn sync<E, O, W>(&self, s: Syncs<O, W>) -> GroupOutcome<E>
+    where
+        O: FnOnce() -> Result<(), E>,
+        W: FnOnce() -> Result<(), E>,
+    {
+        let mine = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut p = lock(&self.progress);
+        loop {
+            if p.done >= mine {
+                return GroupOutcome::Done;
+            }
+            if p.failed >= mine {
+                return GroupOutcome::Retry;
+            }
+            if !p.running {
+                break;
+            }
+            p = self.cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        p.running = true;
+        // Every ticket issued so far belongs to a change already made.
+        let upto = self.issued.load(Ordering::SeqCst);
+        let alone = upto - p.done.max(p.failed) == 1;
+        drop(p);
+        let r = if alone {
+            self.own.fetch_add(1, Ordering::Relaxed);
+            (s.own)()
+        } else {
+            self.whole.fetch_add(1, Ordering::Relaxed);
+            (s.whole)()
+        };
+        let mut p = lock(&self.progress);
+        p.running = false;
+        let out = match r {
+            Ok(()) => {
+                p.done = p.done.max(upto);
+                GroupOutcome::Done
+            }
+            // Its own sync: its error is the change's; the ticket counts
+            // as answered (no one else waits for it).
+            Err(e) if alone => {
+                p.failed = p.failed.max(upto);
+                GroupOutcome::Failed(e)
+            }
+            Err(_) => {
+                p.failed = p.failed.max(upto);
+                GroupOutcome::Retry
+            }
+        };
+        drop(p);
+        self.cv.notify_all();
+        out
+    }
+
+    /// Tickets taken, and syncs run (of one object, of the whole file
+    /// system).
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.issued.load(Ordering::Relaxed),
+            self.own.load(Ordering::Relaxed),
+            self.whole.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Barrier};
+
+    /// Concurrent changes share whole syncs; each returns only after a
+    /// sync that began once its change was made; a change alone syncs its
+    /// own object.
+    #[test]
+    fn concurrent_changes_share_syncs_begun_after_them() {
+        let g = Arc::new(FsGroup::default());
+        let made = Arc::new(AtomicUsize::new(0));
+        let covered = Arc::new(AtomicUsize::new(0));
+        let (threads, rounds) = (16, 40);
+        let barrier = Arc::new(Barrier::new(threads));
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                let (g, made, covered, barrier) =
+                    (g.clone(), made.clone(), covered.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for _ in 0..rounds {
+                        let mine = made.fetch_add(1, Ordering::SeqCst) + 1;
+                        let mut own_ran = false;
+                        let out = g.sync::<(), _, _>(Syncs {
+                            own: || {
+                                own_ran = true;
+                                std::thread::sleep(std::time::Duration::from_micros(100));
+                                Ok(())
+                            },
+                            whole: || {
+                                let seen = made.load(Ordering::SeqCst);
+                                std::thread::sleep(std::time::Duration::from_micros(300));
+                                covered.fetch_max(seen, Ordering::SeqCst);
+                                Ok(())
+                            },
+                        });
+                        assert_eq!(out, GroupOutcome::Done);
+                        assert!(own_ran || covered.load(Ordering::SeqCst) >= mine);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let (tickets, own, whole) = g.counts();
+        assert_eq!(tickets, (threads * rounds) as u64);
+        assert!(whole > 0, "no change ever shared a sync");
+        assert!(
+            own + whole < tickets,
+            "{own} + {whole} syncs for {tickets} changes"
+        );
+    }
+
+    /// A whole sync that fails sends the changes it was to cover to their
+    /// own objects' syncs, and later changes are not failed by it.
+    #[test]
+    fn a_failed_whole_sync_sends_its_changes_to_their_own_syncs() {
+        let g = Arc::new(FsGroup::default());
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        // A leader alone, held in its own sync while two more changes queue.
+        let g1 = g.clone();
+        let leader = std::thread::spawn(move || {
+            g1.sync::<i32, _, _>(Syncs {
+                own: move || {
+                    started_tx.send(()).unwrap();
+                    wait.recv().unwrap();
+                    Ok(())
+                },
+                whole: || unreachable!("the first change is alone"),
+            })
+        });
+        started.recv().unwrap();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let (g, queued) = (g.clone(), queued.clone());
+                std::thread::spawn(move || {
+                    queued.fetch_add(1, Ordering::SeqCst);
+                    g.sync::<i32, _, _>(Syncs {
+                        own: || Ok(()),
+                        whole: || Err(libc::EIO),
+                    })
+                })
+            })
+            .collect();
+        // Both have taken their tickets once the counter shows three.
+        while g.counts().0 < 3 {
+            std::thread::yield_now();
+        }
+        go.send(()).unwrap();
+        assert_eq!(leader.join().unwrap(), GroupOutcome::Done);
+        let outs: Vec<_> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+        // One of them led the whole sync for both, which failed: both retry.
+        assert_eq!(outs, [GroupOutcome::Retry, GroupOutcome::Retry]);
+        assert_eq!(queued.load(Ordering::SeqCst), 2);
+        // A later change is not failed by it.
+        let later = g.sync::<i32, _, _>(Syncs {
+            own: || Ok(()),
+            whole: || Ok(()),
+        });
+        assert_eq!(later, GroupOutcome::Done);
+        // A change alone whose own sync fails gets that error.
+        let alone = g.sync::<i32, _, _>(Syncs {
+            own: || Err(libc::ENOSPC),
+            whole: || Ok(()),
+        });
+        assert_eq!(alone, GroupOutcome::Failed(libc::ENOSPC));
+    }
+}
