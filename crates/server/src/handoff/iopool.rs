@@ -32,8 +32,9 @@ use std::time::{Duration, Instant};
 /// thread wakes.
 const STALL: Duration = Duration::from_micros(200);
 /// How often the watchdog checks that queued calls are not stuck behind
-/// busy threads.
-const KICK: Duration = Duration::from_millis(1);
+/// busy threads (the last resort: a new call checks the same when it
+/// comes, so this is how long a stuck queue waits when none does).
+const KICK: Duration = Duration::from_millis(5);
 /// How long an idle thread lives.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// Threads at most (tokio's blocking pool has the same default).

@@ -203,7 +203,12 @@ pub async fn protect(
     let on_change = recaller(cx, file);
     let h = vfs::Handle(file.1.clone());
     let shared = cx.export(file.0).is_ok_and(|e| e.shared_locks);
-    cx.vfs(file.0, move |v, _| {
+    let fast = kind != Kind::Read
+        && matches!(
+            cx.vfs_nowait(file.0, |v, _| v.getattr_nowait(&h)),
+            Some(Ok(_))
+        );
+    let body = move |v: &dyn vfs::Vfs| {
         // A client locks under its delegation without telling the
         // server (the Linux client does, under read and write ones);
         // under a read one only shared locks, which a local lock cannot
@@ -218,12 +223,12 @@ pub async fn protect(
                 name: b"",
             };
             if v.share_test(&h, nobody, (0, u64::MAX), true).is_some() {
-                return Ok(Err(Unprotected::LockedLocally));
+                return Err(Unprotected::LockedLocally);
             }
         }
         let guarded = kind == Kind::Read;
         if guarded && !v.guard_local_writes(&h, on_change.clone()).unwrap_or(false) {
-            return Ok(Err(Unprotected::OpenForWriting));
+            return Err(Unprotected::OpenForWriting);
         }
         let hold_opens = kind == Kind::Write;
         if !v
@@ -233,12 +238,23 @@ pub async fn protect(
             if guarded {
                 v.unguard_local_writes(&h);
             }
-            return Ok(Err(Unprotected::Unwatched));
+            return Err(Unprotected::Unwatched);
         }
-        Ok(Ok(()))
-    })
-    .await
-    .unwrap_or(Err(Unprotected::Unwatched))
+        Ok(())
+    };
+    // A write or directory delegation's protection is a lock test and
+    // fanotify marks on an object whose descriptor is cached: system
+    // calls that wait for no disk, made here without a hand-off to the
+    // pool. A read delegation's lease opens the file (and may close the
+    // server's writable descriptor of it): on the pool.
+    if fast {
+        if let Ok(e) = cx.export(file.0) {
+            return body(e.vfs.as_ref());
+        }
+    }
+    cx.vfs(file.0, move |v, _| Ok(body(v)))
+        .await
+        .unwrap_or(Err(Unprotected::Unwatched))
 }
 
 /// Undoes a [`protect`] of `file` for a delegation that was not granted.
