@@ -55,8 +55,21 @@ pub struct Mounted {
 impl Mounted {
     /// Mounts an empty crashfs on the directory `path`.
     pub fn mount(path: &Path) -> std::io::Result<Mounted> {
+        Self::mount_with(path, Duration::ZERO)
+    }
+
+    /// [`Mounted::mount`] on a slow disk: each fsync or fdatasync is
+    /// answered `sync_delay` after the one before it finished (the syncs
+    /// queue for one disk arm, as on the Legato paper's server), while
+    /// everything else is answered at once. What a sync makes durable is
+    /// durable from the call on; only its answer waits.
+    pub fn mount_with(path: &Path, sync_delay: Duration) -> std::io::Result<Mounted> {
         let shared = Shared::default();
-        let fs = CrashFs { m: shared.clone() };
+        let disk = (!sync_delay.is_zero()).then(|| Disk::start(sync_delay));
+        let fs = CrashFs {
+            m: shared.clone(),
+            disk,
+        };
         let opts = [
             MountOption::FSName("crashfs".into()),
             MountOption::AllowOther,
@@ -91,6 +104,27 @@ impl Mounted {
 
 struct CrashFs {
     m: Shared,
+    /// Where syncs are answered after their delay (None: at once).
+    disk: Option<Disk>,
+}
+
+/// The slow disk's queue: one thread answers each sync in turn, after
+/// the delay (the FUSE session goes on meanwhile).
+struct Disk {
+    queue: std::sync::mpsc::Sender<(model::Result<()>, ReplyEmpty)>,
+}
+
+impl Disk {
+    fn start(delay: Duration) -> Disk {
+        let (queue, rx) = std::sync::mpsc::channel::<(model::Result<()>, ReplyEmpty)>();
+        std::thread::spawn(move || {
+            for (r, reply) in rx {
+                std::thread::sleep(delay);
+                CrashFs::empty(r, reply);
+            }
+        });
+        Disk { queue }
+    }
 }
 
 fn kind_of(n: &Node) -> FileType {
@@ -139,6 +173,18 @@ impl CrashFs {
         match r.and_then(|ino| m.get(ino).map(|n| attr_of(ino, n))) {
             Ok(a) => reply.entry(&TTL, &a, 0),
             Err(e) => reply.error(e),
+        }
+    }
+
+    /// Answers a sync: at once, or through the slow disk's queue.
+    fn synced(&self, r: model::Result<()>, reply: ReplyEmpty) {
+        match &self.disk {
+            Some(d) => {
+                if let Err(std::sync::mpsc::SendError((r, reply))) = d.queue.send((r, reply)) {
+                    Self::empty(r, reply);
+                }
+            }
+            None => Self::empty(r, reply),
         }
     }
 
@@ -411,7 +457,8 @@ impl Filesystem for CrashFs {
     }
 
     fn fsync(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        Self::empty(self.m.lock().sync(ino), reply);
+        let r = self.m.lock().sync(ino);
+        self.synced(r, reply);
     }
 
     fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
@@ -447,7 +494,8 @@ impl Filesystem for CrashFs {
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        Self::empty(self.m.lock().sync(ino), reply);
+        let r = self.m.lock().sync(ino);
+        self.synced(r, reply);
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {

@@ -65,3 +65,36 @@ fn what_was_synced_survives_a_power_loss_and_nothing_else() {
     assert_eq!(got, "BETA");
     assert!(fs.stats().power_losses == 2 && fs.stats().syncs >= 4);
 }
+
+/// On the slow disk, syncs queue for the one arm: four concurrent syncs
+/// take at least four delays in all (a slower machine only stretches
+/// that), and what they synced is durable as on the fast one.
+#[test]
+#[ignore = "needs root and /dev/fuse: run by tests/crash-power.sh"]
+fn the_slow_disk_answers_syncs_one_delay_after_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let delay = std::time::Duration::from_millis(50);
+    let fs = crashfs::Mounted::mount_with(dir.path(), delay).expect("mount crashfs");
+    let root = fs.path().to_path_buf();
+    fsync_dir(&root);
+    let began = std::time::Instant::now();
+    let hs: Vec<_> = (0..4)
+        .map(|i| {
+            let p = root.join(format!("f{i}"));
+            std::thread::spawn(move || {
+                let mut f = File::create(&p).unwrap();
+                f.write_all(b"data").unwrap();
+                f.sync_all().unwrap();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert!(began.elapsed() >= delay * 4, "{:?}", began.elapsed());
+    fsync_dir(&root);
+    fs.power_loss();
+    for i in 0..4 {
+        assert_eq!(fs::read(root.join(format!("f{i}"))).unwrap(), b"data");
+    }
+}

@@ -787,7 +787,10 @@ impl LocalFs {
         match out {
             fsgroup::GroupOutcome::Done => Ok(()),
             fsgroup::GroupOutcome::Failed(e) => Err(e),
-            fsgroup::GroupOutcome::Retry => own.take().map_or(Ok(()), |s| s()),
+            fsgroup::GroupOutcome::Retry => {
+                group.count_own();
+                own.take().map_or(Ok(()), |s| s())
+            }
         }
     }
 

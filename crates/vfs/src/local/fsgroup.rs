@@ -12,7 +12,14 @@
 //!
 //! A leader alone (the only ticket not yet covered) syncs just its own
 //! object, which costs less than the whole file system; two or more share
-//! one `syncfs` and a flush. A failed whole sync fails nobody for good:
+//! one `syncfs` and a flush, while that costs less than their own syncs
+//! would: a `syncfs` also writes every other file's dirty data, so with
+//! much of it about (a client streaming unstable writes) one can take far
+//! longer than a few syncs of small objects. The group keeps a moving
+//! average of how long each kind took; when the whole sync is the dearer
+//! for the changes waiting, each syncs its own object, in parallel
+//! ([`GroupOutcome::Retry`]), and one round in [`PROBE_EVERY`] tries the
+//! whole sync again to see whether that changed. A failed whole sync fails nobody for good:
 //! each change it was to cover falls back to its own object's sync, whose
 //! error (if any) is that change's ([`GroupOutcome::Retry`]). A writeback
 //! error somewhere else on the file system is no error of a create.
@@ -22,14 +29,34 @@ use std::sync::{Condvar, Mutex};
 
 use super::cache::lock;
 
+/// Of the rounds that would share a whole sync but find it dearer, one in
+/// this many runs it anyway, to see whether it still is.
+const PROBE_EVERY: u32 = 32;
+
 #[derive(Debug, Default)]
 struct Progress {
     /// Every ticket up to this one is durable.
     done: u64,
-    /// Every ticket up to this one was in a whole sync that failed.
+    /// Every ticket up to this one was sent back to its own sync (a whole
+    /// sync failed, or was not worth it).
     failed: u64,
     /// A sync is under way.
     running: bool,
+    /// Moving averages of how long a sync of one object and of the whole
+    /// file system took, in nanoseconds (0: none yet).
+    own_ns: u64,
+    whole_ns: u64,
+    /// Rounds sent back since the last whole sync.
+    since_whole: u32,
+}
+
+/// The moving average `avg` with one more sample (the first sets it).
+fn average(avg: u64, sample: u64) -> u64 {
+    if avg == 0 {
+        sample.max(1)
+    } else {
+        (avg * 7 + sample) / 8
+    }
 }
 
 /// What became of a ticket.
@@ -53,6 +80,9 @@ pub(crate) struct FsGroup {
     /// Syncs run: of one object, and of the whole file system.
     own: AtomicU64,
     whole: AtomicU64,
+    /// Rounds whose changes were sent to their own syncs, a whole sync
+    /// costing more.
+    split: AtomicU64,
 }
 
 /// How the leader of a round syncs: `own` its own object (it is the only
@@ -84,11 +114,22 @@ impl FsGroup {
             }
             p = self.cv.wait(p).unwrap_or_else(|e| e.into_inner());
         }
-        p.running = true;
         // Every ticket issued so far belongs to a change already made.
         let upto = self.issued.load(Ordering::SeqCst);
-        let alone = upto - p.done.max(p.failed) == 1;
+        let waiting = upto - p.done.max(p.failed);
+        let alone = waiting == 1;
+        if !alone && p.whole_ns > p.own_ns.saturating_mul(waiting) && p.since_whole < PROBE_EVERY {
+            // Their own syncs, side by side, cost less than one whole.
+            p.since_whole += 1;
+            p.failed = upto;
+            drop(p);
+            self.split.fetch_add(1, Ordering::Relaxed);
+            self.cv.notify_all();
+            return GroupOutcome::Retry;
+        }
+        p.running = true;
         drop(p);
+        let began = std::time::Instant::now();
         let r = if alone {
             self.own.fetch_add(1, Ordering::Relaxed);
             (s.own)()
@@ -96,8 +137,15 @@ impl FsGroup {
             self.whole.fetch_add(1, Ordering::Relaxed);
             (s.whole)()
         };
+        let took = began.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
         let mut p = lock(&self.progress);
         p.running = false;
+        if alone {
+            p.own_ns = average(p.own_ns, took);
+        } else {
+            p.whole_ns = average(p.whole_ns, took);
+            p.since_whole = 0;
+        }
         let out = match r {
             Ok(()) => {
                 p.done = p.done.max(upto);
@@ -117,6 +165,11 @@ impl FsGroup {
         drop(p);
         self.cv.notify_all();
         out
+    }
+
+    /// A change sent back ([`GroupOutcome::Retry`]) synced its own object.
+    pub(crate) fn count_own(&self) {
+        self.own.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Tickets taken, and syncs run (of one object, of the whole file
@@ -154,13 +207,14 @@ mod tests {
                     barrier.wait();
                     for _ in 0..rounds {
                         let mine = made.fetch_add(1, Ordering::SeqCst) + 1;
-                        let mut own_ran = false;
+                        let own_ran = std::cell::Cell::new(false);
+                        let own = || {
+                            own_ran.set(true);
+                            std::thread::sleep(std::time::Duration::from_micros(100));
+                            Ok(())
+                        };
                         let out = g.sync::<(), _, _>(Syncs {
-                            own: || {
-                                own_ran = true;
-                                std::thread::sleep(std::time::Duration::from_micros(100));
-                                Ok(())
-                            },
+                            own,
                             whole: || {
                                 let seen = made.load(Ordering::SeqCst);
                                 std::thread::sleep(std::time::Duration::from_micros(300));
@@ -168,8 +222,13 @@ mod tests {
                                 Ok(())
                             },
                         });
-                        assert_eq!(out, GroupOutcome::Done);
-                        assert!(own_ran || covered.load(Ordering::SeqCst) >= mine);
+                        // Sent back (the whole sync the dearer for few
+                        // changes): its own sync, as the caller does.
+                        if out == GroupOutcome::Retry {
+                            own().unwrap();
+                        }
+                        assert!(out != GroupOutcome::Failed(()));
+                        assert!(own_ran.get() || covered.load(Ordering::SeqCst) >= mine);
                     }
                 })
             })
@@ -184,6 +243,44 @@ mod tests {
             own + whole < tickets,
             "{own} + {whole} syncs for {tickets} changes"
         );
+    }
+
+    /// Where a whole sync has cost more than the waiting changes' own
+    /// syncs would, the changes are sent to their own syncs; one round in
+    /// PROBE_EVERY tries the whole sync again.
+    #[test]
+    fn a_dear_whole_sync_sends_the_changes_to_their_own() {
+        let g = FsGroup::default();
+        {
+            let mut p = lock(&g.progress);
+            p.own_ns = 1_000_000;
+            p.whole_ns = 50_000_000;
+        }
+        let mut rounds = Vec::new();
+        for _ in 0..PROBE_EVERY + 1 {
+            // Two other changes made and waiting (their tickets taken).
+            g.issued.fetch_add(2, Ordering::SeqCst);
+            let mut whole_ran = false;
+            let out = g.sync::<i32, _, _>(Syncs {
+                own: || unreachable!("three changes wait"),
+                whole: || {
+                    whole_ran = true;
+                    Ok(())
+                },
+            });
+            rounds.push((out, whole_ran));
+        }
+        let split = rounds
+            .iter()
+            .filter(|r| **r == (GroupOutcome::Retry, false))
+            .count();
+        assert_eq!(split, PROBE_EVERY as usize, "{rounds:?}");
+        assert_eq!(
+            rounds.last(),
+            Some(&(GroupOutcome::Done, true)),
+            "the probe"
+        );
+        assert_eq!(g.split.load(Ordering::Relaxed), u64::from(PROBE_EVERY));
     }
 
     /// A whole sync that fails sends the changes it was to cover to their
