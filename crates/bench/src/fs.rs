@@ -98,6 +98,9 @@ pub trait BenchFs: Send + Sync + 'static {
     fn slot_wait(&self) -> (u64, u64, u64, u64) {
         (0, 0, 0, 0)
     }
+    /// The measured period ended: what the client does on its own from
+    /// now (a callback's DELEGRETURN) belongs to the teardown.
+    fn measured(&self) {}
     /// Ends the session (NFSv4: DESTROY_SESSION, DESTROY_CLIENTID).
     async fn shutdown(&self) -> Result<()>;
 }

@@ -142,6 +142,9 @@ pub struct Nfs4Fs {
     started: Instant,
     /// When the last COMPOUND was sent, in ms from `started`.
     last_call_ms: AtomicU64,
+    /// The DELEGRETURNs the callback handler had sent when the measured
+    /// period ended (u64::MAX: not ended yet).
+    returned_measuring: AtomicU64,
 }
 
 /// How the benchmark's client secures its calls: RPCSEC_GSS, TLS, both or
@@ -216,6 +219,7 @@ impl Nfs4Fs {
             layouts: None,
             started: Instant::now(),
             last_call_ms: AtomicU64::new(0),
+            returned_measuring: AtomicU64::new(u64::MAX),
         };
         let mut ops = vec![NfsArgOp4::PutRootFh];
         ops.extend(components(path).map(client::ops::lookup_op));
@@ -1027,6 +1031,16 @@ impl BenchFs for Nfs4Fs {
         self.delegations.load(Ordering::Relaxed)
     }
 
+    fn measured(&self) {
+        let n = self.client.callbacks().delegreturns();
+        let _ = self.returned_measuring.compare_exchange(
+            u64::MAX,
+            n,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+
     fn slot_wait(&self) -> (u64, u64, u64, u64) {
         let s = self.client.slot_stats();
         (
@@ -1040,8 +1054,9 @@ impl BenchFs for Nfs4Fs {
     /// pNFS: every layout still held given back (its writes committed
     /// first). DESTROY_SESSION, DESTROY_CLIENTID (counted as teardown). The
     /// DELEGRETURNs the client's callback handler sent after CB_RECALLs
-    /// (SEQUENCE, PUTFH, DELEGRETURN each) are counted here too, in the
-    /// measure phase, as kind "DELEGRETURN(recall)".
+    /// (SEQUENCE, PUTFH, DELEGRETURN each) are counted here too, as kind
+    /// "DELEGRETURN(recall)": in the measure phase those sent before it
+    /// ended ([`BenchFs::measured`]), the rest in teardown.
     async fn shutdown(&self) -> Result<()> {
         let layouts = match &self.layouts {
             Some(p) => p.shutdown(self).await,
@@ -1070,9 +1085,19 @@ impl BenchFs for Nfs4Fs {
                 &["SEQUENCE", "PUTFH", "DELEGRETURN"],
             );
         }
-        for _ in 0..self.client.callbacks().delegreturns() {
+        let returned = self.client.callbacks().delegreturns();
+        let measuring = self
+            .returned_measuring
+            .load(Ordering::Relaxed)
+            .min(returned);
+        for i in 0..returned {
+            let phase = if i < measuring {
+                Phase::Measure
+            } else {
+                Phase::Teardown
+            };
             self.stats.count_ops(
-                Phase::Measure,
+                phase,
                 "DELEGRETURN(recall)",
                 &["SEQUENCE", "PUTFH", "DELEGRETURN"],
             );

@@ -260,6 +260,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     };
     let (go_tx, go_rx) = watch::channel(false);
     let (stop_tx, stop_rx) = watch::channel(false);
+    // The measured period's figures are taken: teardowns may begin. A
+    // worker that finished early waits for it, so that its teardown (the
+    // removal of what it created) is not counted in the others' period.
+    let (measured_tx, measured_rx) = watch::channel(false);
     // The period the offered load (--rate) is scheduled in.
     let (pace_tx, pace_rx) = watch::channel(None::<Period>);
     // With --ops: the measured operations handed out so far.
@@ -289,6 +293,7 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
                 pace: pace_rx.clone(),
             };
             let (mut go, mut stop, tx) = (go_rx.clone(), stop_rx.clone(), msg_tx.clone());
+            let mut measured = measured_rx.clone();
             let (tickets, ops) = (tickets.clone(), p.ops);
             tasks.push(tokio::spawn(async move {
                 let held = in_phase(Phase::Setup, w.setup()).await;
@@ -330,6 +335,8 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
                     let _ = stop.wait_for(|s| *s).await;
                 }
                 let _ = tx.send(Msg::LoopDone { active });
+                // (Err: the run ended early; nothing is measured.)
+                let _ = measured.wait_for(|m| *m).await;
                 let td = in_phase(Phase::Teardown, w.teardown(held)).await;
                 result.and(td)
             }));
@@ -349,6 +356,7 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     if ready < nworkers {
         let _ = stop_tx.send(true);
         let _ = go_tx.send(true);
+        let _ = measured_tx.send(true);
         for t in tasks {
             if let Ok(Err(e)) = t.await {
                 return Err(e);
@@ -492,6 +500,10 @@ pub async fn run_once(p: &Params, run: u32) -> Result<RunResult> {
     };
     let slots1 = slot_totals(&conns);
     stats.set_phase(Phase::Teardown);
+    for c in &conns {
+        c.fs.measured();
+    }
+    let _ = measured_tx.send(true);
     let _ = tick_stop_tx.send(true);
     let (mut series, last, last_tick) = ticker
         .await
