@@ -332,11 +332,11 @@ fn cname(name: &[u8]) -> Result<CString> {
 /// Whether a status change at `ctime_ns` (nanoseconds since the epoch)
 /// lies at least [`SETTLED_NS`] in the past: a change after now gets a
 /// later ctime even where the file system's clock is coarse.
-fn settled(ctime_ns: u64) -> bool {
+fn settled(ctime_ns: impl Into<i128>) -> bool {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
-    now - i128::from(ctime_ns) >= SETTLED_NS
+    now - ctime_ns.into() >= SETTLED_NS
 }
 
 fn ctime_ns(st: &libc::stat) -> u64 {
@@ -1030,10 +1030,7 @@ impl LocalFs {
     /// entries; `None` otherwise, with `rd` back at its start.
     fn list_settled(&self, rd: RawFd, st: &libc::stat) -> Result<Option<Arc<Listing>>> {
         let key = listing_key(st);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i128);
-        if now - key.1.max(key.2) < SETTLED_NS {
+        if !settled(key.1.max(key.2)) {
             return Ok(None);
         }
         let mut entries = Vec::new();
