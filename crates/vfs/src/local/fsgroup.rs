@@ -10,7 +10,7 @@
 //! all: each change takes a ticket once made and waits until a sync begun
 //! after its ticket completes, leading one itself if none is under way.
 //!
-//! A leader alone (the only ticket not yet covered) syncs just its own
+//! A leader alone (the only ticket not yet answered) syncs just its own
 //! object, which costs less than the whole file system; two or more share
 //! one `syncfs` and a flush, while that costs less than their own syncs
 //! would: a `syncfs` also writes every other file's dirty data, so with
@@ -35,11 +35,14 @@ const PROBE_EVERY: u32 = 32;
 
 #[derive(Debug, Default)]
 struct Progress {
-    /// Every ticket up to this one is durable.
+    /// Every ticket up to this one is answered: durable, or in a range of
+    /// `retry`.
     done: u64,
-    /// Every ticket up to this one was sent back to its own sync (a whole
-    /// sync failed, or was not worth it).
-    failed: u64,
+    /// Ranges `(lo, hi]` of tickets sent back to their own syncs (a whole
+    /// sync failed, or was not worth it), each with how many of its
+    /// holders have yet to see it. A ticket looks here before `done`:
+    /// a later round moves `done` past it without covering it.
+    retry: Vec<(u64, u64, u64)>,
     /// A sync is under way.
     running: bool,
     /// Moving averages of how long a sync of one object and of the whole
@@ -48,6 +51,30 @@ struct Progress {
     whole_ns: u64,
     /// Rounds sent back since the last whole sync.
     since_whole: u32,
+}
+
+impl Progress {
+    /// Whether ticket `t` was sent back to its own sync; its holder has
+    /// now seen it.
+    fn claim_retry(&mut self, t: u64) -> bool {
+        let Some(i) = self.retry.iter().position(|r| r.0 < t && t <= r.1) else {
+            return false;
+        };
+        self.retry[i].2 -= 1;
+        if self.retry[i].2 == 0 {
+            self.retry.swap_remove(i);
+        }
+        true
+    }
+
+    /// Answers the tickets `(done, upto]` by sending them to their own
+    /// syncs.
+    fn send_back(&mut self, upto: u64) {
+        if upto > self.done {
+            self.retry.push((self.done, upto, upto - self.done));
+            self.done = upto;
+        }
+    }
 }
 
 /// The moving average `avg` with one more sample (the first sets it).
@@ -103,11 +130,11 @@ impl FsGroup {
         let mine = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
         let mut p = lock(&self.progress);
         loop {
+            if p.claim_retry(mine) {
+                return GroupOutcome::Retry;
+            }
             if p.done >= mine {
                 return GroupOutcome::Done;
-            }
-            if p.failed >= mine {
-                return GroupOutcome::Retry;
             }
             if !p.running {
                 break;
@@ -116,12 +143,13 @@ impl FsGroup {
         }
         // Every ticket issued so far belongs to a change already made.
         let upto = self.issued.load(Ordering::SeqCst);
-        let waiting = upto - p.done.max(p.failed);
+        let waiting = upto - p.done;
         let alone = waiting == 1;
         if !alone && p.whole_ns > p.own_ns.saturating_mul(waiting) && p.since_whole < PROBE_EVERY {
             // Their own syncs, side by side, cost less than one whole.
             p.since_whole += 1;
-            p.failed = upto;
+            p.send_back(upto);
+            p.claim_retry(mine);
             drop(p);
             self.split.fetch_add(1, Ordering::Relaxed);
             self.cv.notify_all();
@@ -151,14 +179,15 @@ impl FsGroup {
                 p.done = p.done.max(upto);
                 GroupOutcome::Done
             }
-            // Its own sync: its error is the change's; the ticket counts
-            // as answered (no one else waits for it).
+            // Its own sync: its error is the change's (no one else waits
+            // for it).
             Err(e) if alone => {
-                p.failed = p.failed.max(upto);
+                p.done = p.done.max(upto);
                 GroupOutcome::Failed(e)
             }
             Err(_) => {
-                p.failed = p.failed.max(upto);
+                p.send_back(upto);
+                p.claim_retry(mine);
                 GroupOutcome::Retry
             }
         };
@@ -281,6 +310,42 @@ mod tests {
             "the probe"
         );
         assert_eq!(g.split.load(Ordering::Relaxed), u64::from(PROBE_EVERY));
+    }
+
+    /// Changes sent back to their own syncs stay sent back when a later
+    /// change, alone, syncs its own object and moves the group past them
+    /// before their holders look.
+    #[test]
+    fn changes_sent_back_are_not_taken_as_covered_by_a_later_round() {
+        let g = FsGroup::default();
+        {
+            let mut p = lock(&g.progress);
+            p.own_ns = 1_000_000;
+            p.whole_ns = 50_000_000;
+        }
+        // Tickets 1 and 2: changes made, their holders not yet looking.
+        g.issued.fetch_add(2, Ordering::SeqCst);
+        let out = g.sync::<i32, _, _>(Syncs {
+            own: || unreachable!("three changes wait"),
+            whole: || unreachable!("dearer than their own"),
+        });
+        assert_eq!(out, GroupOutcome::Retry);
+        // Ticket 4, alone, syncs its own object.
+        let mut own_ran = false;
+        let out = g.sync::<i32, _, _>(Syncs {
+            own: || {
+                own_ran = true;
+                Ok(())
+            },
+            whole: || unreachable!("alone"),
+        });
+        assert_eq!((out, own_ran), (GroupOutcome::Done, true));
+        // Now tickets 1 and 2 look: sent back, not covered.
+        let mut p = lock(&g.progress);
+        assert!(p.done >= 2);
+        assert!(p.claim_retry(1) && p.claim_retry(2));
+        assert!(p.retry.is_empty(), "{:?}", p.retry);
+        assert!(!p.claim_retry(4));
     }
 
     /// A whole sync that fails sends the changes it was to cover to their
