@@ -54,7 +54,7 @@ for s in A B; do
     mountpoint -q "$OUT/$s/export" || { echo "crashfs did not mount: $OUT/$s/crashfs.log" >&2; exit 1; }
     log=(); [ "$s" = B ] && log=(--log "$OUT/B/log")
     taskset -c 1 "$F" serve "$OUT/$s/export" --listen "127.0.0.1:${PORT[$s]}" --portmap off \
-        --grace 0 --state-dir "$OUT/$s/state" "${log[@]}" >"$OUT/$s/server.log" 2>&1 &
+        --grace 0 --fsid "legato-$s" --state-dir "$OUT/$s/state" "${log[@]}" >"$OUT/$s/server.log" 2>&1 &
     PID[$s]=$!
 done
 for s in A B; do

@@ -500,23 +500,70 @@ impl Nfs4Fs {
         len: u32,
         kind: &'static str,
     ) -> Result<u64> {
+        let read = |stateid| {
+            NfsArgOp4::Read(Read4Args {
+                stateid,
+                offset: off,
+                count: len,
+            })
+        };
+        let r = match self
+            .compound_as(vec![fh(&f.node), read(f.stateid)], Some(kind))
+            .await
+        {
+            Err(e) if delegation_gone(f, &e) => {
+                self.reopened(f, read(StateId4::CURRENT), false, kind)
+                    .await?
+            }
+            r => r?.into_iter().nth(1),
+        };
+        match r {
+            Some(NfsResOp4::Read(Res4::Ok(ok))) => Ok(ok.data.len() as u64),
+            other => Err(Error::Msg(format!("expected READ, got {other:?}"))),
+        }
+    }
+
+    /// `io` (a READ or WRITE; `write`) on a file opened here under a
+    /// delegation the server has since recalled, whose stateid it no
+    /// longer knows: under an open of its own instead (OPEN by filehandle,
+    /// no delegation wanted; the operation under the current stateid;
+    /// CLOSE) in one COMPOUND, as the Linux client opens at the server
+    /// what it had open under a delegation once that goes. The
+    /// operation's result.
+    async fn reopened(
+        &self,
+        f: &OpenFile,
+        io: NfsArgOp4,
+        write: bool,
+        kind: &'static str,
+    ) -> Result<Option<NfsResOp4>> {
+        let access = if write {
+            OPEN4_SHARE_ACCESS_BOTH
+        } else {
+            OPEN4_SHARE_ACCESS_READ
+        };
         let r = self
             .compound_as(
                 vec![
                     fh(&f.node),
-                    NfsArgOp4::Read(Read4Args {
-                        stateid: f.stateid,
-                        offset: off,
-                        count: len,
+                    NfsArgOp4::Open(Open4Args {
+                        seqid: 0,
+                        share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+                        share_deny: OPEN4_SHARE_DENY_NONE,
+                        owner: self.open_owner(f.owner),
+                        openhow: OpenFlag4::NoCreate,
+                        claim: OpenClaim4::Fh,
+                    }),
+                    io,
+                    NfsArgOp4::Close(Close4Args {
+                        seqid: 0,
+                        open_stateid: StateId4::CURRENT,
                     }),
                 ],
                 Some(kind),
             )
             .await?;
-        match r.into_iter().nth(1) {
-            Some(NfsResOp4::Read(Res4::Ok(ok))) => Ok(ok.data.len() as u64),
-            other => Err(Error::Msg(format!("expected READ, got {other:?}"))),
-        }
+        Ok(r.into_iter().nth(2))
     }
 
     /// PUTFH; WRITE (FILE_SYNC or UNSTABLE), counted as `kind`.
@@ -533,20 +580,28 @@ impl Nfs4Fs {
         } else {
             StableHow4::Unstable4
         };
-        self.compound_as(
-            vec![
-                fh(&f.node),
-                NfsArgOp4::Write(Write4Args {
-                    stateid: f.stateid,
-                    offset: off,
-                    stable,
-                    data,
-                }),
-            ],
-            Some(kind),
-        )
-        .await?;
-        Ok(())
+        let write = |stateid, data| {
+            NfsArgOp4::Write(Write4Args {
+                stateid,
+                offset: off,
+                stable,
+                data,
+            })
+        };
+        match self
+            .compound_as(
+                vec![fh(&f.node), write(f.stateid, data.clone())],
+                Some(kind),
+            )
+            .await
+        {
+            Err(e) if delegation_gone(f, &e) => {
+                self.reopened(f, write(StateId4::CURRENT, data), true, kind)
+                    .await?;
+                Ok(())
+            }
+            r => r.map(|_| ()),
+        }
     }
 
     /// PUTFH; COMMIT (whole file), counted as `kind`.
@@ -594,6 +649,22 @@ struct Held {
 /// is the delegation's).
 fn is_local(f: &OpenFile) -> bool {
     f.delegation == Some(f.stateid)
+}
+
+/// Whether `e` says the delegation `f` was opened under here is gone (the
+/// callback handler returned it, or the server revoked it, while the file
+/// was open under it).
+fn delegation_gone(f: &OpenFile, e: &Error) -> bool {
+    is_local(f)
+        && matches!(
+            e,
+            Error::Nfs4 {
+                status: NfsStat4::Nfs4errBadStateid
+                    | NfsStat4::Nfs4errDelegRevoked
+                    | NfsStat4::Nfs4errOldStateid,
+                ..
+            }
+        )
 }
 
 impl Nfs4Fs {
