@@ -71,7 +71,10 @@ for r in $(seq 1 "$REPS"); do
             --target "nfs4://127.0.0.1:${PORT[$s]}/" -o "$OUT/$s-$r.json" | tee "$OUT/$s-$r.txt"
     done
 done
-"$F" bench report "$OUT"/A-1.json "$OUT"/B-1.json -o "$OUT/legato.html"
+# The charts name each curve by its file.
+cp "$OUT/A-1.json" "$OUT/no-log.json"
+cp "$OUT/B-1.json" "$OUT/write-log.json"
+"$F" bench report "$OUT/no-log.json" "$OUT/write-log.json" -o "$OUT/legato.html"
 python3 - "$OUT" "$REPS" "$SLOW_MS" <<'EOF'
 import json, re, sys
 out, reps, slow = sys.argv[1], int(sys.argv[2]), sys.argv[3]
