@@ -87,8 +87,26 @@ for s in "AB":
         knees.setdefault(s, []).append(k["achieved"])
         print(f"{s} rep {r}: knee at {k['offered']:.0f} offered, {k['achieved']:.0f} achieved/s, "
               f"mean {k['mean_us'] / 1e3:.1f} ms")
+def crossing(steps, ms):
+    """The achieved load at which the mean response time reaches `ms`
+    (the paper's saturation point: 40 ms), interpolated between steps."""
+    pts = sorted((st["achieved"], st["mean_us"] / 1e3) for st in steps if st["offered"] > 0)
+    for (a0, m0), (a1, m1) in zip(pts, pts[1:]):
+        if m0 < ms <= m1:
+            return a0 + (a1 - a0) * (ms - m0) / (m1 - m0)
+    return None
+at40 = {}
+for s in "AB":
+    for r in range(1, reps + 1):
+        c = crossing(json.load(open(f"{out}/{s}-{r}.json"))["steps"], 40.0)
+        if c:
+            at40.setdefault(s, []).append(c)
 a, b = (sum(knees[s]) / len(knees[s]) for s in "AB")
 print(f"\nsyncs {slow} ms each: knee without the log {a:.0f} ops/s, with it {b:.0f} ops/s: {b / a:.2f}x")
+if len(at40) == 2:
+    a, b = (sum(at40[s]) / len(at40[s]) for s in "AB")
+    print(f"mean response 40 ms (the paper's saturation point) at {a:.0f} ops/s without the log, "
+          f"{b:.0f} with it: {b / a:.2f}x")
 html = open(f"{out}/legato.html").read()
 svgs = re.findall(r"<svg.*?</svg>", html, re.S)
 mean = [s for s in svgs if "mean" in s.lower()]
