@@ -166,6 +166,13 @@ impl Timespec {
             nsec: d.subsec_nanos(),
         }
     }
+
+    /// Nanoseconds since the epoch (0 before it).
+    pub fn nanos(&self) -> u64 {
+        (self.sec.max(0) as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(self.nsec))
+    }
 }
 
 /// An object's attributes.
@@ -208,9 +215,6 @@ pub struct SyncCounts {
     pub changes: u64,
     /// Syncs run for them.
     pub syncs: u64,
-    /// Of those, syncs of the whole file system (each covering several
-    /// changes).
-    pub whole: u64,
 }
 
 /// Attributes to change; `None` leaves one alone.

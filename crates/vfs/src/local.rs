@@ -660,8 +660,7 @@ impl LocalFs {
         // memory).
         let fd_cap = (nofile / 4).clamp(64, 16384) as usize;
         let file_cap = (nofile / 8).clamp(16, 1024) as usize;
-        let sync_keeps_new_name =
-            sys::mount_fstype(root_fd.as_raw_fd()).is_some_and(|t| file_sync_keeps_new_name(&t));
+        let sync_keeps_new_name = fstype.as_deref().is_some_and(file_sync_keeps_new_name);
         let fs_group = match fstype.as_deref().is_some_and(syncfs_covers_changes) {
             // syncfs and fsync take no O_PATH descriptor.
             true => sys::openat(
@@ -2457,18 +2456,11 @@ impl Vfs for LocalFs {
 
     fn sync_counts(&self) -> Option<crate::SyncCounts> {
         let changes = self.metadata_syncs();
-        Some(match self.group_sync_counts() {
-            Some((_, own, whole)) => crate::SyncCounts {
-                changes,
-                syncs: own + whole,
-                whole,
-            },
-            None => crate::SyncCounts {
-                changes,
-                syncs: changes,
-                whole: 0,
-            },
-        })
+        let syncs = match self.group_sync_counts() {
+            Some((_, own, whole)) => own + whole,
+            None => changes,
+        };
+        Some(crate::SyncCounts { changes, syncs })
     }
 
     fn get_acl_nowait(

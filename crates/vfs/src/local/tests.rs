@@ -1638,8 +1638,7 @@ fn shared_lock_descriptions_are_bounded() {
 fn until_settled(fs: &LocalFs, h: &Handle) -> Attr {
     loop {
         let a = fs.getattr(h).unwrap();
-        let ns = (a.ctime.sec as u64) * 1_000_000_000 + u64::from(a.ctime.nsec);
-        if settled(ns) {
+        if settled(a.ctime.nanos()) {
             return a;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -1658,8 +1657,7 @@ fn an_acl_is_known_only_while_its_settled_ctime_stays() {
     // Read at once, before the create's ctime settled: not remembered.
     assert_eq!(fs.get_acl(&rootc(), &f, false).unwrap(), None);
     let a = fs.getattr(&f).unwrap();
-    let ns = (a.ctime.sec as u64) * 1_000_000_000 + u64::from(a.ctime.nsec);
-    if !settled(ns) {
+    if !settled(a.ctime.nanos()) {
         assert_eq!(fs.get_acl_nowait(&f, false, &a), None);
     }
     let a = until_settled(&fs, &f);

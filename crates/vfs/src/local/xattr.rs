@@ -210,10 +210,7 @@ impl LocalFs {
             return Some(None);
         }
         let k = lock(&self.known_acls).get(&(h.clone(), default))?;
-        let ctime = (a.ctime.sec.max(0) as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(u64::from(a.ctime.nsec));
-        (k.ino == a.fileid && k.ctime == ctime).then_some(k.acl)
+        (k.ino == a.fileid && k.ctime == a.ctime.nanos()).then_some(k.acl)
     }
 
     /// Sets (or, None, removes) the POSIX ACL; a default ACL only on a
